@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-2.0
+# kofi: user-facing targets. What gets built is listed in `Kbuild`.
+#
+#   make          build every module against KDIR (default: kofi's cached kernel)
+#   make check    the whole test suite (sets up and builds what it needs)
+#   make demo     boot a VM, load kofi, run a sample consumer, show it
+#   make setup    install the toolchain (Debian 12)
+#   make kernel   build (or reuse) the cached kernel; PROFILE=debug|perf
+#   make clean
+
+PROFILE ?= debug
+export PATH := /usr/lib/llvm-19/bin:$(HOME)/.cargo/bin:$(PATH)
+
+# KDIR: a Rust-enabled kernel build tree. Without one, kofi builds its own
+# (cached under $KOFI_CACHE, default ~/.cache/kofi) on first use.
+ifeq ($(origin KDIR),undefined)
+KDIR = $(eval KDIR := $$(shell scripts/build-kernel.sh $(PROFILE)))$(KDIR)
+endif
+
+KBUILD_ARGS = -C $(KDIR) M=$(CURDIR) LLVM=1
+
+.PHONY: all modules check demo setup kernel clean
+
+all: modules
+
+modules:
+	$(MAKE) $(KBUILD_ARGS) modules
+
+check:
+	scripts/check.sh
+
+demo:
+	scripts/demo.sh
+
+setup:
+	scripts/setup.sh
+
+kernel:
+	scripts/build-kernel.sh $(PROFILE)
+
+clean:
+	@kdir="$${KDIR:-$$(scripts/build-kernel.sh --path $(PROFILE))}"; \
+	if [ -f "$$kdir/Makefile" ]; then \
+		$(MAKE) -C "$$kdir" M=$(CURDIR) LLVM=1 clean; \
+	else \
+		find . -path ./target -prune -o \( -name '*.o' -o -name '*.ko' -o -name '*.mod' \
+			-o -name '*.mod.c' -o -name '.*.cmd' -o -name 'modules.order' \
+			-o -name 'Module.symvers' \) -print | xargs -r rm -f; \
+	fi
+	rm -rf build kofi/abi_generated.rs
+	cargo clean

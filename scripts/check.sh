@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# `make check`: kofi's whole test suite. Sets the machine up, runs host-side
+# tests, checks style, builds the modules (with clippy, no warnings allowed),
+# boots the debug kernel and runs every suite there. Ends with the line
+# `N passed, N failed, N skipped` and exits non-zero on any failure.
+#
+#   KOFI_TEST_FILTER=substring  runs only the guest suites whose name matches.
+set -uo pipefail
+. "$(dirname "$0")/lib/env.sh"
+cd "$KOFI_ROOT"
+
+pass=0 fail=0 skip=0
+step() { echo; echo "=== $*"; }
+record() { # record NAME RC
+	if [ "$2" = 0 ]; then pass=$((pass + 1)); echo "check: ok   $1"
+	else fail=$((fail + 1)); echo "check: FAIL $1"; fi
+}
+finish() {
+	echo
+	echo "$pass passed, $fail failed, $skip skipped"
+	[ "$fail" = 0 ]
+	exit
+}
+
+step "set-up"
+scripts/setup.sh || { record setup 1; finish; }
+
+step "host-side tests (cargo test)"
+out=$(cargo test --workspace --release 2>&1)
+rc=$?
+echo "$out" | grep -E '^test |test result:|error' || true
+while read -r p f ig; do
+	pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + ig))
+done < <(echo "$out" | sed -nE 's/^test result: [A-Za-z]+\. ([0-9]+) passed; ([0-9]+) failed; ([0-9]+) ignored.*/\1 \2 \3/p')
+[ $rc = 0 ] || { echo "$out" | tail -30; record "cargo test exit status" 1; }
+
+step "style: rustfmt"
+mapfile -t rs < <(git ls-files --cached --others --exclude-standard '*.rs')
+out=$(rustfmt --check --config-path "$KOFI_ROOT/.rustfmt.toml" --edition 2021 "${rs[@]}" 2>&1)
+rc=$?
+[ $rc = 0 ] || echo "$out" | head -40
+record "rustfmt --check (${#rs[@]} files)" $rc
+
+step "kernel"
+if [ -z "${KDIR:-}" ]; then
+	KDIR=$(scripts/build-kernel.sh debug) || { record "kernel build" 1; finish; }
+fi
+echo "KDIR=$KDIR"
+
+step "modules (clippy, warnings are errors)"
+make -C "$KDIR" M="$KOFI_ROOT" LLVM=1 clean >/dev/null 2>&1
+out=$(make -C "$KDIR" M="$KOFI_ROOT" LLVM=1 CLIPPY=1 KRUSTFLAGS=-Dwarnings KCFLAGS=-Werror \
+	-j"$KOFI_JOBS" modules 2>&1)
+rc=$?
+echo "$out" | grep -vE '^make(\[[0-9]+\])?: (Entering|Leaving)' | tail -40
+if [ $rc = 0 ] && echo "$out" | grep -q 'warning:'; then rc=1; echo "check: the build warned"; fi
+record "modules build with CLIPPY=1, no warnings" $rc
+[ $rc = 0 ] || finish
+
+# guest_run LABEL VMS: boot VMS VMs of the debug kernel, run the suites, add
+# their totals.
+guest_run() {
+	local label=$1 vms=$2 out line rc p f s
+	step "guest suites, $label (debug kernel: KASAN, lockdep, kmemleak)"
+	out=$(scripts/vm-run.sh --kernel "$KDIR/arch/x86/boot/bzImage" --vms "$vms" \
+		--out "$KOFI_ROOT/build/check-$label" --timeout "${KOFI_VM_TIMEOUT:-900}" \
+		-- /kofi/tests/run_tests.sh "${KOFI_TEST_FILTER:-}")
+	rc=$?
+	echo "$out"
+	line=$(echo "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed' | tail -1)
+	if [ -n "$line" ]; then
+		read -r p _ f _ s _ <<<"${line//,/}"
+		pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + ${s:-0}))
+		[ $rc = 0 ] || [ "$f" != 0 ] || record "$label: vm-run exit status" 1
+	else
+		record "$label: guest run produced a summary" 1
+	fi
+	echo "logs: $KOFI_ROOT/build/check-$label/vm*/{console.log,results.ktap}"
+}
+guest_run one-vm 1
+guest_run two-vms 2
+finish

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make demo`: set up, build the kernel and the modules, boot a VM, load kofi
+# (and the providers there are), run the sample consumer and show what it did.
+set -euo pipefail
+. "$(dirname "$0")/lib/env.sh"
+cd "$KOFI_ROOT"
+
+echo "=== set-up"
+scripts/setup.sh | grep -v 'already installed' || true
+echo "=== kernel"
+KDIR=${KDIR:-$(scripts/build-kernel.sh debug)}
+echo "=== modules"
+make -C "$KDIR" M="$KOFI_ROOT" LLVM=1 -j"$KOFI_JOBS" modules 2>&1 |
+	grep -vE '^make(\[[0-9]+\])?: (Entering|Leaving)'
+echo "=== VM: load kofi, run the sample consumer, unload"
+rc=0
+scripts/vm-run.sh --kernel "$KDIR/arch/x86/boot/bzImage" --out "$KOFI_ROOT/build/demo" \
+	--timeout 600 -- /kofi/samples/demo_guest.sh >"$KOFI_ROOT/build/demo.verdict" 2>&1 || rc=$?
+echo "--- what the guest did:"
+grep -vE '^(KTAP|1\.\.|KOFI-GUEST-DONE)' "$KOFI_ROOT/build/demo/vm0/results.ktap" | tr -d '\r'
+echo "--- verdict:"
+cat "$KOFI_ROOT/build/demo.verdict"
+echo "(console log: $KOFI_ROOT/build/demo/vm0/console.log)"
+exit $rc

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Boot kofi's kernel in QEMU (TCG), run a guest script, judge the run.
+#
+#   scripts/vm-run.sh [options] -- <guest command> [args]
+#
+#   --kernel F     bzImage (default: the cached debug kernel's)
+#   --out DIR      where logs go (default: $KOFI_ROOT/build/vm)
+#   --timeout S    wall-clock limit per VM in seconds (default 600)
+#   --vms N        boot N VMs (1 or 2) on one virtual network
+#   --mem M        guest memory (default 1G)
+#   --extra-modules DIR   also pack DIR's .ko files (and *.sh, under /kofi/tests)
+#
+# Each VM writes DIR/vmI/console.log (kernel console, first serial port) and
+# DIR/vmI/results.ktap (the guest command's stdout, second serial port). The
+# guest sees $KOFI_NODE (its index), $KOFI_VMS, and, with two VMs, eth0 up as
+# 10.0.2.(10+I)/24 and fd00::(10+I)/64 with the peer's address in $KOFI_PEER
+# and $KOFI_PEER6. Modules built in the tree are under /kofi/modules, the
+# selftest scripts under /kofi/tests.
+#
+# Prints each test case and ends with `N passed, N failed, N skipped`; exits
+# non-zero on a failed case, a kernel splat, or a guest that did not finish.
+set -euo pipefail
+. "$(dirname "$0")/lib/env.sh"
+
+kernel= out="$KOFI_ROOT/build/vm" timeout_s=600 vms=1 mem=1G extra=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	--vms) vms=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--extra-modules) extra=$(cd "$2" && pwd); shift 2 ;;
+	--) shift; break ;;
+	*) die "vm-run: unknown option $1" ;;
+	esac
+done
+[ $# -gt 0 ] || die "vm-run: no guest command (see the usage at the top of $0)"
+[ -n "$kernel" ] || kernel="$(kofi_kdir_for debug)/arch/x86/boot/bzImage"
+[ -f "$kernel" ] || die "vm-run: no kernel at $kernel (scripts/build-kernel.sh builds it)"
+case "$vms" in 1|2) ;; *) die "vm-run: --vms takes 1 or 2" ;; esac
+
+rm -rf "$out"
+mkdir -p "$out"
+root="$out/initramfs"
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc,lib,lib64,usr/bin,kofi/modules,kofi/tests}
+
+cp /bin/busybox "$root/bin/busybox"
+# Debian's rdma tool with the libraries ldd names.
+if rdma_bin=$(command -v rdma 2>/dev/null || ls /sbin/rdma /usr/sbin/rdma 2>/dev/null | head -1); then
+	cp "$rdma_bin" "$root/usr/bin/rdma"
+	ldd "$rdma_bin" | grep -o '/[^ ]*' | while read -r lib; do
+		mkdir -p "$root$(dirname "$lib")"
+		cp -L "$lib" "$root$lib"
+	done
+fi
+find "$KOFI_ROOT" -path "$KOFI_ROOT/build" -prune -o -name '*.ko' -print |
+	xargs -r cp -t "$root/kofi/modules"
+cp "$KOFI_ROOT"/tools/testing/selftests/kofi/*.sh "$root/kofi/tests/"
+mkdir -p "$root/kofi/samples"
+cp "$KOFI_ROOT"/samples/*.sh "$root/kofi/samples/"
+if [ -n "$extra" ]; then
+	find "$extra" -name '*.ko' -print | xargs -r cp -t "$root/kofi/modules"
+	find "$extra" -maxdepth 1 -name '*.sh' -print | xargs -r cp -t "$root/kofi/tests"
+fi
+
+# The guest command line, quoted for the init script.
+guest_cmd=$(printf '%q ' "$@")
+cat >"$root/init" <<INIT
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mount -t tmpfs tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug
+export PATH=/bin:/sbin:/usr/bin
+export KOFI_NODE=\${kofi_node:-0} KOFI_VMS=\${kofi_vms:-1}
+ip link set lo up
+if [ "\$KOFI_VMS" -gt 1 ]; then
+	ip link set eth0 up
+	ip addr add 10.0.2.\$((10 + KOFI_NODE))/24 dev eth0
+	ip -6 addr add fd00::\$((10 + KOFI_NODE))/64 dev eth0
+	export KOFI_PEER=10.0.2.\$((11 - KOFI_NODE)) KOFI_PEER6=fd00::\$((11 - KOFI_NODE))
+fi
+echo "kofi-guest: running $guest_cmd" >/dev/console
+cd /kofi
+$guest_cmd >/dev/ttyS1 2>/dev/console
+echo "kofi-guest: command exited with \$?" >/dev/console
+# kmemleak reports objects unreferenced for 5 s or more: let the last test's
+# objects age, then scan twice (the first scan can miss in-flight pointers).
+if [ -e /sys/kernel/debug/kmemleak ]; then
+	sleep 6
+	echo scan >/sys/kernel/debug/kmemleak
+	echo scan >/sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak >/dev/console
+fi
+echo KOFI-GUEST-DONE >/dev/ttyS1
+reboot -f
+INIT
+chmod +x "$root/init"
+(cd "$root" && find . | cpio -o -H newc --quiet) >"$out/initramfs.cpio"
+
+pids=()
+for i in $(seq 0 $((vms - 1))); do
+	dir="$out/vm$i"
+	mkdir -p "$dir"
+	net=(-nic none)
+	if [ "$vms" -gt 1 ]; then
+		# QEMU socket netdev over UDP on the host's loopback: the two VMs
+		# form one Ethernet segment.
+		base=$((20000 + ($$ % 20000)))
+		net=(-netdev "socket,id=n0,udp=127.0.0.1:$((base + 1 - i)),localaddr=127.0.0.1:$((base + i))"
+		     -device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:$((10 + i))")
+	fi
+	(
+		rc=0
+		timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" \
+			-no-reboot -display none -monitor none \
+			-kernel "$kernel" -initrd "$out/initramfs.cpio" \
+			-append "console=ttyS0 panic=-1 kofi_node=$i kofi_vms=$vms" \
+			-serial "file:$dir/console.log" -serial "file:$dir/results.ktap" \
+			"${net[@]}" >"$dir/qemu.out" 2>&1 || rc=$?
+		[ $rc != 124 ] && [ $rc != 137 ] || touch "$dir/timed-out"
+		echo $rc >"$dir/qemu.rc"
+	) &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+
+vmlog=("$KOFI_ROOT/target/release/kofi-vmlog")
+[ -x "${vmlog[0]}" ] || cargo build -q --release --manifest-path "$KOFI_ROOT/Cargo.toml" -p kofi-vmlog
+dirs=()
+for i in $(seq 0 $((vms - 1))); do dirs+=("$out/vm$i"); done
+exec "${vmlog[@]}" "${dirs[@]}"

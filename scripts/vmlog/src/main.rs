@@ -1,0 +1,49 @@
+//! `kofi-vmlog <run dir>...`
+//!
+//! Each run directory holds what one VM left: `console.log` (kernel console),
+//! `results.ktap` (the guest's results channel) and, when the runner had to
+//! kill the guest, a file `timed-out`. Prints each test case's verdict and a
+//! last line `N passed, N failed, N skipped` over all runs; exits 1 when any
+//! run failed (a failed case, a splat, a guest that did not finish), 2 on bad
+//! usage.
+
+use kofi_vmlog::RunVerdict;
+use std::path::Path;
+use std::process::ExitCode;
+
+fn read(path: &Path) -> String {
+    std::fs::read(path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+fn main() -> ExitCode {
+    let dirs: Vec<String> = std::env::args().skip(1).collect();
+    if dirs.is_empty() || dirs.iter().any(|d| d.starts_with('-')) {
+        eprintln!("usage: kofi-vmlog <run dir>...");
+        return ExitCode::from(2);
+    }
+    let (mut pass, mut fail, mut skip) = (0, 0, 0);
+    for dir in &dirs {
+        let dir = Path::new(dir);
+        let label = dir
+            .file_name()
+            .map_or_else(|| "vm".into(), |n| n.to_string_lossy().into_owned());
+        let verdict = RunVerdict::judge(
+            &read(&dir.join("console.log")),
+            &read(&dir.join("results.ktap")),
+            dir.join("timed-out").exists(),
+        );
+        print!("{}", verdict.render(&label));
+        let (p, f, s) = verdict.totals();
+        pass += p;
+        fail += f;
+        skip += s;
+    }
+    println!("{pass} passed, {fail} failed, {skip} skipped");
+    if fail == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,75 @@
+//! Kernel splats in a serial console log.
+
+/// Markers of a kernel report that fails a run. Each is matched as a
+/// substring of a console line.
+const MARKERS: &[&str] = &[
+    "BUG:",
+    "kernel BUG at",
+    "WARNING:",
+    "KASAN:",
+    "UBSAN:",
+    "Oops",
+    "Call Trace:",
+    "Kernel panic",
+    "general protection fault",
+    // lockdep
+    "possible circular locking dependency",
+    "possible recursive locking detected",
+    "inconsistent lock state",
+    "possible irq lock inversion",
+    "suspicious RCU usage",
+    "lock held when returning to user space",
+    "INFO: trying to register non-static key",
+    // debugobjects, list debugging, RCU and hung tasks
+    "ODEBUG:",
+    "list_add corruption",
+    "list_del corruption",
+    "self-detected stall",
+    "detected stalls on CPUs",
+    "blocked for more than",
+    // kmemleak
+    "unreferenced object 0x",
+    "suspected memory leaks",
+];
+
+/// A console line carrying one of the markers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Splat {
+    pub line_no: usize,
+    pub marker: &'static str,
+    pub line: String,
+}
+
+/// Every line of `console` with a splat marker, in order.
+pub fn find_splats(console: &str) -> Vec<Splat> {
+    console
+        .lines()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            MARKERS.iter().find(|m| line.contains(*m)).map(|m| Splat {
+                line_no: i + 1,
+                marker: m,
+                line: line.trim_end().to_string(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_log_has_none() {
+        assert!(find_splats("[    0.1] Linux version 6.12\n[    1.0] kofi: loaded\n").is_empty());
+    }
+
+    #[test]
+    fn finds_kasan_and_lockdep() {
+        let log = "a\n[ 2.0] BUG: KASAN: slab-out-of-bounds in f+0x1\nb\n[ 3.0] WARNING: possible circular locking dependency detected\n";
+        let s = find_splats(log);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].line_no, 2);
+        assert_eq!(s[0].marker, "BUG:");
+    }
+}

@@ -1,0 +1,74 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs every kofi test suite in the guest and writes one KTAP document to
+# stdout: each KUnit test module (*_kunit.ko) and each kselftest-style script
+# (test_*.sh) is a subtest, its own KTAP indented beneath it. In a run of two
+# VMs ($KOFI_VMS = 2) it runs the pair_*.sh scripts instead, on both nodes.
+#
+# Usage: run_tests.sh [FILTER]   (FILTER: a substring of suite names to run)
+
+MODDIR=/kofi/modules
+TESTDIR=$(dirname "$0")
+filter=${1:-}
+
+suites=""
+if [ "${KOFI_VMS:-1}" -gt 1 ]; then
+	scripts="$TESTDIR/pair_*.sh"
+else
+	scripts="$TESTDIR/test_*.sh"
+	for ko in "$MODDIR"/*_kunit.ko; do
+		[ -e "$ko" ] || continue
+		suites="$suites kunit:$(basename "$ko" .ko)"
+	done
+fi
+for t in $scripts; do
+	[ -e "$t" ] || continue
+	suites="$suites $(basename "$t" .sh)"
+done
+selected=""
+for s in $suites; do
+	case "$s" in *"$filter"*) selected="$selected $s" ;; esac
+done
+
+# Runs a KUnit test module: its suites run while insmod loads it; their
+# results stay in debugfs until it is unloaded. The core must be loaded first
+# (there is no modules.dep in the guest).
+run_kunit_module() {
+	mod=$1
+	before=$(ls /sys/kernel/debug/kunit 2>/dev/null)
+	if ! insmod "$MODDIR/kofi.ko"; then
+		echo "# insmod kofi.ko failed"
+		return 1
+	fi
+	if ! insmod "$MODDIR/$mod.ko"; then
+		echo "# insmod $mod.ko failed"
+		rmmod kofi
+		return 1
+	fi
+	n=0
+	for s in $(ls /sys/kernel/debug/kunit); do
+		case " $(echo $before) " in *" $s "*) continue ;; esac
+		cat "/sys/kernel/debug/kunit/$s/results"
+		n=$((n + 1))
+	done
+	rmmod "$mod" && rmmod kofi || return 1
+	[ "$n" -gt 0 ] || { echo "# $mod registered no KUnit suite"; return 1; }
+}
+
+set -- $selected
+echo "KTAP version 1"
+echo "1..$#"
+i=0
+for s in "$@"; do
+	i=$((i + 1))
+	case "$s" in
+	kunit:*) out=$(run_kunit_module "${s#kunit:}" 2>&1); rc=$? ;;
+	*) out=$(sh "$TESTDIR/$s.sh" 2>&1); rc=$? ;;
+	esac
+	echo "$out" | sed 's/^/    /'
+	if [ $rc -eq 0 ] && ! echo "$out" | grep -q '^ *not ok'; then
+		echo "ok $i $s"
+	else
+		echo "not ok $i $s"
+	fi
+done
