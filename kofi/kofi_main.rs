@@ -2,12 +2,29 @@
 
 //! kofi: kernel OpenFabrics Interfaces, the core module.
 //!
-//! Exports the `fi_*` calls to kernel consumers (through `kofi_exports.c`)
-//! and dispatches them to providers.
+//! Exports the `fi_*` calls to kernel consumers and `kofi_provider_*` and
+//! the reporting calls to providers (the exports are in `kofi_glue.c`), and
+//! dispatches consumers' calls to providers. See
+//! `Documentation/kofi/overview.rst`.
 
 use kernel::prelude::*;
 
 mod abi;
+mod api_cm;
+mod api_data;
+mod api_objects;
+mod api_queues;
+mod errno;
+mod flags;
+mod info;
+mod info_match;
+mod lock;
+mod mr;
+mod object;
+mod queue;
+mod registry;
+mod report;
+mod ring;
 
 module! {
     type: Kofi,
@@ -23,21 +40,28 @@ pub extern "C" fn fi_version() -> u32 {
     abi::KOFI_ABI_VERSION
 }
 
-struct Kofi;
+struct Kofi {
+    _registry: Pin<KBox<registry::Registry>>,
+}
 
 impl kernel::Module for Kofi {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let registry = registry::Registry::install()?;
         pr_info!(
             "core loaded, ABI version {}.{}\n",
             abi::FI_MAJOR_VERSION,
             abi::FI_MINOR_VERSION
         );
-        Ok(Kofi)
+        Ok(Kofi {
+            _registry: registry,
+        })
     }
 }
 
 impl Drop for Kofi {
     fn drop(&mut self) {
+        // Providers import kofi's symbols, so they are all gone by now.
+        registry::Registry::uninstall();
         pr_info!("core unloaded\n");
     }
 }

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* kofi: domains and memory registration, after libfabric's <rdma/fi_domain.h>. */
+#ifndef _KOFI_FI_DOMAIN_H
+#define _KOFI_FI_DOMAIN_H
+
+#include <kofi/fabric.h>
+#include <kofi/fi_eq.h>
+
+struct fid_domain {
+	struct fid fid;
+};
+
+/**
+ * struct fid_mr - a registered memory region
+ * @mem_desc: the descriptor to pass as @desc with local buffers in this region
+ * @key: the key a peer uses to reach the region with RMA
+ */
+struct fid_mr {
+	struct fid fid;
+	void *mem_desc;
+	u64 key;
+};
+
+/* What the iovs of a registration, message or RMA point at. */
+enum kofi_iov_type {
+	KOFI_IOV_KVEC,		/* struct kvec: kernel virtual addresses */
+	KOFI_IOV_BVEC,		/* struct bio_vec: pages, for page-based storage I/O */
+};
+
+/**
+ * struct fi_mr_attr - a memory registration
+ * @mr_iov: the region's kvecs (with KOFI_IOV_KVEC)
+ * @mr_bvec: the region's bio_vecs (with KOFI_IOV_BVEC)
+ * @iov_count: entries in @mr_iov or @mr_bvec, 1 to the domain's mr_iov_limit
+ * @iov_type: which of the two is used
+ * @access: FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE
+ * @offset: the RMA address of the region's first byte (kofi addresses a
+ *	region by offset, not by virtual address: FI_MR_VIRT_ADDR is not set)
+ * @requested_key: the key to use, unless the domain has FI_MR_PROV_KEY
+ * @context: the consumer's context for the fid
+ */
+struct fi_mr_attr {
+	const struct kvec *mr_iov;
+	const struct bio_vec *mr_bvec;
+	size_t iov_count;
+	enum kofi_iov_type iov_type;
+	u64 access;
+	u64 offset;
+	u64 requested_key;
+	void *context;
+};
+
+#define KOFI_MR_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
+
+int fi_domain(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain,
+	      void *context);
+int fi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+	       void *context);
+
+int fi_mr_reg(struct fid_domain *domain, const void *buf, size_t len, u64 access, u64 offset,
+	      u64 requested_key, u64 flags, struct fid_mr **mr, void *context);
+int fi_mr_regv(struct fid_domain *domain, const struct kvec *iov, size_t count, u64 access,
+	       u64 offset, u64 requested_key, u64 flags, struct fid_mr **mr, void *context);
+int fi_mr_regbv(struct fid_domain *domain, const struct bio_vec *bvec, size_t count, u64 access,
+		u64 offset, u64 requested_key, u64 flags, struct fid_mr **mr, void *context);
+int fi_mr_regattr(struct fid_domain *domain, const struct fi_mr_attr *attr, u64 flags,
+		  struct fid_mr **mr);
+void *fi_mr_desc(struct fid_mr *mr);
+u64 fi_mr_key(struct fid_mr *mr);
+
+#endif /* _KOFI_FI_DOMAIN_H */

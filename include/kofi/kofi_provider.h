@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kofi: the provider interface ("exports down").
+ *
+ * A provider module fills a static struct kofi_provider and calls
+ * kofi_provider_register(KOFI_ABI_VERSION, &prov) at load and
+ * kofi_provider_deregister(&prov) at unload. The core pins the provider's
+ * module while any fabric of it is open, so rmmod of a provider in use fails.
+ *
+ * The core allocates every object (struct fid_*) and calls the provider's
+ * open op to set it up; the provider keeps its state in fid.prov_data. The
+ * core has checked the arguments and the object's state before any op runs,
+ * and calls no op with a lock of its own held, so ops may sleep unless said
+ * otherwise. The close ops must not return before the provider is done with
+ * the object: no completion or event for it may be reported after.
+ *
+ * The many forms of each data call reach the provider as one: fi_send,
+ * fi_sendv, fi_inject and fi_senddata as sendmsg (with FI_INJECT or
+ * FI_REMOTE_CQ_DATA in @flags); likewise recvmsg, readmsg, writemsg. An op
+ * left NULL makes the call return -FI_ENOSYS.
+ */
+#ifndef _KOFI_PROVIDER_H
+#define _KOFI_PROVIDER_H
+
+#include <linux/module.h>
+#include <linux/uio.h>
+#include <kofi/fabric.h>
+#include <kofi/fi_domain.h>
+#include <kofi/fi_endpoint.h>
+#include <kofi/fi_cm.h>
+#include <kofi/fi_rma.h>
+#include <kofi/fi_eq.h>
+
+struct kofi_domain_ops {
+	int (*open)(struct fid_fabric *fabric, const struct fi_info *info,
+		    struct fid_domain *domain);
+	void (*close)(struct fid_domain *domain);
+	/*
+	 * Optional: register @mr with the provider (hardware, say). The core
+	 * has copied the iovs and, unless the provider sets mr->key here,
+	 * assigns the key after. May set mr->mem_desc.
+	 */
+	int (*mr_reg)(struct fid_domain *domain, struct fid_mr *mr, const struct fi_mr_attr *attr,
+		      u64 flags);
+	void (*mr_close)(struct fid_mr *mr);
+};
+
+struct kofi_ep_ops {
+	int (*open)(struct fid_domain *domain, const struct fi_info *info, struct fid_ep *ep);
+	void (*close)(struct fid_ep *ep);
+	/* Optional: the core has recorded the binding of a CQ or an EQ. */
+	int (*bind)(struct fid_ep *ep, struct fid *bfid, u64 flags);
+	int (*enable)(struct fid_ep *ep);
+	int (*connect)(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
+	int (*accept)(struct fid_ep *ep, const void *param, size_t paramlen);
+	int (*shutdown)(struct fid_ep *ep, u64 flags);
+	int (*getname)(struct fid_ep *ep, void *addr, size_t *addrlen);
+	int (*getpeer)(struct fid_ep *ep, void *addr, size_t *addrlen);
+	int (*getopt)(struct fid_ep *ep, int level, int optname, void *optval, size_t *optlen);
+	int (*setopt)(struct fid_ep *ep, int level, int optname, const void *optval,
+		      size_t optlen);
+	ssize_t (*sendmsg)(struct fid_ep *ep, const struct fi_msg *msg, u64 flags);
+	ssize_t (*recvmsg)(struct fid_ep *ep, const struct fi_msg *msg, u64 flags);
+	ssize_t (*readmsg)(struct fid_ep *ep, const struct fi_msg_rma *msg, u64 flags);
+	ssize_t (*writemsg)(struct fid_ep *ep, const struct fi_msg_rma *msg, u64 flags);
+};
+
+struct kofi_pep_ops {
+	int (*open)(struct fid_fabric *fabric, const struct fi_info *info, struct fid_pep *pep);
+	void (*close)(struct fid_pep *pep);
+	int (*listen)(struct fid_pep *pep);
+	/* @handle is the request's; the core releases it after. */
+	int (*reject)(struct fid_pep *pep, struct fid *handle, const void *param, size_t paramlen);
+	int (*getname)(struct fid_pep *pep, void *addr, size_t *addrlen);
+	/*
+	 * The last reference to a connection request (from
+	 * kofi_connreq_alloc()) is gone: accepted, rejected, or its info freed
+	 * unanswered. Called once per request, in process context.
+	 */
+	void (*connreq_release)(struct fid *handle);
+};
+
+/**
+ * struct kofi_provider - a provider's dispatch table
+ * @name: unique, at most FI_NAME_MAX - 1 characters; fi_getinfo hints name it
+ *	in fabric_attr->prov_name, and the module carries alias "kofi-<name>"
+ * @version: the provider's own version, FI_VERSION(major, minor)
+ * @owner: THIS_MODULE
+ * @priority: fi_getinfo lists providers of higher priority first
+ * @getinfo: the infos the provider offers for @node/@service; build them with
+ *	fi_allocinfo()/fi_dupinfo() (the core filters them by @hints again
+ *	and frees them with fi_freeinfo())
+ * @freeinfo: optional: called on each of the provider's infos just before
+ *	the core frees it
+ * @fabric: set up @fabric (allocated by the core) for @attr
+ * @fabric_close: undo @fabric
+ * @cleanup: optional: called at deregistration
+ * @domain_ops: @ep_ops: @pep_ops: the per-object dispatch tables
+ * @core_private: the core's; zero it
+ */
+struct kofi_provider {
+	const char *name;
+	u32 version;
+	struct module *owner;
+	int priority;
+	int (*getinfo)(u32 version, const char *node, const char *service, u64 flags,
+		       const struct fi_info *hints, struct fi_info **info);
+	void (*freeinfo)(struct fi_info *info);
+	int (*fabric)(struct fi_fabric_attr *attr, struct fid_fabric *fabric, void *context);
+	void (*fabric_close)(struct fid_fabric *fabric);
+	void (*cleanup)(void);
+	const struct kofi_domain_ops *domain_ops;
+	const struct kofi_ep_ops *ep_ops;
+	const struct kofi_pep_ops *pep_ops;
+	void *core_private;
+};
+
+int kofi_provider_register(u32 version, struct kofi_provider *prov);
+void kofi_provider_deregister(struct kofi_provider *prov);
+
+/*
+ * Reporting completions and events. All may be called from process or
+ * softirq context (not hardirq), with provider locks held.
+ */
+
+/**
+ * kofi_ep_complete() - report a completed operation of @ep
+ * @flags: FI_SEND, FI_RECV, FI_READ, FI_WRITE or FI_REMOTE_WRITE, with FI_MSG
+ *	or FI_RMA, FI_REMOTE_CQ_DATA when @data is valid, and the operation's
+ *	FI_COMPLETION
+ *
+ * Goes to the CQ bound for transmit or for receive, as @flags says, and is
+ * dropped when that CQ was bound with FI_SELECTIVE_COMPLETION and @flags
+ * lacks FI_COMPLETION. Return: 0, -FI_EOVERRUN when the CQ was full (the
+ * overrun is reported to the consumer in order), -FI_ENOCQ when none is bound.
+ */
+int kofi_ep_complete(struct fid_ep *ep, u64 flags, void *op_context, size_t len, void *buf,
+		     u64 data);
+/* As kofi_ep_complete(), for a failed operation; @err->err is a positive FI_E*. */
+int kofi_ep_complete_error(struct fid_ep *ep, const struct fi_cq_err_entry *err);
+
+/* FI_CONNECTED or FI_SHUTDOWN for @ep, with the peer's private data. */
+int kofi_ep_event(struct fid_ep *ep, u32 event, const void *data, size_t datalen);
+/* A connection error for @ep (@err: positive FI_E*, e.g. FI_ECONNREFUSED). */
+int kofi_ep_event_error(struct fid_ep *ep, int err, int prov_errno, const void *data,
+			size_t datalen);
+
+/* A new connection request's handle, for the info of an FI_CONNREQ. Process context. */
+struct fid *kofi_connreq_alloc(struct fid_pep *pep, void *prov_data);
+/* FI_CONNREQ on @pep's EQ; @info (with info->handle set) passes to the consumer. */
+int kofi_pep_connreq(struct fid_pep *pep, struct fi_info *info, const void *data,
+		     size_t datalen);
+
+/*
+ * The core's memory registration table, for software providers that serve
+ * RMA themselves. kofi_mr_get() finds the region by @key, checks that
+ * [@addr, @addr + @len) lies in it and that it grants @access
+ * (FI_REMOTE_READ or FI_REMOTE_WRITE), and holds it: fi_close() of the
+ * region waits until kofi_mr_put(). kofi_mr_iter() sets @iter over those
+ * bytes (@direction: ITER_SOURCE to read from the region, ITER_DEST to write
+ * into it).
+ */
+int kofi_mr_get(struct fid_domain *domain, u64 key, u64 addr, size_t len, u64 access,
+		struct fid_mr **mr);
+void kofi_mr_iter(struct fid_mr *mr, unsigned int direction, u64 addr, size_t len,
+		  struct iov_iter *iter);
+void kofi_mr_put(struct fid_mr *mr);
+
+#endif /* _KOFI_PROVIDER_H */

@@ -1,0 +1,527 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The exported data calls. Every form reaches the provider as one op
+//! (sendmsg, recvmsg, readmsg, writemsg) after the checks: an enabled
+//! endpoint with the capability, iovs that are all there and within the
+//! limits, lengths within the endpoint's maximum (and the inject size), known
+//! flags. `FI_COMPLETION` in the flags the provider gets says whether the
+//! consumer wants a completion (see `kofi_ep_complete`).
+
+use crate::abi;
+use crate::errno::{self, to_c_ssize};
+use crate::flags::*;
+use crate::object::{lookup, Endpoint};
+use core::ptr;
+use kernel::ffi::c_void;
+use kernel::prelude::*;
+
+/// An enabled endpoint with capability `cap`.
+///
+/// # Safety
+///
+/// `ep` is null or a kofi fid the caller keeps open.
+unsafe fn ready<'a>(ep: *mut abi::fid_ep, cap: u64) -> Result<&'a Endpoint> {
+    // SAFETY: The caller's guarantee.
+    let e = unsafe { lookup::<Endpoint>(ep) }?;
+    if !e.is_enabled() {
+        return Err(errno::eopbadstate());
+    }
+    if e.limits.caps & cap == 0 {
+        return Err(errno::eopnotsupp());
+    }
+    Ok(e)
+}
+
+/// The total length of a message's buffers, checked.
+fn iov_total(
+    iov: *const abi::kvec,
+    bvec: *const abi::bio_vec,
+    count: usize,
+    limit: usize,
+) -> Result<usize> {
+    if count == 0 {
+        return Ok(0);
+    }
+    if count > limit || iov.is_null() == bvec.is_null() {
+        return Err(EINVAL);
+    }
+    let mut total: usize = 0;
+    if !iov.is_null() {
+        // SAFETY: `iov` holds `count` kvecs (ABI).
+        for k in unsafe { core::slice::from_raw_parts(iov, count) } {
+            if k.iov_base.is_null() && k.iov_len != 0 {
+                return Err(EINVAL);
+            }
+            total = total.checked_add(k.iov_len).ok_or_else(errno::emsgsize)?;
+        }
+    } else {
+        // SAFETY: `bvec` holds `count` bio_vecs (ABI).
+        for b in unsafe { core::slice::from_raw_parts(bvec, count) } {
+            if b.bv_page.is_null() && b.bv_len != 0 {
+                return Err(EINVAL);
+            }
+            total = total
+                .checked_add(b.bv_len as usize)
+                .ok_or_else(errno::emsgsize)?;
+        }
+    }
+    Ok(total)
+}
+
+/// The completion flag for a call: wanted unless the CQ is selective and the
+/// consumer did not ask (by flags, or the endpoint's default op_flags).
+fn completion(e: &Endpoint, rx: bool, asked: u64) -> u64 {
+    let b = e.bindings.lock();
+    let selective = if rx { b.rx_selective } else { b.tx_selective };
+    if !selective || asked & FI_COMPLETION != 0 {
+        FI_COMPLETION
+    } else {
+        0
+    }
+}
+
+fn sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<usize> {
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let e = unsafe { ready(ep, FI_MSG) }?;
+    // SAFETY: `msg` is null or valid (ABI).
+    let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
+    if flags & !TX_OP_FLAGS != 0 {
+        return Err(errno::ebadflags());
+    }
+    let total = iov_total(m.msg_iov, m.msg_bvec, m.iov_count, e.limits.tx_iov_limit)?;
+    if total > e.limits.max_msg_size {
+        return Err(errno::emsgsize());
+    }
+    if flags & FI_INJECT != 0 && total > e.limits.inject_size {
+        return Err(errno::emsgsize());
+    }
+    if flags & FI_REMOTE_CQ_DATA != 0 && e.domain.cq_data_size == 0 {
+        return Err(errno::ebadflags());
+    }
+    let op = e.ops().sendmsg.ok_or_else(errno::enosys)?;
+    // SAFETY: The provider's endpoint; the message is the consumer's.
+    let ret = unsafe { op(ep, msg, flags) };
+    if ret < 0 {
+        return Err(Error::from_errno(ret as i32));
+    }
+    Ok(0)
+}
+
+/// The flags of a plain call (fi_send, ...): a completion when wanted.
+fn plain(e: *mut abi::fid_ep, rx: bool) -> u64 {
+    // SAFETY: `e` is null or a kofi fid the consumer keeps open.
+    match unsafe { lookup::<Endpoint>(e) } {
+        Ok(ep) => {
+            let defaults = if rx {
+                ep.limits.rx_op_flags
+            } else {
+                ep.limits.tx_op_flags
+            };
+            completion(ep, rx, defaults)
+        }
+        Err(_) => 0,
+    }
+}
+
+/// `fi_sendmsg()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> isize {
+    // SAFETY: As in `plain`.
+    let wanted = match unsafe { lookup::<Endpoint>(ep) } {
+        Ok(e) => completion(e, false, flags),
+        Err(e) => return e.to_errno() as isize,
+    };
+    to_c_ssize(sendmsg(ep, msg, (flags & !FI_COMPLETION) | wanted))
+}
+
+fn one_kvec(buf: *const c_void, len: usize) -> Result<abi::kvec> {
+    if buf.is_null() && len != 0 {
+        return Err(EINVAL);
+    }
+    Ok(abi::kvec {
+        iov_base: buf.cast_mut(),
+        iov_len: len,
+    })
+}
+
+fn msg_of(iov: *const abi::kvec, desc: *mut *mut c_void, count: usize, addr: u64, ctx: *mut c_void, data: u64) -> abi::fi_msg {
+    abi::fi_msg {
+        msg_iov: iov,
+        msg_bvec: ptr::null(),
+        desc,
+        iov_count: count,
+        addr,
+        context: ctx,
+        data,
+    }
+}
+
+/// `fi_send()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_send(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    mut desc: *mut c_void,
+    dest_addr: u64,
+    context: *mut c_void,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let msg = msg_of(&kvec, &mut desc, 1, dest_addr, context, 0);
+    to_c_ssize(sendmsg(ep, &msg, plain(ep, false)))
+}
+
+/// `fi_sendv()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_sendv(
+    ep: *mut abi::fid_ep,
+    iov: *const abi::kvec,
+    desc: *mut *mut c_void,
+    count: usize,
+    dest_addr: u64,
+    context: *mut c_void,
+) -> isize {
+    let msg = msg_of(iov, desc, count, dest_addr, context, 0);
+    to_c_ssize(sendmsg(ep, &msg, plain(ep, false)))
+}
+
+/// `fi_inject()`: the buffer may be reused at once; no completion.
+#[no_mangle]
+pub(crate) extern "C" fn fi_inject(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    dest_addr: u64,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let msg = msg_of(&kvec, ptr::null_mut(), 1, dest_addr, ptr::null_mut(), 0);
+    to_c_ssize(sendmsg(ep, &msg, FI_INJECT))
+}
+
+/// `fi_senddata()`: a send with remote CQ data.
+#[no_mangle]
+pub(crate) extern "C" fn fi_senddata(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    mut desc: *mut c_void,
+    data: u64,
+    dest_addr: u64,
+    context: *mut c_void,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let msg = msg_of(&kvec, &mut desc, 1, dest_addr, context, data);
+    to_c_ssize(sendmsg(ep, &msg, plain(ep, false) | FI_REMOTE_CQ_DATA))
+}
+
+fn recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<usize> {
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let e = unsafe { ready(ep, FI_MSG) }?;
+    // SAFETY: `msg` is null or valid (ABI).
+    let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
+    if flags & !RX_OP_FLAGS != 0 {
+        return Err(errno::ebadflags());
+    }
+    iov_total(m.msg_iov, m.msg_bvec, m.iov_count, e.limits.rx_iov_limit)?;
+    let op = e.ops().recvmsg.ok_or_else(errno::enosys)?;
+    // SAFETY: The provider's endpoint; the message is the consumer's.
+    let ret = unsafe { op(ep, msg, flags) };
+    if ret < 0 {
+        return Err(Error::from_errno(ret as i32));
+    }
+    Ok(0)
+}
+
+/// `fi_recvmsg()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> isize {
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let wanted = match unsafe { lookup::<Endpoint>(ep) } {
+        Ok(e) => completion(e, true, flags),
+        Err(e) => return e.to_errno() as isize,
+    };
+    to_c_ssize(recvmsg(ep, msg, (flags & !FI_COMPLETION) | wanted))
+}
+
+/// `fi_recv()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_recv(
+    ep: *mut abi::fid_ep,
+    buf: *mut c_void,
+    len: usize,
+    mut desc: *mut c_void,
+    src_addr: u64,
+    context: *mut c_void,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let msg = msg_of(&kvec, &mut desc, 1, src_addr, context, 0);
+    to_c_ssize(recvmsg(ep, &msg, plain(ep, true)))
+}
+
+/// `fi_recvv()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_recvv(
+    ep: *mut abi::fid_ep,
+    iov: *const abi::kvec,
+    desc: *mut *mut c_void,
+    count: usize,
+    src_addr: u64,
+    context: *mut c_void,
+) -> isize {
+    let msg = msg_of(iov, desc, count, src_addr, context, 0);
+    to_c_ssize(recvmsg(ep, &msg, plain(ep, true)))
+}
+
+/// Which RMA: the capability bit and the provider's op.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rma {
+    Read,
+    Write,
+}
+
+fn rmamsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_rma, flags: u64, kind: Rma) -> Result<usize> {
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let e = unsafe { ready(ep, FI_RMA) }?;
+    let dir = if kind == Rma::Read { FI_READ } else { FI_WRITE };
+    let caps = e.limits.caps;
+    if caps & (FI_READ | FI_WRITE) != 0 && caps & dir == 0 {
+        return Err(errno::eopnotsupp());
+    }
+    // SAFETY: `msg` is null or valid (ABI).
+    let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
+    if flags & !TX_OP_FLAGS != 0 {
+        return Err(errno::ebadflags());
+    }
+    if kind == Rma::Read && flags & (FI_INJECT | FI_REMOTE_CQ_DATA) != 0 {
+        return Err(errno::ebadflags());
+    }
+    let total = iov_total(m.msg_iov, m.msg_bvec, m.iov_count, e.limits.tx_iov_limit)?;
+    if total > e.limits.max_msg_size {
+        return Err(errno::emsgsize());
+    }
+    if flags & FI_INJECT != 0 && total > e.limits.inject_size {
+        return Err(errno::emsgsize());
+    }
+    if flags & FI_REMOTE_CQ_DATA != 0 && e.domain.cq_data_size == 0 {
+        return Err(errno::ebadflags());
+    }
+    let count = m.rma_iov_count;
+    if count == 0 || count > e.limits.rma_iov_limit || m.rma_iov.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: `rma_iov` holds `rma_iov_count` entries (ABI).
+    let remote = unsafe { core::slice::from_raw_parts(m.rma_iov, count) };
+    let mut remote_total: usize = 0;
+    for r in remote {
+        r.addr.checked_add(r.len as u64).ok_or(EINVAL)?;
+        remote_total = remote_total.checked_add(r.len).ok_or(EINVAL)?;
+    }
+    if remote_total != total {
+        return Err(EINVAL);
+    }
+    let op = match kind {
+        Rma::Read => e.ops().readmsg,
+        Rma::Write => e.ops().writemsg,
+    }
+    .ok_or_else(errno::enosys)?;
+    // SAFETY: The provider's endpoint; the message is the consumer's.
+    let ret = unsafe { op(ep, msg, flags) };
+    if ret < 0 {
+        return Err(Error::from_errno(ret as i32));
+    }
+    Ok(0)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn rma_of(
+    iov: *const abi::kvec,
+    desc: *mut *mut c_void,
+    count: usize,
+    addr: u64,
+    rma: &abi::fi_rma_iov,
+    ctx: *mut c_void,
+    data: u64,
+) -> abi::fi_msg_rma {
+    abi::fi_msg_rma {
+        msg_iov: iov,
+        msg_bvec: ptr::null(),
+        desc,
+        iov_count: count,
+        addr,
+        rma_iov: rma,
+        rma_iov_count: 1,
+        context: ctx,
+        data,
+    }
+}
+
+/// Sum of a kvec array's lengths, for the single remote buffer of
+/// fi_readv/fi_writev (0 on bad input: the checks then refuse it).
+fn kvec_len(iov: *const abi::kvec, count: usize) -> usize {
+    if iov.is_null() {
+        return 0;
+    }
+    // SAFETY: `iov` holds `count` kvecs (ABI).
+    unsafe { core::slice::from_raw_parts(iov, count) }
+        .iter()
+        .fold(0usize, |a, k| a.saturating_add(k.iov_len))
+}
+
+/// `fi_readmsg()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_readmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_rma, flags: u64) -> isize {
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let wanted = match unsafe { lookup::<Endpoint>(ep) } {
+        Ok(e) => completion(e, false, flags),
+        Err(e) => return e.to_errno() as isize,
+    };
+    to_c_ssize(rmamsg(ep, msg, (flags & !FI_COMPLETION) | wanted, Rma::Read))
+}
+
+/// `fi_writemsg()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_writemsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_rma, flags: u64) -> isize {
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let wanted = match unsafe { lookup::<Endpoint>(ep) } {
+        Ok(e) => completion(e, false, flags),
+        Err(e) => return e.to_errno() as isize,
+    };
+    to_c_ssize(rmamsg(ep, msg, (flags & !FI_COMPLETION) | wanted, Rma::Write))
+}
+
+/// `fi_read()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_read(
+    ep: *mut abi::fid_ep,
+    buf: *mut c_void,
+    len: usize,
+    mut desc: *mut c_void,
+    src_addr: u64,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let rma = abi::fi_rma_iov { addr, len, key };
+    let msg = rma_of(&kvec, &mut desc, 1, src_addr, &rma, context, 0);
+    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), Rma::Read))
+}
+
+/// `fi_readv()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_readv(
+    ep: *mut abi::fid_ep,
+    iov: *const abi::kvec,
+    desc: *mut *mut c_void,
+    count: usize,
+    src_addr: u64,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    let rma = abi::fi_rma_iov {
+        addr,
+        len: kvec_len(iov, count),
+        key,
+    };
+    let msg = rma_of(iov, desc, count, src_addr, &rma, context, 0);
+    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), Rma::Read))
+}
+
+/// `fi_write()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_write(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    mut desc: *mut c_void,
+    dest_addr: u64,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let rma = abi::fi_rma_iov { addr, len, key };
+    let msg = rma_of(&kvec, &mut desc, 1, dest_addr, &rma, context, 0);
+    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), Rma::Write))
+}
+
+/// `fi_writev()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_writev(
+    ep: *mut abi::fid_ep,
+    iov: *const abi::kvec,
+    desc: *mut *mut c_void,
+    count: usize,
+    dest_addr: u64,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    let rma = abi::fi_rma_iov {
+        addr,
+        len: kvec_len(iov, count),
+        key,
+    };
+    let msg = rma_of(iov, desc, count, dest_addr, &rma, context, 0);
+    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), Rma::Write))
+}
+
+/// `fi_inject_write()`: the buffer may be reused at once; no completion.
+#[no_mangle]
+pub(crate) extern "C" fn fi_inject_write(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    dest_addr: u64,
+    addr: u64,
+    key: u64,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let rma = abi::fi_rma_iov { addr, len, key };
+    let msg = rma_of(&kvec, ptr::null_mut(), 1, dest_addr, &rma, ptr::null_mut(), 0);
+    to_c_ssize(rmamsg(ep, &msg, FI_INJECT, Rma::Write))
+}
+
+/// `fi_writedata()`: a write with remote CQ data.
+#[no_mangle]
+pub(crate) extern "C" fn fi_writedata(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    mut desc: *mut c_void,
+    data: u64,
+    dest_addr: u64,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let rma = abi::fi_rma_iov { addr, len, key };
+    let msg = rma_of(&kvec, &mut desc, 1, dest_addr, &rma, context, data);
+    to_c_ssize(rmamsg(ep, &msg, plain(ep, false) | FI_REMOTE_CQ_DATA, Rma::Write))
+}

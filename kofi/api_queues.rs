@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The exported CQ and EQ calls. Reads never sleep; fi_cq_sread and
+//! fi_eq_sread sleep (process context only) for at most `timeout` ms
+//! (negative: forever).
+
+use crate::abi;
+use crate::errno::{self, to_c, to_c_ssize};
+use crate::flags::FI_PEEK;
+use crate::object::lookup;
+use crate::queue::{Cq, Eq, EQ_ENTRY_MAX};
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+
+fn cq_args<'a>(cq: *mut abi::fid_cq, buf: *mut c_void, count: usize) -> Result<&'a Cq> {
+    // SAFETY: `cq` is null or a kofi fid the consumer keeps open.
+    let q = unsafe { lookup::<Cq>(cq) }?;
+    if buf.is_null() || count == 0 {
+        return Err(EINVAL);
+    }
+    Ok(q)
+}
+
+/// `fi_cq_read()`: up to `count` entries; -FI_EAGAIN when empty,
+/// -FI_EAVAIL when an error entry is next (read it with fi_cq_readerr).
+#[no_mangle]
+pub(crate) extern "C" fn fi_cq_read(cq: *mut abi::fid_cq, buf: *mut c_void, count: usize) -> isize {
+    to_c_ssize(cq_args(cq, buf, count).and_then(|q| {
+        // SAFETY: `buf` holds `count` entries of the CQ's format (ABI).
+        unsafe { q.read(buf, count) }
+    }))
+}
+
+/// `fi_cq_sread()`: as fi_cq_read, sleeping until an entry, the timeout
+/// (-FI_EAGAIN), fi_cq_signal (-FI_EAGAIN) or a signal (-EINTR).
+#[no_mangle]
+pub(crate) extern "C" fn fi_cq_sread(
+    cq: *mut abi::fid_cq,
+    buf: *mut c_void,
+    count: usize,
+    _cond: *const c_void,
+    timeout: c_int,
+) -> isize {
+    // SAFETY: No preconditions.
+    if !unsafe { abi::kofi_in_task() } {
+        return EINVAL.to_errno() as isize;
+    }
+    to_c_ssize(cq_args(cq, buf, count).and_then(|q| {
+        // SAFETY: `buf` holds `count` entries of the CQ's format (ABI).
+        unsafe { q.sread(buf, count, timeout) }
+    }))
+}
+
+/// `fi_cq_readerr()`: the error entry at the head; -FI_EAGAIN when none.
+#[no_mangle]
+pub(crate) extern "C" fn fi_cq_readerr(
+    cq: *mut abi::fid_cq,
+    buf: *mut abi::fi_cq_err_entry,
+    flags: u64,
+) -> isize {
+    let result = (|| {
+        // SAFETY: `cq` is null or a kofi fid the consumer keeps open.
+        let q = unsafe { lookup::<Cq>(cq) }?;
+        if flags != 0 {
+            return Err(errno::ebadflags());
+        }
+        // SAFETY: `buf` is null or valid for writes (ABI).
+        let out = unsafe { buf.as_mut() }.ok_or(EINVAL)?;
+        q.read_error(out)
+    })();
+    to_c_ssize(result)
+}
+
+/// `fi_cq_signal()`: wakes a thread in fi_cq_sread.
+#[no_mangle]
+pub(crate) extern "C" fn fi_cq_signal(cq: *mut abi::fid_cq) -> c_int {
+    // SAFETY: `cq` is null or a kofi fid the consumer keeps open.
+    to_c(unsafe { lookup::<Cq>(cq) }.map(|q| q.signal()))
+}
+
+fn eq_args<'a>(
+    eq: *mut abi::fid_eq,
+    event: *mut u32,
+    buf: *mut c_void,
+    len: usize,
+    flags: u64,
+) -> Result<(&'a Eq, &'a mut u32, bool)> {
+    // SAFETY: `eq` is null or a kofi fid the consumer keeps open.
+    let q = unsafe { lookup::<Eq>(eq) }?;
+    if flags & !FI_PEEK != 0 {
+        return Err(errno::ebadflags());
+    }
+    if buf.is_null() || len == 0 {
+        return Err(EINVAL);
+    }
+    // SAFETY: `event` is null or valid for writes (ABI).
+    let event = unsafe { event.as_mut() }.ok_or(EINVAL)?;
+    Ok((q, event, flags & FI_PEEK != 0))
+}
+
+/// `fi_eq_read()`: the next event into `buf`; returns its size.
+/// -FI_EAGAIN when empty, -FI_EAVAIL when an error is next, -FI_ETOOSMALL
+/// (the event stays queued) when `len` is too small.
+#[no_mangle]
+pub(crate) extern "C" fn fi_eq_read(
+    eq: *mut abi::fid_eq,
+    event: *mut u32,
+    buf: *mut c_void,
+    len: usize,
+    flags: u64,
+) -> isize {
+    to_c_ssize(eq_args(eq, event, buf, len, flags).and_then(|(q, ev, peek)| {
+        // SAFETY: `buf` is valid for `len` bytes (ABI).
+        unsafe { q.read(ev, buf, len, peek) }
+    }))
+}
+
+/// `fi_eq_sread()`: as fi_eq_read, sleeping as fi_cq_sread does.
+#[no_mangle]
+pub(crate) extern "C" fn fi_eq_sread(
+    eq: *mut abi::fid_eq,
+    event: *mut u32,
+    buf: *mut c_void,
+    len: usize,
+    timeout: c_int,
+    flags: u64,
+) -> isize {
+    // SAFETY: No preconditions.
+    if !unsafe { abi::kofi_in_task() } {
+        return EINVAL.to_errno() as isize;
+    }
+    to_c_ssize(eq_args(eq, event, buf, len, flags).and_then(|(q, ev, peek)| {
+        // SAFETY: `buf` is valid for `len` bytes (ABI).
+        unsafe { q.sread(ev, buf, len, timeout, peek) }
+    }))
+}
+
+/// `fi_eq_readerr()`: the error event at the head; -FI_EAGAIN when none.
+#[no_mangle]
+pub(crate) extern "C" fn fi_eq_readerr(
+    eq: *mut abi::fid_eq,
+    buf: *mut abi::fi_eq_err_entry,
+    flags: u64,
+) -> isize {
+    let result = (|| {
+        // SAFETY: `eq` is null or a kofi fid the consumer keeps open.
+        let q = unsafe { lookup::<Eq>(eq) }?;
+        if flags != 0 {
+            return Err(errno::ebadflags());
+        }
+        // SAFETY: `buf` is null or valid for writes (ABI).
+        let out = unsafe { buf.as_mut() }.ok_or(EINVAL)?;
+        q.read_error(out)
+    })();
+    to_c_ssize(result)
+}
+
+/// `fi_eq_write()`: the consumer adds an event (`len` bytes of `buf`).
+#[no_mangle]
+pub(crate) extern "C" fn fi_eq_write(
+    eq: *mut abi::fid_eq,
+    event: u32,
+    buf: *const c_void,
+    len: usize,
+    flags: u64,
+) -> isize {
+    let result = (|| {
+        // SAFETY: `eq` is null or a kofi fid the consumer keeps open.
+        let q = unsafe { lookup::<Eq>(eq) }?;
+        if flags != 0 {
+            return Err(errno::ebadflags());
+        }
+        if buf.is_null() || len == 0 || len > EQ_ENTRY_MAX || event > abi::FI_JOIN_COMPLETE {
+            return Err(EINVAL);
+        }
+        // SAFETY: `buf` is valid for `len` bytes (ABI).
+        let bytes = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) };
+        q.post_event(event, bytes, &[], core::ptr::null_mut())?;
+        Ok(len)
+    })();
+    to_c_ssize(result)
+}

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct fi_info` lists: fi_allocinfo, fi_dupinfo, fi_freeinfo, and
+//! fi_getinfo, which asks every provider and filters by the hints.
+//!
+//! An info owns everything it points to (attrs, names, addresses) except
+//! `fabric_attr->fabric` and `domain_attr->domain`, which name open objects,
+//! and a connection request `handle`, of which it holds a reference.
+
+use crate::abi;
+use crate::errno::{self, to_c};
+use crate::flags;
+use crate::info_match::{self, InfoView};
+use crate::object;
+use crate::registry::{ModuleRef, Registry};
+use core::ptr;
+use kernel::ffi::{c_char, c_int, c_void};
+use kernel::prelude::*;
+
+/// Allocates zeroed memory for a `T` (a plain C struct), or null.
+fn zalloc<T>() -> *mut T {
+    // SAFETY: `kofi_zalloc` returns zeroed memory of the size asked, or null.
+    unsafe { abi::kofi_zalloc(core::mem::size_of::<T>(), false) }.cast()
+}
+
+fn free<T>(p: *mut T) {
+    // SAFETY: `p` is null or came from `kofi_zalloc`/`kofi_memdup`/`kofi_strdup`.
+    unsafe { abi::kofi_free(p.cast::<c_void>().cast_const()) };
+}
+
+/// A fresh info with all its attrs, zeroed; null when memory is short.
+pub(crate) fn alloc_info() -> *mut abi::fi_info {
+    let info = zalloc::<abi::fi_info>();
+    if info.is_null() {
+        return info;
+    }
+    // SAFETY: `info` is a valid, exclusively owned allocation.
+    let i = unsafe { &mut *info };
+    i.tx_attr = zalloc();
+    i.rx_attr = zalloc();
+    i.ep_attr = zalloc();
+    i.domain_attr = zalloc();
+    i.fabric_attr = zalloc();
+    if i.tx_attr.is_null()
+        || i.rx_attr.is_null()
+        || i.ep_attr.is_null()
+        || i.domain_attr.is_null()
+        || i.fabric_attr.is_null()
+    {
+        // SAFETY: `info` is ours and holds only nulls or fresh allocations.
+        unsafe { free_one(info) };
+        return ptr::null_mut();
+    }
+    info
+}
+
+/// Frees one info and what it owns.
+///
+/// # Safety
+///
+/// `info` is a valid info built by this module, not used after.
+pub(crate) unsafe fn free_one(info: *mut abi::fi_info) {
+    // SAFETY: The caller guarantees `info` is valid and ours.
+    let i = unsafe { &mut *info };
+    if !i.domain_attr.is_null() {
+        // SAFETY: Non-null attrs of our infos are valid.
+        free(unsafe { (*i.domain_attr).name });
+    }
+    if !i.fabric_attr.is_null() {
+        // SAFETY: As above.
+        let f = unsafe { &*i.fabric_attr };
+        free(f.name);
+        free(f.prov_name);
+    }
+    free(i.src_addr);
+    free(i.dest_addr);
+    free(i.tx_attr);
+    free(i.rx_attr);
+    free(i.ep_attr);
+    free(i.domain_attr);
+    free(i.fabric_attr);
+    // SAFETY: A CONNREQ handle in an info is a counted reference.
+    unsafe { object::connreq_put(i.handle) };
+    free(info);
+}
+
+fn dup_bytes(src: *const c_void, len: usize) -> Result<*mut c_void> {
+    if src.is_null() || len == 0 {
+        return Ok(ptr::null_mut());
+    }
+    // SAFETY: `src` is valid for `len` bytes (the info says so).
+    let p = unsafe { abi::kofi_memdup(src, len, false) };
+    if p.is_null() {
+        Err(ENOMEM)
+    } else {
+        Ok(p)
+    }
+}
+
+fn dup_str(s: *const c_char) -> Result<*mut c_char> {
+    if s.is_null() {
+        return Ok(ptr::null_mut());
+    }
+    // SAFETY: `s` is a NUL-terminated string (the info says so).
+    let p = unsafe { abi::kofi_strdup(s) };
+    if p.is_null() {
+        Err(ENOMEM)
+    } else {
+        Ok(p)
+    }
+}
+
+/// Copies the attrs `src` has into `dst`'s (allocated) ones.
+fn copy_attr<T: Copy>(dst: *mut T, src: *const T) {
+    if !src.is_null() {
+        // SAFETY: Both are valid attrs: `dst` from `alloc_info`, `src` the caller's.
+        unsafe { *dst = *src };
+    }
+}
+
+/// A deep copy of one info (its `next` is null).
+///
+/// # Safety
+///
+/// `src` is a valid info.
+pub(crate) unsafe fn dup_one(src: *const abi::fi_info) -> Result<*mut abi::fi_info> {
+    let dst = alloc_info();
+    if dst.is_null() {
+        return Err(ENOMEM);
+    }
+    // SAFETY: The caller guarantees `src` is valid; `dst` is ours.
+    let (s, d) = unsafe { (&*src, &mut *dst) };
+    d.caps = s.caps;
+    d.mode = s.mode;
+    d.addr_format = s.addr_format;
+    copy_attr(d.tx_attr, s.tx_attr);
+    copy_attr(d.rx_attr, s.rx_attr);
+    copy_attr(d.ep_attr, s.ep_attr);
+    copy_attr(d.domain_attr, s.domain_attr);
+    copy_attr(d.fabric_attr, s.fabric_attr);
+    // The attr copies still point at `src`'s strings: clear them before
+    // anything can fail, so that freeing `dst` frees only its own.
+    // SAFETY: `dst`'s attrs are valid.
+    unsafe {
+        (*d.domain_attr).name = ptr::null_mut();
+        (*d.fabric_attr).name = ptr::null_mut();
+        (*d.fabric_attr).prov_name = ptr::null_mut();
+    }
+    let result = (|| -> Result {
+        d.src_addr = dup_bytes(s.src_addr, s.src_addrlen)?;
+        d.src_addrlen = if d.src_addr.is_null() { 0 } else { s.src_addrlen };
+        d.dest_addr = dup_bytes(s.dest_addr, s.dest_addrlen)?;
+        d.dest_addrlen = if d.dest_addr.is_null() { 0 } else { s.dest_addrlen };
+        if !s.domain_attr.is_null() {
+            // SAFETY: Both attrs are valid.
+            unsafe { (*d.domain_attr).name = dup_str((*s.domain_attr).name)? };
+        }
+        if !s.fabric_attr.is_null() {
+            // SAFETY: Both attrs are valid.
+            unsafe {
+                (*d.fabric_attr).name = dup_str((*s.fabric_attr).name)?;
+                (*d.fabric_attr).prov_name = dup_str((*s.fabric_attr).prov_name)?;
+            }
+        }
+        // SAFETY: `s.handle` is null or a fid from kofi.
+        d.handle = unsafe { object::connreq_get(s.handle) };
+        Ok(())
+    })();
+    if let Err(e) = result {
+        // SAFETY: `dst` is ours and consistent.
+        unsafe { free_one(dst) };
+        return Err(e);
+    }
+    Ok(dst)
+}
+
+/// `fi_allocinfo()`: an empty info with all attrs allocated; NULL without memory.
+#[no_mangle]
+pub(crate) extern "C" fn fi_allocinfo() -> *mut abi::fi_info {
+    alloc_info()
+}
+
+/// `fi_dupinfo()`: a deep copy of one info; NULL for NULL or without memory.
+#[no_mangle]
+pub(crate) extern "C" fn fi_dupinfo(info: *const abi::fi_info) -> *mut abi::fi_info {
+    if info.is_null() {
+        return ptr::null_mut();
+    }
+    // SAFETY: `info` is a valid info, by the ABI.
+    unsafe { dup_one(info) }.unwrap_or(ptr::null_mut())
+}
+
+/// `fi_freeinfo()`: frees a list of infos. NULL is a no-op.
+#[no_mangle]
+pub(crate) extern "C" fn fi_freeinfo(info: *mut abi::fi_info) {
+    let mut cur = info;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a valid info of the list the caller owns.
+        let next = unsafe { (*cur).next };
+        // SAFETY: As above; it is not used after.
+        unsafe { free_one(cur) };
+        cur = next;
+    }
+}
+
+/// A NUL-terminated string's bytes, or `None` for null.
+///
+/// # Safety
+///
+/// `s` is null or a valid NUL-terminated string that outlives `'a`.
+unsafe fn bytes<'a>(s: *const c_char) -> Option<&'a [u8]> {
+    if s.is_null() {
+        None
+    } else {
+        // SAFETY: The caller guarantees `s` is a valid string.
+        Some(unsafe { CStr::from_char_ptr(s) }.as_bytes())
+    }
+}
+
+/// The constrained fields of an info.
+///
+/// # Safety
+///
+/// `info` is a valid info whose strings outlive `'a`.
+unsafe fn view<'a>(info: &'a abi::fi_info) -> InfoView<'a> {
+    let mut v = InfoView {
+        caps: info.caps,
+        mode: info.mode,
+        addr_format: info.addr_format,
+        ..InfoView::default()
+    };
+    // SAFETY: The caller guarantees the attrs, when set, are valid.
+    unsafe {
+        if let Some(ep) = info.ep_attr.as_ref() {
+            v.ep_type = ep.type_;
+        }
+        if let Some(f) = info.fabric_attr.as_ref() {
+            v.prov_name = bytes(f.prov_name);
+            v.fabric_name = bytes(f.name);
+        }
+        if let Some(d) = info.domain_attr.as_ref() {
+            v.domain_name = bytes(d.name);
+        }
+    }
+    v
+}
+
+/// Whether an info from a provider has what the core relies on.
+fn well_formed(info: &abi::fi_info) -> bool {
+    !info.tx_attr.is_null()
+        && !info.rx_attr.is_null()
+        && !info.ep_attr.is_null()
+        && !info.domain_attr.is_null()
+        && !info.fabric_attr.is_null()
+}
+
+/// Appends to `out` the infos of one provider that satisfy `hints`.
+fn provider_infos(
+    module: &ModuleRef,
+    version: u32,
+    node: *const c_char,
+    service: *const c_char,
+    flags: u64,
+    hints: *const abi::fi_info,
+    out: &mut *mut *mut abi::fi_info,
+) -> Result {
+    let table = module.table();
+    let provider = module.provider();
+    let Some(getinfo) = table.getinfo else {
+        return Ok(());
+    };
+    let mut list: *mut abi::fi_info = ptr::null_mut();
+    // SAFETY: The provider's module is pinned by `module`; the arguments are
+    // the consumer's, passed on as the ABI says.
+    let ret = unsafe { getinfo(version, node, service, flags, hints, &mut list) };
+    if ret != 0 {
+        fi_freeinfo(list);
+        // A provider with nothing to offer for these arguments is not an error.
+        return Ok(());
+    }
+    let mut cur = list;
+    while !cur.is_null() {
+        // SAFETY: The provider returns a valid list that we now own.
+        let info = unsafe { &mut *cur };
+        let next = info.next;
+        info.next = ptr::null_mut();
+        let keep = well_formed(info) && {
+            // SAFETY: `info` is well formed; the provider name is set below
+            // only after the match, so compare with the registered name.
+            let mut offer = unsafe { view(info) };
+            offer.prov_name = Some(provider.name.as_bytes());
+            // SAFETY: `hints` is valid when non-null (ABI).
+            match unsafe { hints.as_ref() } {
+                None => true,
+                Some(h) => {
+                    // SAFETY: As above.
+                    let h = unsafe { view(h) };
+                    info_match::check(&h, &offer).is_ok()
+                }
+            }
+        };
+        if !keep {
+            if let Some(freeinfo) = table.freeinfo {
+                // SAFETY: The provider asked to see its infos before they go.
+                unsafe { freeinfo(cur) };
+            }
+            // SAFETY: We own `cur`; it is unlinked.
+            unsafe { free_one(cur) };
+            cur = next;
+            continue;
+        }
+        // Stamp the provider's identity, as the consumer will see it.
+        // SAFETY: `fabric_attr` is valid (well formed).
+        let fattr = unsafe { &mut *info.fabric_attr };
+        free(fattr.prov_name);
+        fattr.prov_name = ptr::null_mut();
+        let stamped = dup_str(provider.name.as_char_ptr());
+        match stamped {
+            Ok(name) => fattr.prov_name = name,
+            Err(e) => {
+                // SAFETY: As above.
+                unsafe { free_one(cur) };
+                fi_freeinfo(next);
+                return Err(e);
+            }
+        }
+        fattr.prov_version = provider.version;
+        fattr.api_version = version;
+        // SAFETY: `*out` points to the list's last `next` (or its head).
+        unsafe { **out = cur };
+        *out = &mut info.next;
+        cur = next;
+    }
+    Ok(())
+}
+
+fn getinfo(
+    version: u32,
+    node: *const c_char,
+    service: *const c_char,
+    flags: u64,
+    hints: *const abi::fi_info,
+    info: *mut *mut abi::fi_info,
+) -> Result {
+    if info.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: `info` is valid for write (ABI).
+    unsafe { *info = ptr::null_mut() };
+    if version >> 16 != abi::FI_MAJOR_VERSION {
+        return Err(errno::enosys());
+    }
+    if flags & !flags::GETINFO_FLAGS != 0 {
+        return Err(errno::ebadflags());
+    }
+    let registry = Registry::get()?;
+    // SAFETY: `hints` is null or a valid info (ABI), its strings valid.
+    let wanted = unsafe { hints.as_ref() }.map(|h| unsafe { view(h) });
+    if let Some(h) = &wanted {
+        let known = flags::FI_MSG
+            | flags::FI_RMA
+            | flags::FI_TAGGED
+            | flags::FI_ATOMIC
+            | flags::FI_READ
+            | flags::FI_WRITE
+            | flags::FI_RECV
+            | flags::FI_SEND
+            | flags::FI_REMOTE_READ
+            | flags::FI_REMOTE_WRITE
+            | flags::FI_MULTI_RECV
+            | flags::FI_REMOTE_CQ_DATA
+            | flags::FI_SOURCE
+            | (1u64 << 51)
+            | (1u64 << 52)
+            | (1u64 << 56)
+            | (1u64 << 58)
+            | (1u64 << 59);
+        if h.caps & !known != 0 {
+            return Err(errno::ebadflags());
+        }
+        if h.ep_type > abi::fi_ep_type_FI_EP_RDM {
+            return Err(EINVAL);
+        }
+    }
+    let providers = match wanted.and_then(|h| h.prov_name) {
+        Some(_) => {
+            // SAFETY: `hints` and its fabric_attr are valid (checked by `view`).
+            let name = unsafe { CStr::from_char_ptr((*(*hints).fabric_attr).prov_name) };
+            let mut one = KVec::new();
+            if let Some(p) = registry.find_or_load(name) {
+                one.push(p, GFP_KERNEL)?;
+            }
+            one
+        }
+        None => registry.snapshot()?,
+    };
+    let mut head: *mut abi::fi_info = ptr::null_mut();
+    let mut tail: *mut *mut abi::fi_info = &mut head;
+    for p in providers.iter() {
+        let Some(module) = ModuleRef::get(p) else {
+            continue;
+        };
+        if let Err(e) = provider_infos(&module, version, node, service, flags, hints, &mut tail) {
+            fi_freeinfo(head);
+            return Err(e);
+        }
+    }
+    if head.is_null() {
+        return Err(errno::enodata());
+    }
+    // SAFETY: `info` is valid for write.
+    unsafe { *info = head };
+    Ok(())
+}
+
+/// `fi_getinfo()`: the infos of every provider that satisfy `hints`, by
+/// provider preference. Process context.
+#[no_mangle]
+pub(crate) extern "C" fn fi_getinfo(
+    version: u32,
+    node: *const c_char,
+    service: *const c_char,
+    flags: u64,
+    hints: *const abi::fi_info,
+    info: *mut *mut abi::fi_info,
+) -> c_int {
+    to_c(getinfo(version, node, service, flags, hints, info))
+}

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The C side of kofi.ko: exports of the Rust core's calls, and helpers for
+ * kernel APIs that are static inline or macros.
+ *
+ * An out-of-tree Rust crate cannot emit export entries itself, so the
+ * #[no_mangle] functions of the crate are exported here, in namespace KOFI:
+ * consumers and providers say MODULE_IMPORT_NS(KOFI).
+ */
+#include <linux/export.h>
+#include <linux/kmod.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <kofi/kofi_provider.h>
+#include "kofi_glue.h"
+
+void *kofi_zalloc(size_t size, bool atomic)
+{
+	return kzalloc(size, atomic ? GFP_ATOMIC : GFP_KERNEL);
+}
+
+void *kofi_memdup(const void *src, size_t len, bool atomic)
+{
+	return kmemdup(src, len, atomic ? GFP_ATOMIC : GFP_KERNEL);
+}
+
+char *kofi_strdup(const char *s)
+{
+	return kstrdup(s, GFP_KERNEL);
+}
+
+void kofi_free(const void *p)
+{
+	kfree(p);
+}
+
+int kofi_request_provider(const char *name)
+{
+	return request_module("kofi-%s", name);
+}
+
+bool kofi_module_get(struct module *module)
+{
+	return try_module_get(module);
+}
+
+void kofi_module_put(struct module *module)
+{
+	module_put(module);
+}
+
+void kofi_bh_lock_init(spinlock_t *lock, const char *name, struct lock_class_key *key)
+{
+	__spin_lock_init(lock, name, key);
+}
+
+void kofi_bh_lock(spinlock_t *lock)
+{
+	spin_lock_bh(lock);
+}
+
+void kofi_bh_unlock(spinlock_t *lock)
+{
+	spin_unlock_bh(lock);
+}
+
+u64 kofi_random_u64(void)
+{
+	return get_random_u64();
+}
+
+/* @iter over bytes [@start, @start + @len) of an array of kvecs or bio_vecs. */
+void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bvec,
+			  const void *iov, unsigned long nr, size_t total, size_t start,
+			  size_t len)
+{
+	if (bvec)
+		iov_iter_bvec(iter, direction, iov, nr, total);
+	else
+		iov_iter_kvec(iter, direction, iov, nr, total);
+	iov_iter_advance(iter, start);
+	iov_iter_truncate(iter, len);
+}
+
+bool kofi_in_task(void)
+{
+	return in_task();
+}
+
+/* Version and errors */
+EXPORT_SYMBOL_NS_GPL(fi_version, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_strerror, KOFI);
+/* Discovery and info lists */
+EXPORT_SYMBOL_NS_GPL(fi_getinfo, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_freeinfo, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_dupinfo, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_allocinfo, KOFI);
+/* Objects */
+EXPORT_SYMBOL_NS_GPL(fi_fabric, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_domain, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_endpoint, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_passive_ep, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cq_open, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_eq_open, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_close, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_control, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_ep_bind, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_pep_bind, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_enable, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_getopt, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_setopt, KOFI);
+/* Connection management */
+EXPORT_SYMBOL_NS_GPL(fi_listen, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_connect, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_accept, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_reject, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_shutdown, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_getname, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_getpeer, KOFI);
+/* Messages */
+EXPORT_SYMBOL_NS_GPL(fi_send, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_sendv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_sendmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_inject, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_senddata, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_recv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_recvv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_recvmsg, KOFI);
+/* RMA */
+EXPORT_SYMBOL_NS_GPL(fi_read, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_readv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_readmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_write, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_writev, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_writemsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_inject_write, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_writedata, KOFI);
+/* Completion and event queues */
+EXPORT_SYMBOL_NS_GPL(fi_cq_read, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cq_readerr, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cq_sread, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cq_signal, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_eq_read, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_eq_readerr, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_eq_write, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_eq_sread, KOFI);
+/* Memory registration */
+EXPORT_SYMBOL_NS_GPL(fi_mr_reg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_mr_regv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_mr_regbv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_mr_regattr, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_mr_desc, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_mr_key, KOFI);
+/* The provider interface */
+EXPORT_SYMBOL_NS_GPL(kofi_provider_register, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_provider_deregister, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_complete, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_complete_error, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_event, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_event_error, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_connreq_alloc, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_pep_connreq, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_mr_get, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_mr_iter, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_mr_put, KOFI);

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Private to kofi.ko: C helpers for kernel APIs that are static inline or
+ * macros, which the Rust core cannot call directly.
+ */
+#ifndef _KOFI_GLUE_H
+#define _KOFI_GLUE_H
+
+#include <linux/spinlock.h>
+#include <linux/module.h>
+#include <linux/uio.h>
+
+void *kofi_zalloc(size_t size, bool atomic);
+void *kofi_memdup(const void *src, size_t len, bool atomic);
+char *kofi_strdup(const char *s);
+void kofi_free(const void *p);
+
+int kofi_request_provider(const char *name);
+bool kofi_module_get(struct module *module);
+void kofi_module_put(struct module *module);
+
+void kofi_bh_lock_init(spinlock_t *lock, const char *name, struct lock_class_key *key);
+void kofi_bh_lock(spinlock_t *lock);
+void kofi_bh_unlock(spinlock_t *lock);
+
+u64 kofi_random_u64(void);
+void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bvec,
+			  const void *iov, unsigned long nr, size_t total, size_t start,
+			  size_t len);
+bool kofi_in_task(void);
+
+#endif /* _KOFI_GLUE_H */

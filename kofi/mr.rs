@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory registration and the core's key table, which software providers
+//! use to serve RMA: a peer's key is looked up, its range and rights checked,
+//! and the region held while the provider copies (fi_close of the region
+//! waits). Regions are addressed by offset: byte `i` of a region registered
+//! at `offset` has RMA address `offset + i`.
+
+use crate::abi;
+use crate::errno;
+use crate::flags;
+use crate::lock::{new_bh_spinlock, BhSpinLock};
+use crate::object::{self, fid_head, lookup, publish, Domain, Object};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::rbtree::{RBTree, RBTreeNode};
+use kernel::sync::{new_condvar, Arc, CondVar};
+use kernel::types::Opaque;
+
+/// The most iovs in one registration when the provider does not say.
+const MR_IOV_LIMIT_DEFAULT: usize = 256;
+
+/// The memory of a region.
+pub(crate) enum MrIov {
+    Kvec(KVec<abi::kvec>),
+    Bvec(KVec<abi::bio_vec>),
+}
+
+/// A registered memory region.
+#[repr(C)]
+pub(crate) struct Mr {
+    pub(crate) public: Opaque<abi::fid_mr>,
+    pub(crate) domain: Arc<Domain>,
+    access: u64,
+    offset: u64,
+    len: u64,
+    iov: MrIov,
+    /// Lookups holding the region; changed under the table's lock.
+    inflight: AtomicUsize,
+    /// The provider's mr_reg succeeded: call its mr_close.
+    prov_registered: AtomicBool,
+}
+
+// SAFETY: `Mr` is `#[repr(C)]` with `fid_mr` first, of class MR.
+unsafe impl Object for Mr {
+    type Public = abi::fid_mr;
+    const CLASS: u32 = abi::FI_CLASS_MR;
+}
+// SAFETY: The iovs point to the consumer's memory, which kofi only reaches
+// through iov_iters for the provider; the head is written before publication.
+unsafe impl Send for Mr {}
+// SAFETY: As above.
+unsafe impl Sync for Mr {}
+
+impl Mr {
+    fn key(&self) -> u64 {
+        // SAFETY: The head is valid; the key is fixed once published.
+        unsafe { (*self.public.get()).key }
+    }
+}
+
+/// A domain's regions by key.
+#[pin_data]
+pub(crate) struct MrTable {
+    #[pin]
+    regions: BhSpinLock<RBTree<u64, Arc<Mr>>>,
+    /// Woken when a region's last lookup is put.
+    #[pin]
+    idle: CondVar,
+}
+
+impl MrTable {
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(MrTable {
+            regions <- new_bh_spinlock!(RBTree::new(), "kofi_mr_table"),
+            idle <- new_condvar!("kofi_mr_idle"),
+        })
+    }
+}
+
+/// The region's iovs, checked, and their total length.
+fn copy_iovs(attr: &abi::fi_mr_attr, limit: usize) -> Result<(MrIov, u64)> {
+    let count = attr.iov_count;
+    if count == 0 || count > limit {
+        return Err(EINVAL);
+    }
+    let mut total: u64 = 0;
+    let iov = match attr.iov_type {
+        abi::kofi_iov_type_KOFI_IOV_KVEC => {
+            if attr.mr_iov.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `mr_iov` holds `iov_count` kvecs (ABI).
+            let src = unsafe { core::slice::from_raw_parts(attr.mr_iov, count) };
+            let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
+            for k in src {
+                if k.iov_base.is_null() && k.iov_len != 0 {
+                    return Err(EINVAL);
+                }
+                total = total.checked_add(k.iov_len as u64).ok_or(EINVAL)?;
+                v.push(*k, GFP_KERNEL)?;
+            }
+            MrIov::Kvec(v)
+        }
+        abi::kofi_iov_type_KOFI_IOV_BVEC => {
+            if attr.mr_bvec.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `mr_bvec` holds `iov_count` bio_vecs (ABI).
+            let src = unsafe { core::slice::from_raw_parts(attr.mr_bvec, count) };
+            let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
+            for b in src {
+                if b.bv_page.is_null() && b.bv_len != 0 {
+                    return Err(EINVAL);
+                }
+                total = total.checked_add(u64::from(b.bv_len)).ok_or(EINVAL)?;
+                v.push(*b, GFP_KERNEL)?;
+            }
+            MrIov::Bvec(v)
+        }
+        _ => return Err(EINVAL),
+    };
+    if total == 0 {
+        return Err(EINVAL);
+    }
+    Ok((iov, total))
+}
+
+fn regattr(domain: &Arc<Domain>, attr: &abi::fi_mr_attr, flags: u64) -> Result<*mut abi::fid_mr> {
+    if flags != 0 {
+        return Err(errno::ebadflags());
+    }
+    if attr.access == 0 || attr.access & !flags::MR_ACCESS != 0 {
+        return Err(EINVAL);
+    }
+    let limit = match domain.mr_iov_limit {
+        0 => MR_IOV_LIMIT_DEFAULT,
+        n => n,
+    };
+    let (iov, len) = copy_iovs(attr, limit)?;
+    attr.offset.checked_add(len).ok_or(EINVAL)?;
+    let mr = Arc::new(
+        Mr {
+            public: Opaque::new(abi::fid_mr {
+                fid: fid_head(abi::FI_CLASS_MR, attr.context),
+                mem_desc: core::ptr::null_mut(),
+                key: if domain.prov_key { 0 } else { attr.requested_key },
+            }),
+            domain: domain.clone(),
+            access: attr.access,
+            offset: attr.offset,
+            len,
+            iov,
+            inflight: AtomicUsize::new(0),
+            prov_registered: AtomicBool::new(false),
+        },
+        GFP_KERNEL,
+    )?;
+    if let Some(reg) = domain.ops().mr_reg {
+        // SAFETY: The provider's module is pinned by the domain's fabric; the
+        // region is not yet visible to anyone else.
+        let ret = unsafe { reg(domain.public(), mr.public(), attr, flags) };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+        mr.prov_registered.store(true, Ordering::Release);
+    }
+    let result = insert(domain, &mr);
+    if let Err(e) = result {
+        close_with_provider(&mr);
+        return Err(e);
+    }
+    domain.users.get();
+    Ok(publish(mr))
+}
+
+/// Enters `mr` in its domain's table under its key, choosing one when kofi
+/// picks keys and the provider did not.
+fn insert(domain: &Domain, mr: &Arc<Mr>) -> Result {
+    let public = mr.public.get();
+    for _attempt in 0..16 {
+        // SAFETY: The head is ours until publication.
+        let mut key = unsafe { (*public).key };
+        if domain.prov_key && key == 0 {
+            // SAFETY: No preconditions.
+            key = unsafe { abi::kofi_random_u64() } | 1;
+        }
+        let node = RBTreeNode::new(key, mr.clone(), GFP_KERNEL)?;
+        let mut regions = domain.mrs.regions.lock();
+        if regions.get(&key).is_some() {
+            drop(regions);
+            // A consumer's requested key in use is its error; a random
+            // collision just draws again.
+            if !domain.prov_key {
+                return Err(errno::enokey());
+            }
+            continue;
+        }
+        // SAFETY: As above.
+        unsafe { (*public).key = key };
+        regions.insert(node);
+        return Ok(());
+    }
+    Err(errno::enokey())
+}
+
+fn close_with_provider(mr: &Mr) {
+    if mr.prov_registered.swap(false, Ordering::AcqRel) {
+        if let Some(close) = mr.domain.ops().mr_close {
+            // SAFETY: The provider registered the region and its module is pinned.
+            unsafe { close(mr.public()) };
+        }
+    }
+}
+
+/// fi_close of a region: out of the table, then wait for lookups in flight
+/// (which find the region through its fid, so the caller poisons it only after).
+pub(crate) fn close(mr: &Mr) -> Result {
+    let table = &mr.domain.mrs;
+    let mut regions = table.regions.lock();
+    let _ = regions.remove(&mr.key());
+    while mr.inflight.load(Ordering::Acquire) != 0 {
+        table.idle.wait(&mut regions);
+    }
+    drop(regions);
+    close_with_provider(mr);
+    mr.domain.users.put();
+    Ok(())
+}
+
+fn domain_of(domain: *mut abi::fid_domain) -> Result<Arc<Domain>> {
+    // SAFETY: `domain` is null or a kofi fid the caller keeps open.
+    let d = unsafe { lookup::<Domain>(domain) }?;
+    // SAFETY: Published domains live in an `Arc`.
+    Ok(unsafe { object::arc_of(d) })
+}
+
+fn reg_out(mr: *mut *mut abi::fid_mr, result: Result<*mut abi::fid_mr>) -> c_int {
+    match result {
+        Ok(p) => {
+            // SAFETY: `mr` was checked non-null by the caller.
+            unsafe { *mr = p };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `fi_mr_regattr()`: registers the memory `attr` describes.
+#[no_mangle]
+pub(crate) extern "C" fn fi_mr_regattr(
+    domain: *mut abi::fid_domain,
+    attr: *const abi::fi_mr_attr,
+    flags: u64,
+    mr: *mut *mut abi::fid_mr,
+) -> c_int {
+    if mr.is_null() || attr.is_null() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `attr` is valid (ABI).
+    let attr = unsafe { &*attr };
+    reg_out(mr, domain_of(domain).and_then(|d| regattr(&d, attr, flags)))
+}
+
+/// `fi_mr_reg()`: registers one buffer.
+#[no_mangle]
+pub(crate) extern "C" fn fi_mr_reg(
+    domain: *mut abi::fid_domain,
+    buf: *const c_void,
+    len: usize,
+    access: u64,
+    offset: u64,
+    requested_key: u64,
+    flags: u64,
+    mr: *mut *mut abi::fid_mr,
+    context: *mut c_void,
+) -> c_int {
+    let kvec = abi::kvec {
+        iov_base: buf.cast_mut(),
+        iov_len: len,
+    };
+    let attr = abi::fi_mr_attr {
+        mr_iov: &kvec,
+        iov_count: 1,
+        iov_type: abi::kofi_iov_type_KOFI_IOV_KVEC,
+        access,
+        offset,
+        requested_key,
+        context,
+        ..Default::default()
+    };
+    if buf.is_null() {
+        return EINVAL.to_errno();
+    }
+    fi_mr_regattr(domain, &attr, flags, mr)
+}
+
+/// `fi_mr_regv()`: registers a kvec array.
+#[no_mangle]
+pub(crate) extern "C" fn fi_mr_regv(
+    domain: *mut abi::fid_domain,
+    iov: *const abi::kvec,
+    count: usize,
+    access: u64,
+    offset: u64,
+    requested_key: u64,
+    flags: u64,
+    mr: *mut *mut abi::fid_mr,
+    context: *mut c_void,
+) -> c_int {
+    let attr = abi::fi_mr_attr {
+        mr_iov: iov,
+        iov_count: count,
+        iov_type: abi::kofi_iov_type_KOFI_IOV_KVEC,
+        access,
+        offset,
+        requested_key,
+        context,
+        ..Default::default()
+    };
+    fi_mr_regattr(domain, &attr, flags, mr)
+}
+
+/// `fi_mr_regbv()`: registers a bio_vec array (page-based storage I/O).
+#[no_mangle]
+pub(crate) extern "C" fn fi_mr_regbv(
+    domain: *mut abi::fid_domain,
+    bvec: *const abi::bio_vec,
+    count: usize,
+    access: u64,
+    offset: u64,
+    requested_key: u64,
+    flags: u64,
+    mr: *mut *mut abi::fid_mr,
+    context: *mut c_void,
+) -> c_int {
+    let attr = abi::fi_mr_attr {
+        mr_bvec: bvec,
+        iov_count: count,
+        iov_type: abi::kofi_iov_type_KOFI_IOV_BVEC,
+        access,
+        offset,
+        requested_key,
+        context,
+        ..Default::default()
+    };
+    fi_mr_regattr(domain, &attr, flags, mr)
+}
+
+/// `fi_mr_desc()`: the region's descriptor; NULL for a bad region.
+#[no_mangle]
+pub(crate) extern "C" fn fi_mr_desc(mr: *mut abi::fid_mr) -> *mut c_void {
+    // SAFETY: `mr` is null or a kofi fid the caller keeps open.
+    match unsafe { lookup::<Mr>(mr) } {
+        // SAFETY: The head of a live region.
+        Ok(m) => unsafe { (*m.public.get()).mem_desc },
+        Err(_) => core::ptr::null_mut(),
+    }
+}
+
+/// `fi_mr_key()`: the region's key; FI_KEY_NOTAVAIL (all ones) for a bad region.
+#[no_mangle]
+pub(crate) extern "C" fn fi_mr_key(mr: *mut abi::fid_mr) -> u64 {
+    // SAFETY: `mr` is null or a kofi fid the caller keeps open.
+    match unsafe { lookup::<Mr>(mr) } {
+        Ok(m) => m.key(),
+        Err(_) => u64::MAX,
+    }
+}
+
+fn mr_get(
+    domain: *mut abi::fid_domain,
+    key: u64,
+    addr: u64,
+    len: usize,
+    access: u64,
+) -> Result<*mut abi::fid_mr> {
+    // SAFETY: `domain` is null or a kofi fid the provider keeps open.
+    let domain = unsafe { lookup::<Domain>(domain) }?;
+    if access == 0 || access & !(flags::FI_REMOTE_READ | flags::FI_REMOTE_WRITE) != 0 {
+        return Err(EINVAL);
+    }
+    let regions = domain.mrs.regions.lock();
+    let mr = regions.get(&key).ok_or_else(errno::enokey)?;
+    if mr.access & access != access {
+        return Err(errno::eacces());
+    }
+    let start = addr.checked_sub(mr.offset).ok_or(EINVAL)?;
+    let end = start.checked_add(len as u64).ok_or(EINVAL)?;
+    if end > mr.len {
+        return Err(EINVAL);
+    }
+    mr.inflight.fetch_add(1, Ordering::AcqRel);
+    Ok(mr.public())
+}
+
+/// `kofi_mr_get()`: finds and holds the region for an incoming RMA.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_mr_get(
+    domain: *mut abi::fid_domain,
+    key: u64,
+    addr: u64,
+    len: usize,
+    access: u64,
+    mr: *mut *mut abi::fid_mr,
+) -> c_int {
+    if mr.is_null() {
+        return EINVAL.to_errno();
+    }
+    match mr_get(domain, key, addr, len, access) {
+        Ok(p) => {
+            // SAFETY: `mr` is non-null and valid for write (ABI).
+            unsafe { *mr = p };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// `kofi_mr_iter()`: `iter` over `len` bytes at RMA address `addr` of a held
+/// region (checked by kofi_mr_get).
+#[no_mangle]
+pub(crate) extern "C" fn kofi_mr_iter(
+    mr: *mut abi::fid_mr,
+    direction: u32,
+    addr: u64,
+    len: usize,
+    iter: *mut abi::iov_iter,
+) {
+    // SAFETY: The provider holds the region (kofi_mr_get), so it is alive.
+    let Ok(mr) = (unsafe { lookup::<Mr>(mr) }) else {
+        return;
+    };
+    if iter.is_null() || addr < mr.offset {
+        return;
+    }
+    let start = (addr - mr.offset) as usize;
+    let (bvec, ptr, nr) = match &mr.iov {
+        MrIov::Kvec(v) => (false, v.as_ptr().cast::<c_void>(), v.len()),
+        MrIov::Bvec(v) => (true, v.as_ptr().cast::<c_void>(), v.len()),
+    };
+    // SAFETY: The array lives as long as the held region; `iter` is the
+    // provider's; kofi_mr_get checked the window lies inside the region.
+    unsafe {
+        abi::kofi_iov_iter_window(iter, direction, bvec, ptr, nr as _, mr.len as usize, start, len)
+    };
+}
+
+/// `kofi_mr_put()`: releases a region held by kofi_mr_get.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_mr_put(mr: *mut abi::fid_mr) {
+    // SAFETY: The provider holds the region, so it is alive.
+    let Ok(mr) = (unsafe { lookup::<Mr>(mr) }) else {
+        return;
+    };
+    let _regions = mr.domain.mrs.regions.lock();
+    if mr.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
+        mr.domain.mrs.idle.notify_all();
+    }
+}

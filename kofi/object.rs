@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! kofi's objects. The core allocates every one: a `#[repr(C)]` struct whose
+//! first field is the public C struct (`struct fid_ep`, ...), kept in an
+//! [`Arc`]. The consumer's pointer is the `Arc`'s raw pointer; `fi_close`
+//! takes it back. Children hold `Arc`s of their parents, and each object
+//! counts its users (children and bindings), so closing one still in use
+//! fails with -EBUSY.
+
+use crate::abi;
+use crate::errno;
+use crate::lock::{new_bh_spinlock, BhSpinLock};
+use crate::queue::{Cq, Eq};
+use crate::registry::{ModuleRef, Provider};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use kernel::ffi::c_void;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::types::Opaque;
+
+/// A kofi object with a public C head.
+///
+/// # Safety
+///
+/// Implementers are `#[repr(C)]` with the public struct (which starts with
+/// `struct fid`) as their first field, and their `fid.fclass` is `CLASS`.
+pub(crate) unsafe trait Object: Sized + Send + Sync + 'static {
+    /// The public C struct.
+    type Public;
+    /// Its `FI_CLASS_*`.
+    const CLASS: u32;
+
+    /// The public struct's address, which is also the object's.
+    fn public(&self) -> *mut Self::Public {
+        (self as *const Self).cast_mut().cast()
+    }
+
+    /// The `struct fid` at the head of the object.
+    fn fid(&self) -> *mut abi::fid {
+        self.public().cast()
+    }
+}
+
+/// The head of an object of class `class`.
+pub(crate) fn fid_head(class: u32, context: *mut c_void) -> abi::fid {
+    abi::fid {
+        fclass: class as usize,
+        context,
+        prov_data: core::ptr::null_mut(),
+    }
+}
+
+/// The object behind a pointer a consumer or provider passes in.
+///
+/// # Safety
+///
+/// `p` is null or points to a `struct fid` that is valid for reads; when its
+/// class is `T::CLASS` it must be a `T` from kofi, alive for `'a` (the
+/// consumer must not fi_close it meanwhile).
+pub(crate) unsafe fn lookup<'a, T: Object>(p: *const T::Public) -> Result<&'a T> {
+    if p.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: Non-null and valid for reads (the caller guarantees it).
+    let class = unsafe { (*p.cast::<abi::fid>()).fclass };
+    if class != T::CLASS as usize {
+        return Err(EINVAL);
+    }
+    // SAFETY: By the trait's contract the object starts with its public
+    // head, and the caller guarantees it is alive for `'a`.
+    Ok(unsafe { &*p.cast::<T>() })
+}
+
+/// The class of the fid `p` points to, or an error for null.
+///
+/// # Safety
+///
+/// `p` is null or valid for reads.
+pub(crate) unsafe fn class_of(p: *const abi::fid) -> Result<u32> {
+    if p.is_null() {
+        return Err(EINVAL);
+    }
+    // SAFETY: The caller guarantees `p` is valid for reads.
+    Ok(unsafe { (*p).fclass } as u32)
+}
+
+/// Hands the consumer its reference: the pointer it will pass back.
+pub(crate) fn publish<T: Object>(object: Arc<T>) -> *mut T::Public {
+    Arc::into_raw(object).cast_mut().cast()
+}
+
+/// Takes back the consumer's reference, poisoning the class so that later
+/// lookups through a stale copy of the pointer fail while memory remains.
+///
+/// # Safety
+///
+/// `p` came from [`publish`] for a `T` and is not used after.
+pub(crate) unsafe fn reclaim<T: Object>(p: *mut T::Public) -> Arc<T> {
+    // SAFETY: `p` is a live object's head (caller).
+    unsafe { (*p.cast::<abi::fid>()).fclass = abi::FI_CLASS_UNSPEC as usize };
+    // SAFETY: `p` came from `Arc::into_raw` of an `Arc<T>` (caller).
+    unsafe { Arc::from_raw(p.cast::<T>()) }
+}
+
+/// The users of an object: children opened on it and objects bound to it.
+#[derive(Default)]
+pub(crate) struct Users(AtomicUsize);
+
+impl Users {
+    pub(crate) fn get(&self) {
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub(crate) fn put(&self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// -EBUSY while anything uses the object.
+    pub(crate) fn check_idle(&self) -> Result {
+        if self.0.load(Ordering::Acquire) == 0 {
+            Ok(())
+        } else {
+            Err(errno::ebusy())
+        }
+    }
+}
+
+/// A fabric: one provider's instance. It pins the provider's module.
+#[repr(C)]
+pub(crate) struct Fabric {
+    pub(crate) public: Opaque<abi::fid_fabric>,
+    pub(crate) module: ModuleRef,
+    pub(crate) users: Users,
+}
+
+// SAFETY: `Fabric` is `#[repr(C)]` with `fid_fabric` first, of class FABRIC.
+unsafe impl Object for Fabric {
+    type Public = abi::fid_fabric;
+    const CLASS: u32 = abi::FI_CLASS_FABRIC;
+}
+
+// SAFETY: The public head is only written by its creator before publication
+// and by the provider's open op (`prov_data`); the rest is thread-safe.
+unsafe impl Send for Fabric {}
+// SAFETY: As above.
+unsafe impl Sync for Fabric {}
+
+impl Fabric {
+    pub(crate) fn provider(&self) -> &Arc<Provider> {
+        self.module.provider()
+    }
+
+    pub(crate) fn table(&self) -> &abi::kofi_provider {
+        self.module.table()
+    }
+}
+
+/// A domain, with the core's memory registration table.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Domain {
+    pub(crate) public: Opaque<abi::fid_domain>,
+    pub(crate) fabric: Arc<Fabric>,
+    pub(crate) users: Users,
+    /// Keys are chosen by kofi (FI_MR_PROV_KEY) rather than the consumer.
+    pub(crate) prov_key: bool,
+    pub(crate) mr_iov_limit: usize,
+    pub(crate) cq_data_size: usize,
+    #[pin]
+    pub(crate) mrs: crate::mr::MrTable,
+}
+
+// SAFETY: `Domain` is `#[repr(C)]` with `fid_domain` first, of class DOMAIN.
+unsafe impl Object for Domain {
+    type Public = abi::fid_domain;
+    const CLASS: u32 = abi::FI_CLASS_DOMAIN;
+}
+// SAFETY: See `Fabric`.
+unsafe impl Send for Domain {}
+// SAFETY: See `Fabric`.
+unsafe impl Sync for Domain {}
+
+impl Domain {
+    pub(crate) fn ops(&self) -> &abi::kofi_domain_ops {
+        // SAFETY: Registration checked `domain_ops` is non-null; the module is
+        // pinned by the fabric.
+        unsafe { &*self.fabric.table().domain_ops }
+    }
+
+    pub(crate) fn ep_ops(&self) -> &abi::kofi_ep_ops {
+        // SAFETY: As for `ops`.
+        unsafe { &*self.fabric.table().ep_ops }
+    }
+}
+
+/// What an endpoint is bound to. Set before fi_enable, fixed after.
+#[derive(Default)]
+pub(crate) struct Bindings {
+    pub(crate) tx_cq: Option<Arc<Cq>>,
+    pub(crate) rx_cq: Option<Arc<Cq>>,
+    pub(crate) tx_selective: bool,
+    pub(crate) rx_selective: bool,
+    pub(crate) eq: Option<Arc<Eq>>,
+}
+
+/// The limits an endpoint was opened with, from its info.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct EpLimits {
+    pub(crate) caps: u64,
+    pub(crate) ep_type: u32,
+    pub(crate) max_msg_size: usize,
+    pub(crate) inject_size: usize,
+    pub(crate) tx_iov_limit: usize,
+    pub(crate) rx_iov_limit: usize,
+    pub(crate) rma_iov_limit: usize,
+    pub(crate) tx_op_flags: u64,
+    pub(crate) rx_op_flags: u64,
+}
+
+/// An active endpoint.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Endpoint {
+    pub(crate) public: Opaque<abi::fid_ep>,
+    pub(crate) domain: Arc<Domain>,
+    pub(crate) limits: EpLimits,
+    pub(crate) enabled: AtomicBool,
+    #[pin]
+    pub(crate) bindings: BhSpinLock<Bindings>,
+}
+
+// SAFETY: `Endpoint` is `#[repr(C)]` with `fid_ep` first, of class EP.
+unsafe impl Object for Endpoint {
+    type Public = abi::fid_ep;
+    const CLASS: u32 = abi::FI_CLASS_EP;
+}
+// SAFETY: See `Fabric`.
+unsafe impl Send for Endpoint {}
+// SAFETY: See `Fabric`.
+unsafe impl Sync for Endpoint {}
+
+impl Endpoint {
+    pub(crate) fn new(
+        domain: Arc<Domain>,
+        limits: EpLimits,
+        context: *mut c_void,
+    ) -> impl PinInit<Self, Error> {
+        try_pin_init!(Endpoint {
+            public: Opaque::new(abi::fid_ep {
+                fid: fid_head(abi::FI_CLASS_EP, context),
+            }),
+            domain,
+            limits,
+            enabled: AtomicBool::new(false),
+            bindings <- new_bh_spinlock!(Bindings::default(), "kofi_ep_bindings"),
+        }? Error)
+    }
+
+    pub(crate) fn ops(&self) -> &abi::kofi_ep_ops {
+        self.domain.ep_ops()
+    }
+
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// The CQ a completion with `flags` goes to, and whether it is selective.
+    pub(crate) fn cq_for(&self, flags: u64) -> Option<(Arc<Cq>, bool)> {
+        use crate::flags::*;
+        let b = self.bindings.lock();
+        let rx = flags & (FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ) != 0;
+        if rx {
+            b.rx_cq.clone().map(|cq| (cq, b.rx_selective))
+        } else {
+            b.tx_cq.clone().map(|cq| (cq, b.tx_selective))
+        }
+    }
+
+    pub(crate) fn eq(&self) -> Option<Arc<Eq>> {
+        self.bindings.lock().eq.clone()
+    }
+}
+
+/// A passive endpoint: listens for connection requests.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct PassiveEp {
+    pub(crate) public: Opaque<abi::fid_pep>,
+    pub(crate) fabric: Arc<Fabric>,
+    pub(crate) listening: AtomicBool,
+    #[pin]
+    pub(crate) eq: BhSpinLock<Option<Arc<Eq>>>,
+}
+
+// SAFETY: `PassiveEp` is `#[repr(C)]` with `fid_pep` first, of class PEP.
+unsafe impl Object for PassiveEp {
+    type Public = abi::fid_pep;
+    const CLASS: u32 = abi::FI_CLASS_PEP;
+}
+// SAFETY: See `Fabric`.
+unsafe impl Send for PassiveEp {}
+// SAFETY: See `Fabric`.
+unsafe impl Sync for PassiveEp {}
+
+impl PassiveEp {
+    pub(crate) fn new(fabric: Arc<Fabric>, context: *mut c_void) -> impl PinInit<Self, Error> {
+        try_pin_init!(PassiveEp {
+            public: Opaque::new(abi::fid_pep {
+                fid: fid_head(abi::FI_CLASS_PEP, context),
+            }),
+            fabric,
+            listening: AtomicBool::new(false),
+            eq <- new_bh_spinlock!(None, "kofi_pep_eq"),
+        }? Error)
+    }
+
+    pub(crate) fn ops(&self) -> Option<&abi::kofi_pep_ops> {
+        // SAFETY: `pep_ops` is null or valid while the fabric pins the module.
+        unsafe { self.fabric.table().pep_ops.as_ref() }
+    }
+}
+
+/// A pending connection request, named by `fi_info.handle` on FI_CONNREQ.
+/// Infos that name it hold references; the last one gone tells the provider.
+#[repr(C)]
+pub(crate) struct ConnReq {
+    pub(crate) public: Opaque<abi::fid>,
+    pub(crate) pep: Arc<PassiveEp>,
+}
+
+// SAFETY: `ConnReq` is `#[repr(C)]` with `fid` first, of class CONNREQ.
+unsafe impl Object for ConnReq {
+    type Public = abi::fid;
+    const CLASS: u32 = abi::FI_CLASS_CONNREQ;
+}
+// SAFETY: See `Fabric`.
+unsafe impl Send for ConnReq {}
+// SAFETY: See `Fabric`.
+unsafe impl Sync for ConnReq {}
+
+impl Drop for ConnReq {
+    fn drop(&mut self) {
+        if let Some(release) = self.pep.ops().and_then(|o| o.connreq_release) {
+            // SAFETY: The provider's module is pinned through `pep`; this is
+            // the request's last reference, released once.
+            unsafe { release(self.public.get()) };
+        }
+    }
+}
+
+/// Takes another reference on `handle` when it is a connection request;
+/// returns the handle to store in a copy of an info.
+///
+/// # Safety
+///
+/// `handle` is null or a fid from kofi.
+pub(crate) unsafe fn connreq_get(handle: *mut abi::fid) -> *mut abi::fid {
+    // SAFETY: The caller guarantees `handle` is null or a kofi fid.
+    if let Ok(req) = unsafe { lookup::<ConnReq>(handle) } {
+        // SAFETY: `req` lives in an `Arc` (it was published).
+        let arc = unsafe { Arc::from_raw(req as *const ConnReq) };
+        let extra = arc.clone();
+        let _ = Arc::into_raw(arc);
+        return publish(extra).cast();
+    }
+    handle
+}
+
+/// Drops a reference taken by [`connreq_get`] or by the FI_CONNREQ event.
+///
+/// # Safety
+///
+/// `handle` is null or a fid from kofi; a connection request's reference is
+/// not used after.
+pub(crate) unsafe fn connreq_put(handle: *mut abi::fid) {
+    // SAFETY: The caller guarantees `handle` is null or a kofi fid.
+    if unsafe { lookup::<ConnReq>(handle) }.is_ok() {
+        // SAFETY: The info held one reference from `publish`.
+        drop(unsafe { Arc::from_raw(handle.cast::<ConnReq>()) });
+    }
+}
+
+/// Another `Arc` of a published object.
+///
+/// # Safety
+///
+/// `object` was published (it lives in an `Arc`).
+pub(crate) unsafe fn arc_of<T: Object>(object: &T) -> Arc<T> {
+    // SAFETY: The caller guarantees `object` lives in an `Arc`.
+    let arc = unsafe { Arc::from_raw(object as *const T) };
+    let extra = arc.clone();
+    let _ = Arc::into_raw(arc);
+    extra
+}

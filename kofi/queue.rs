@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion and event queues, generic and shared by every provider.
+//!
+//! Providers add entries from process or softirq context (the queue's lock
+//! disables bottom halves); consumers read them without blocking, or sleep in
+//! fi_cq_sread/fi_eq_sread on the queue's wait queue ([`CondVar`]) until an
+//! entry arrives, the timeout passes (-FI_EAGAIN), fi_cq_signal is called
+//! (-FI_EAGAIN) or a signal is pending (-EINTR). A queue holds `size` entries;
+//! one more is an overrun, reported in order as an error entry
+//! (FI_EOVERRUN), and the provider that posted it is told.
+
+use crate::abi;
+use crate::errno;
+use crate::lock::{new_bh_spinlock, BhSpinLock};
+use crate::object::{fid_head, Fabric, Domain, Object, Users};
+use crate::ring::{CompletionRing, Overrun, Slot};
+use core::ptr;
+use kernel::ffi::c_void;
+use kernel::prelude::*;
+use kernel::sync::{new_condvar, Arc, CondVar, CondVarTimeoutResult};
+use kernel::time::msecs_to_jiffies;
+use kernel::types::Opaque;
+
+/// A successful completion, in the richest format (FI_CQ_FORMAT_DATA).
+#[derive(Clone, Copy)]
+pub(crate) struct Completion {
+    pub(crate) op_context: *mut c_void,
+    pub(crate) flags: u64,
+    pub(crate) len: usize,
+    pub(crate) buf: *mut c_void,
+    pub(crate) data: u64,
+}
+
+// SAFETY: The pointers are the consumer's cookies, never dereferenced by kofi.
+unsafe impl Send for Completion {}
+
+/// An error completion.
+pub(crate) struct CqError(pub(crate) abi::fi_cq_err_entry);
+
+// SAFETY: As for `Completion`: opaque cookies only.
+unsafe impl Send for CqError {}
+
+type CqSlot = Slot<Completion, CqError>;
+
+/// Slots for a ring of `size` entries plus the overrun marker.
+fn slots<T>(size: usize) -> Result<KVec<Option<T>>> {
+    let mut v = KVec::with_capacity(size + 1, GFP_KERNEL)?;
+    for _ in 0..=size {
+        v.push(None, GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+struct CqState {
+    ring: CompletionRing<Completion, CqError, KVec<Option<CqSlot>>>,
+    signaled: bool,
+}
+
+/// The timeout of an sread, in jiffies; `None` waits forever.
+fn timeout_jiffies(timeout_ms: i32) -> Option<kernel::time::Jiffies> {
+    u32::try_from(timeout_ms).ok().map(msecs_to_jiffies)
+}
+
+/// What an sread does after a wake-up.
+enum Wait {
+    Again(Option<kernel::time::Jiffies>),
+    TimedOut,
+    Interrupted,
+}
+
+/// Sleeps on `waiters` with `guard` released, for at most `left`.
+fn sleep<T, B: kernel::sync::lock::Backend>(
+    waiters: &CondVar,
+    guard: &mut kernel::sync::lock::Guard<'_, T, B>,
+    left: Option<kernel::time::Jiffies>,
+) -> Wait {
+    match left {
+        None => {
+            if waiters.wait_interruptible(guard) {
+                Wait::Interrupted
+            } else {
+                Wait::Again(None)
+            }
+        }
+        Some(0) => Wait::TimedOut,
+        Some(j) => match waiters.wait_interruptible_timeout(guard, j) {
+            CondVarTimeoutResult::Timeout => Wait::Again(Some(0)),
+            CondVarTimeoutResult::Woken { jiffies } => Wait::Again(Some(jiffies)),
+            CondVarTimeoutResult::Signal { .. } => Wait::Interrupted,
+        },
+    }
+}
+
+/// A completion queue.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Cq {
+    pub(crate) public: Opaque<abi::fid_cq>,
+    pub(crate) domain: Arc<Domain>,
+    /// Endpoints bound to it.
+    pub(crate) users: Users,
+    format: u32,
+    can_wait: bool,
+    handler: abi::kofi_cq_handler_t,
+    #[pin]
+    state: BhSpinLock<CqState>,
+    #[pin]
+    waiters: CondVar,
+}
+
+// SAFETY: `Cq` is `#[repr(C)]` with `fid_cq` first, of class CQ.
+unsafe impl Object for Cq {
+    type Public = abi::fid_cq;
+    const CLASS: u32 = abi::FI_CLASS_CQ;
+}
+// SAFETY: The head is written only before publication; the state is locked.
+unsafe impl Send for Cq {}
+// SAFETY: As above.
+unsafe impl Sync for Cq {}
+
+impl Cq {
+    /// Checks `attr` and builds the queue.
+    pub(crate) fn new(
+        domain: Arc<Domain>,
+        attr: &abi::fi_cq_attr,
+        context: *mut c_void,
+    ) -> Result<impl PinInit<Self, Error>> {
+        let size = match attr.size {
+            0 => abi::KOFI_CQ_SIZE_DEFAULT as usize,
+            n if n > abi::KOFI_CQ_SIZE_MAX as usize => return Err(EINVAL),
+            n => n,
+        };
+        let format = match attr.format {
+            abi::fi_cq_format_FI_CQ_FORMAT_UNSPEC => abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT,
+            f @ (abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT
+            | abi::fi_cq_format_FI_CQ_FORMAT_MSG
+            | abi::fi_cq_format_FI_CQ_FORMAT_DATA) => f,
+            abi::fi_cq_format_FI_CQ_FORMAT_TAGGED => return Err(errno::enosys()),
+            _ => return Err(EINVAL),
+        };
+        let can_wait = match attr.wait_obj {
+            abi::fi_wait_obj_FI_WAIT_NONE => false,
+            abi::fi_wait_obj_FI_WAIT_UNSPEC | abi::fi_wait_obj_FI_WAIT_QUEUE => true,
+            abi::fi_wait_obj_FI_WAIT_SET
+            | abi::fi_wait_obj_FI_WAIT_FD
+            | abi::fi_wait_obj_FI_WAIT_MUTEX_COND
+            | abi::fi_wait_obj_FI_WAIT_YIELD
+            | abi::fi_wait_obj_FI_WAIT_POLLFD => return Err(errno::enosys()),
+            _ => return Err(EINVAL),
+        };
+        if attr.flags != 0
+            || attr.wait_cond > abi::fi_cq_wait_cond_FI_CQ_COND_THRESHOLD
+            || !attr.wait_set.is_null()
+        {
+            return Err(EINVAL);
+        }
+        let ring = CompletionRing::new(slots(size)?);
+        let handler = attr.comp_handler;
+        Ok(try_pin_init!(Cq {
+            public: Opaque::new(abi::fid_cq {
+                fid: fid_head(abi::FI_CLASS_CQ, context),
+            }),
+            domain,
+            users: Users::default(),
+            format,
+            can_wait,
+            handler,
+            state <- new_bh_spinlock!(CqState { ring, signaled: false }, "kofi_cq"),
+            waiters <- new_condvar!("kofi_cq_waiters"),
+        }? Error))
+    }
+
+    /// Bytes of one entry in the queue's format.
+    fn entry_size(&self) -> usize {
+        match self.format {
+            abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT => core::mem::size_of::<abi::fi_cq_entry>(),
+            abi::fi_cq_format_FI_CQ_FORMAT_MSG => core::mem::size_of::<abi::fi_cq_msg_entry>(),
+            _ => core::mem::size_of::<abi::fi_cq_data_entry>(),
+        }
+    }
+
+    /// Writes `c` as entry `i` of the consumer's array `buf`.
+    ///
+    /// # Safety
+    ///
+    /// `buf` holds at least `i + 1` entries of the queue's format.
+    unsafe fn store(&self, buf: *mut c_void, i: usize, c: Completion) {
+        let at = buf.cast::<u8>().wrapping_add(i * self.entry_size());
+        // SAFETY: `at` is within the caller's array; unaligned writes as the
+        // consumer's buffer carries no alignment promise.
+        unsafe {
+            match self.format {
+                abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT => {
+                    ptr::write_unaligned(at.cast(), abi::fi_cq_entry { op_context: c.op_context })
+                }
+                abi::fi_cq_format_FI_CQ_FORMAT_MSG => ptr::write_unaligned(
+                    at.cast(),
+                    abi::fi_cq_msg_entry {
+                        op_context: c.op_context,
+                        flags: c.flags,
+                        len: c.len,
+                    },
+                ),
+                _ => ptr::write_unaligned(
+                    at.cast(),
+                    abi::fi_cq_data_entry {
+                        op_context: c.op_context,
+                        flags: c.flags,
+                        len: c.len,
+                        buf: c.buf,
+                        data: c.data,
+                    },
+                ),
+            }
+        }
+    }
+
+    /// Adds an entry; wakes sleepers and calls the handler.
+    pub(crate) fn post(&self, slot: CqSlot) -> Result {
+        let result = self.state.lock().ring.post(slot);
+        self.waiters.notify_all();
+        if let Some(handler) = self.handler {
+            // SAFETY: The consumer gave this handler for this queue; it is
+            // documented to run in the poster's context.
+            unsafe { handler(self.public()) };
+        }
+        result.map_err(|(Overrun, _lost)| errno::eoverrun())
+    }
+
+    /// fi_cq_read: up to `count` entries into `buf`.
+    ///
+    /// # Safety
+    ///
+    /// `buf` holds `count` entries of the queue's format.
+    pub(crate) unsafe fn read(&self, buf: *mut c_void, count: usize) -> Result<usize> {
+        let mut state = self.state.lock();
+        // SAFETY: The caller's guarantee.
+        unsafe { self.read_locked(&mut state, buf, count) }
+    }
+
+    /// # Safety
+    ///
+    /// As [`Cq::read`].
+    unsafe fn read_locked(&self, state: &mut CqState, buf: *mut c_void, count: usize) -> Result<usize> {
+        if state.ring.error_at_head() {
+            return Err(errno::eavail());
+        }
+        let mut i = 0;
+        let n = state.ring.pop_done(count, |c| {
+            // SAFETY: `i < count` because `pop_done` pops at most `count`.
+            unsafe { self.store(buf, i, c) };
+            i += 1;
+        });
+        if n == 0 {
+            Err(errno::eagain())
+        } else {
+            Ok(n)
+        }
+    }
+
+    /// fi_cq_readerr: the error entry at the head.
+    pub(crate) fn read_error(&self, out: &mut abi::fi_cq_err_entry) -> Result<usize> {
+        match self.state.lock().ring.pop_error() {
+            Some(Slot::Failed(e)) => *out = e.0,
+            Some(Slot::Overrun { lost }) => {
+                *out = abi::fi_cq_err_entry {
+                    err: abi::FI_EOVERRUN as i32,
+                    data: lost,
+                    ..Default::default()
+                }
+            }
+            _ => return Err(errno::eagain()),
+        }
+        Ok(1)
+    }
+
+    /// fi_cq_sread.
+    ///
+    /// # Safety
+    ///
+    /// As [`Cq::read`].
+    pub(crate) unsafe fn sread(&self, buf: *mut c_void, count: usize, timeout_ms: i32) -> Result<usize> {
+        if !self.can_wait {
+            return Err(errno::enosys());
+        }
+        let mut left = timeout_jiffies(timeout_ms);
+        let mut state = self.state.lock();
+        loop {
+            // SAFETY: The caller's guarantee.
+            match unsafe { self.read_locked(&mut state, buf, count) } {
+                Err(e) if e == errno::eagain() => {}
+                other => return other,
+            }
+            if state.signaled {
+                state.signaled = false;
+                return Err(errno::eagain());
+            }
+            match sleep(&self.waiters, &mut state, left) {
+                Wait::Again(l) => left = l,
+                Wait::TimedOut => return Err(errno::eagain()),
+                Wait::Interrupted => return Err(EINTR),
+            }
+        }
+    }
+
+    /// fi_cq_signal: wakes sleepers, which return -FI_EAGAIN.
+    pub(crate) fn signal(&self) {
+        self.state.lock().signaled = true;
+        self.waiters.notify_all();
+    }
+}
+
+/// An event with its payload, as fi_eq_read copies it out.
+pub(crate) struct EqEvent {
+    event: u32,
+    bytes: KVec<u8>,
+    /// The info of an FI_CONNREQ, owned until the consumer reads it.
+    info: *mut abi::fi_info,
+}
+
+// SAFETY: The info is owned by the event; the other pointers are cookies.
+unsafe impl Send for EqEvent {}
+
+impl Drop for EqEvent {
+    fn drop(&mut self) {
+        // An unread FI_CONNREQ's info dies with it.
+        crate::info::fi_freeinfo(self.info);
+    }
+}
+
+pub(crate) struct EqError(abi::fi_eq_err_entry);
+
+// SAFETY: Cookies only.
+unsafe impl Send for EqError {}
+
+type EqSlot = Slot<EqEvent, EqError>;
+
+struct EqState {
+    ring: CompletionRing<EqEvent, EqError, KVec<Option<EqSlot>>>,
+    signaled: bool,
+}
+
+/// The largest entry an EQ carries: a CM entry with the most private data.
+pub(crate) const EQ_ENTRY_MAX: usize =
+    core::mem::size_of::<abi::fi_eq_cm_entry>() + abi::KOFI_CM_DATA_MAX as usize;
+
+/// An event queue.
+#[repr(C)]
+#[pin_data]
+pub(crate) struct Eq {
+    pub(crate) public: Opaque<abi::fid_eq>,
+    pub(crate) fabric: Arc<Fabric>,
+    /// Endpoints bound to it.
+    pub(crate) users: Users,
+    can_wait: bool,
+    handler: abi::kofi_eq_handler_t,
+    #[pin]
+    state: BhSpinLock<EqState>,
+    #[pin]
+    waiters: CondVar,
+}
+
+// SAFETY: `Eq` is `#[repr(C)]` with `fid_eq` first, of class EQ.
+unsafe impl Object for Eq {
+    type Public = abi::fid_eq;
+    const CLASS: u32 = abi::FI_CLASS_EQ;
+}
+// SAFETY: See `Cq`.
+unsafe impl Send for Eq {}
+// SAFETY: See `Cq`.
+unsafe impl Sync for Eq {}
+
+impl Eq {
+    pub(crate) fn new(
+        fabric: Arc<Fabric>,
+        attr: &abi::fi_eq_attr,
+        context: *mut c_void,
+    ) -> Result<impl PinInit<Self, Error>> {
+        let size = match attr.size {
+            0 => abi::KOFI_EQ_SIZE_DEFAULT as usize,
+            n if n > abi::KOFI_EQ_SIZE_MAX as usize => return Err(EINVAL),
+            n => n,
+        };
+        let can_wait = match attr.wait_obj {
+            abi::fi_wait_obj_FI_WAIT_NONE => false,
+            abi::fi_wait_obj_FI_WAIT_UNSPEC | abi::fi_wait_obj_FI_WAIT_QUEUE => true,
+            abi::fi_wait_obj_FI_WAIT_SET
+            | abi::fi_wait_obj_FI_WAIT_FD
+            | abi::fi_wait_obj_FI_WAIT_MUTEX_COND
+            | abi::fi_wait_obj_FI_WAIT_YIELD
+            | abi::fi_wait_obj_FI_WAIT_POLLFD => return Err(errno::enosys()),
+            _ => return Err(EINVAL),
+        };
+        if attr.flags != 0 || !attr.wait_set.is_null() {
+            return Err(EINVAL);
+        }
+        let ring = CompletionRing::new(slots(size)?);
+        let handler = attr.event_handler;
+        Ok(try_pin_init!(Eq {
+            public: Opaque::new(abi::fid_eq {
+                fid: fid_head(abi::FI_CLASS_EQ, context),
+            }),
+            fabric,
+            users: Users::default(),
+            can_wait,
+            handler,
+            state <- new_bh_spinlock!(EqState { ring, signaled: false }, "kofi_eq"),
+            waiters <- new_condvar!("kofi_eq_waiters"),
+        }? Error))
+    }
+
+    fn post(&self, slot: EqSlot) -> Result {
+        let result = self.state.lock().ring.post(slot);
+        self.waiters.notify_all();
+        if let Some(handler) = self.handler {
+            // SAFETY: The consumer's handler for this queue, documented to run
+            // in the poster's context.
+            unsafe { handler(self.public()) };
+        }
+        // A lost event's info (if any) is freed as the slot drops here.
+        result.map_err(|(Overrun, _lost)| errno::eoverrun())
+    }
+
+    /// Adds an event: the entry's bytes are `head` followed by `data`. An
+    /// `info` passes to the queue (and on to the reader).
+    pub(crate) fn post_event(
+        &self,
+        event: u32,
+        head: &[u8],
+        data: &[u8],
+        info: *mut abi::fi_info,
+    ) -> Result {
+        let mut ev = EqEvent {
+            event,
+            bytes: KVec::new(),
+            info,
+        };
+        if head.len() + data.len() > EQ_ENTRY_MAX {
+            return Err(EINVAL);
+        }
+        // Events may come from softirq: allocate atomically.
+        ev.bytes.extend_from_slice(head, GFP_ATOMIC)?;
+        ev.bytes.extend_from_slice(data, GFP_ATOMIC)?;
+        self.post(Slot::Done(ev))
+    }
+
+    /// Adds an error event.
+    pub(crate) fn post_error(&self, entry: abi::fi_eq_err_entry) -> Result {
+        self.post(Slot::Failed(EqError(entry)))
+    }
+
+    /// fi_eq_read: the event at the head into `buf` (`len` bytes).
+    ///
+    /// # Safety
+    ///
+    /// `buf` is valid for `len` bytes of writes.
+    unsafe fn read_locked(
+        state: &mut EqState,
+        event: &mut u32,
+        buf: *mut c_void,
+        len: usize,
+        peek: bool,
+    ) -> Result<usize> {
+        if state.ring.error_at_head() {
+            return Err(errno::eavail());
+        }
+        let mut size = 0;
+        let mut too_small = false;
+        // Look first: an entry that does not fit stays queued.
+        if let Some(front) = state.ring.front_done() {
+            if front.bytes.len() > len {
+                too_small = true;
+            } else {
+                // SAFETY: `buf` has room for `len >= bytes.len()` bytes.
+                unsafe {
+                    ptr::copy_nonoverlapping(front.bytes.as_ptr(), buf.cast(), front.bytes.len())
+                };
+                *event = front.event;
+                size = front.bytes.len();
+            }
+        } else {
+            return Err(errno::eagain());
+        }
+        if too_small {
+            return Err(errno::etoosmall());
+        }
+        if !peek {
+            state.ring.pop_done(1, |mut ev| {
+                // The reader owns the info now.
+                ev.info = ptr::null_mut();
+            });
+        }
+        Ok(size)
+    }
+
+    /// fi_eq_read.
+    ///
+    /// # Safety
+    ///
+    /// `buf` is valid for `len` bytes of writes.
+    pub(crate) unsafe fn read(&self, event: &mut u32, buf: *mut c_void, len: usize, peek: bool) -> Result<usize> {
+        let mut state = self.state.lock();
+        // SAFETY: The caller's guarantee.
+        unsafe { Self::read_locked(&mut state, event, buf, len, peek) }
+    }
+
+    /// fi_eq_sread.
+    ///
+    /// # Safety
+    ///
+    /// `buf` is valid for `len` bytes of writes.
+    pub(crate) unsafe fn sread(
+        &self,
+        event: &mut u32,
+        buf: *mut c_void,
+        len: usize,
+        timeout_ms: i32,
+        peek: bool,
+    ) -> Result<usize> {
+        if !self.can_wait {
+            return Err(errno::enosys());
+        }
+        let mut left = timeout_jiffies(timeout_ms);
+        let mut state = self.state.lock();
+        loop {
+            // SAFETY: The caller's guarantee.
+            match unsafe { Self::read_locked(&mut state, event, buf, len, peek) } {
+                Err(e) if e == errno::eagain() => {}
+                other => return other,
+            }
+            if state.signaled {
+                state.signaled = false;
+                return Err(errno::eagain());
+            }
+            match sleep(&self.waiters, &mut state, left) {
+                Wait::Again(l) => left = l,
+                Wait::TimedOut => return Err(errno::eagain()),
+                Wait::Interrupted => return Err(EINTR),
+            }
+        }
+    }
+
+    /// fi_eq_readerr.
+    pub(crate) fn read_error(&self, out: &mut abi::fi_eq_err_entry) -> Result<usize> {
+        match self.state.lock().ring.pop_error() {
+            Some(Slot::Failed(e)) => *out = e.0,
+            Some(Slot::Overrun { lost }) => {
+                *out = abi::fi_eq_err_entry {
+                    err: abi::FI_EOVERRUN as i32,
+                    data: lost,
+                    ..Default::default()
+                }
+            }
+            _ => return Err(errno::eagain()),
+        }
+        Ok(core::mem::size_of::<abi::fi_eq_err_entry>())
+    }
+}

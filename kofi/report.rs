@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The calls providers use to report completions and events (see
+//! `kofi_provider.h`). They may run in softirq context.
+
+use crate::abi;
+use crate::errno::{self, to_c};
+use crate::flags::*;
+use crate::object::{arc_of, fid_head, lookup, publish, ConnReq, Endpoint, Object, PassiveEp};
+use crate::queue::{Completion, CqError};
+use crate::ring::Slot;
+use core::ptr;
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::sync::Arc;
+use kernel::types::Opaque;
+
+/// The flags a CQ entry shows the consumer.
+const CQ_FLAGS: u64 = FI_MSG
+    | FI_RMA
+    | FI_SEND
+    | FI_RECV
+    | FI_READ
+    | FI_WRITE
+    | FI_REMOTE_READ
+    | FI_REMOTE_WRITE
+    | FI_REMOTE_CQ_DATA
+    | FI_MULTI_RECV;
+
+/// Whether a successful completion with `flags` goes to the consumer: when
+/// the operation asked for one, and always when it carries remote CQ data.
+fn wanted(flags: u64) -> bool {
+    flags & FI_COMPLETION != 0
+        || (flags & FI_REMOTE_CQ_DATA != 0 && flags & (FI_RECV | FI_REMOTE_WRITE) != 0)
+}
+
+fn complete(ep: *mut abi::fid_ep, slot: Slot<Completion, CqError>, flags: u64) -> Result {
+    // SAFETY: The provider passes its live endpoint.
+    let e = unsafe { lookup::<Endpoint>(ep) }?;
+    let (cq, _selective) = e.cq_for(flags).ok_or_else(errno::enocq)?;
+    cq.post(slot)
+}
+
+/// `kofi_ep_complete()`.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_ep_complete(
+    ep: *mut abi::fid_ep,
+    flags: u64,
+    op_context: *mut c_void,
+    len: usize,
+    buf: *mut c_void,
+    data: u64,
+) -> c_int {
+    if !wanted(flags) {
+        return 0;
+    }
+    let c = Completion {
+        op_context,
+        flags: flags & CQ_FLAGS,
+        len,
+        buf,
+        data,
+    };
+    to_c(complete(ep, Slot::Done(c), flags))
+}
+
+/// `kofi_ep_complete_error()`.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_ep_complete_error(
+    ep: *mut abi::fid_ep,
+    err: *const abi::fi_cq_err_entry,
+) -> c_int {
+    // SAFETY: `err` is null or valid (ABI).
+    let Some(e) = (unsafe { err.as_ref() }) else {
+        return EINVAL.to_errno();
+    };
+    if e.err <= 0 {
+        return EINVAL.to_errno();
+    }
+    let mut entry = *e;
+    entry.flags &= CQ_FLAGS;
+    entry.err_data = ptr::null_mut();
+    entry.err_data_size = 0;
+    to_c(complete(ep, Slot::Failed(CqError(entry)), e.flags))
+}
+
+/// The bytes of a CM entry's head.
+fn cm_head(fid: *mut abi::fid, info: *mut abi::fi_info) -> [u8; core::mem::size_of::<abi::fi_eq_cm_entry>()] {
+    let head = abi::fi_eq_cm_entry {
+        fid,
+        info,
+        data: abi::__IncompleteArrayField::new(),
+    };
+    // SAFETY: `fi_eq_cm_entry` is plain old data (two pointers, no padding
+    // before its flexible array); reading its bytes is sound.
+    unsafe { core::mem::transmute(head) }
+}
+
+fn check_data(data: *const c_void, len: usize) -> Result<&'static [u8]> {
+    if len > abi::KOFI_CM_DATA_MAX as usize || (data.is_null() && len != 0) {
+        return Err(EINVAL);
+    }
+    if len == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: `data` holds `len` bytes for the duration of the call (ABI);
+    // the slice is copied before the call returns.
+    Ok(unsafe { core::slice::from_raw_parts(data.cast::<u8>(), len) })
+}
+
+fn ep_event(ep: *mut abi::fid_ep, event: u32, data: *const c_void, len: usize) -> Result {
+    // SAFETY: The provider passes its live endpoint.
+    let e = unsafe { lookup::<Endpoint>(ep) }?;
+    if event != abi::FI_CONNECTED && event != abi::FI_SHUTDOWN {
+        return Err(EINVAL);
+    }
+    let bytes = check_data(data, len)?;
+    let eq = e.eq().ok_or_else(errno::enoeq)?;
+    eq.post_event(event, &cm_head(e.fid(), ptr::null_mut()), bytes, ptr::null_mut())
+}
+
+/// `kofi_ep_event()`.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_ep_event(
+    ep: *mut abi::fid_ep,
+    event: u32,
+    data: *const c_void,
+    datalen: usize,
+) -> c_int {
+    to_c(ep_event(ep, event, data, datalen))
+}
+
+/// `kofi_ep_event_error()`: private data of a rejection is not passed on
+/// (err_data is not supported).
+#[no_mangle]
+pub(crate) extern "C" fn kofi_ep_event_error(
+    ep: *mut abi::fid_ep,
+    err: c_int,
+    prov_errno: c_int,
+    _data: *const c_void,
+    _datalen: usize,
+) -> c_int {
+    let result = (|| {
+        // SAFETY: The provider passes its live endpoint.
+        let e = unsafe { lookup::<Endpoint>(ep) }?;
+        if err <= 0 {
+            return Err(EINVAL);
+        }
+        let eq = e.eq().ok_or_else(errno::enoeq)?;
+        // SAFETY: The head of a live endpoint.
+        let context = unsafe { (*e.fid()).context };
+        eq.post_error(abi::fi_eq_err_entry {
+            fid: e.fid(),
+            context,
+            err,
+            prov_errno,
+            ..Default::default()
+        })
+    })();
+    to_c(result)
+}
+
+/// `kofi_connreq_alloc()`: a handle for a new connection request.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_connreq_alloc(pep: *mut abi::fid_pep, prov_data: *mut c_void) -> *mut abi::fid {
+    let result = (|| -> Result<*mut abi::fid> {
+        // SAFETY: The provider passes its live passive endpoint.
+        let p = unsafe { lookup::<PassiveEp>(pep) }?;
+        let mut head = fid_head(abi::FI_CLASS_CONNREQ, ptr::null_mut());
+        head.prov_data = prov_data;
+        let req = Arc::new(
+            ConnReq {
+                public: Opaque::new(head),
+                // SAFETY: `p` was published.
+                pep: unsafe { arc_of(p) },
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(publish(req))
+    })();
+    result.unwrap_or(ptr::null_mut())
+}
+
+/// `kofi_pep_connreq()`: FI_CONNREQ on the passive endpoint's EQ. Takes
+/// `info` in every case (freed on error).
+#[no_mangle]
+pub(crate) extern "C" fn kofi_pep_connreq(
+    pep: *mut abi::fid_pep,
+    info: *mut abi::fi_info,
+    data: *const c_void,
+    datalen: usize,
+) -> c_int {
+    let result = (|| {
+        // SAFETY: The provider passes its live passive endpoint.
+        let p = unsafe { lookup::<PassiveEp>(pep) }?;
+        if info.is_null() {
+            return Err(EINVAL);
+        }
+        let bytes = check_data(data, datalen)?;
+        let eq = p.eq.lock().clone().ok_or_else(errno::enoeq)?;
+        // From here the event owns `info`, on success or failure.
+        let head = cm_head(p.fid(), info);
+        let r = eq.post_event(abi::FI_CONNREQ, &head, bytes, info);
+        Ok::<_, Error>(r)
+    })();
+    match result {
+        Ok(r) => to_c(r),
+        Err(e) => {
+            crate::info::fi_freeinfo(info);
+            e.to_errno()
+        }
+    }
+}
