@@ -50,9 +50,18 @@ void kofi_module_put(struct module *module)
 	module_put(module);
 }
 
+/* As the kernel's Rust helper does: a named lock class under lockdep. */
 void kofi_bh_lock_init(spinlock_t *lock, const char *name, struct lock_class_key *key)
 {
-	__spin_lock_init(lock, name, key);
+#ifdef CONFIG_DEBUG_SPINLOCK
+# if defined(CONFIG_PREEMPT_RT)
+	__spin_lock_init(lock, name, key, false);
+# else
+	__raw_spin_lock_init(spinlock_check(lock), name, key, LD_WAIT_CONFIG);
+# endif
+#else
+	spin_lock_init(lock);
+#endif
 }
 
 void kofi_bh_lock(spinlock_t *lock)

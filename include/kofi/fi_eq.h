@@ -13,9 +13,13 @@
 
 #include <kofi/fabric.h>
 
+/*
+ * kofi: FI_WAIT_UNSPEC is 0 (libfabric's 0 is FI_WAIT_NONE), so a zeroed
+ * attr gets the default, a kernel wait queue, and fi_cq_sread works.
+ */
 enum fi_wait_obj {
-	FI_WAIT_NONE,		/* no blocking reads: sread returns -FI_ENOSYS */
 	FI_WAIT_UNSPEC,		/* the default: a kernel wait queue */
+	FI_WAIT_NONE,		/* no blocking reads: sread returns -FI_ENOSYS */
 	FI_WAIT_SET,
 	FI_WAIT_FD,
 	FI_WAIT_MUTEX_COND,

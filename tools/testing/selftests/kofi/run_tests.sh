@@ -31,8 +31,10 @@ for s in $suites; do
 done
 
 # Runs a KUnit test module: its suites run while insmod loads it; their
-# results stay in debugfs until it is unloaded. The core must be loaded first
-# (there is no modules.dep in the guest).
+# results stay in debugfs until it is unloaded. The core and the test
+# provider fixture are loaded first (there is no modules.dep in the guest).
+# Each suite's results file is a KTAP document of one subtest; they are
+# printed as the subtests of this module's own document.
 run_kunit_module() {
 	mod=$1
 	before=$(ls /sys/kernel/debug/kunit 2>/dev/null)
@@ -40,18 +42,32 @@ run_kunit_module() {
 		echo "# insmod kofi.ko failed"
 		return 1
 	fi
-	if ! insmod "$MODDIR/$mod.ko"; then
-		echo "# insmod $mod.ko failed"
+	if ! insmod "$MODDIR/kofi_test_provider.ko"; then
+		echo "# insmod kofi_test_provider.ko failed"
 		rmmod kofi
 		return 1
 	fi
-	n=0
+	if ! insmod "$MODDIR/$mod.ko"; then
+		echo "# insmod $mod.ko failed"
+		rmmod kofi_test_provider
+		rmmod kofi
+		return 1
+	fi
+	suites=""
 	for s in $(ls /sys/kernel/debug/kunit); do
 		case " $(echo $before) " in *" $s "*) continue ;; esac
-		cat "/sys/kernel/debug/kunit/$s/results"
-		n=$((n + 1))
+		suites="$suites $s"
 	done
-	rmmod "$mod" && rmmod kofi || return 1
+	set -- $suites
+	echo "KTAP version 1"
+	echo "1..$#"
+	n=0
+	for s in "$@"; do
+		n=$((n + 1))
+		# Drop the file's own header and renumber its one result.
+		sed -e '1,2d' -e "s/^\(not ok\|ok\) 1 /\1 $n /" "/sys/kernel/debug/kunit/$s/results"
+	done
+	rmmod "$mod" && rmmod kofi_test_provider && rmmod kofi || return 1
 	[ "$n" -gt 0 ] || { echo "# $mod registered no KUnit suite"; return 1; }
 }
 

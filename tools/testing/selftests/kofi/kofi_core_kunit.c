@@ -1,0 +1,1128 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suites for the kofi core, calling its exported ABI as a C consumer
+ * does, against the test provider (kofi_test_provider.ko), and calling the
+ * provider-side calls (kofi_ep_complete, ...) as a provider does.
+ */
+#include <kunit/test.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <kofi/kofi_provider.h>
+#include "kofi_test_provider.h"
+
+#define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+/* ---- fixtures ---- */
+
+static struct fi_info *test_hints(enum fi_ep_type type)
+{
+	struct fi_info *hints = fi_allocinfo();
+
+	if (!hints)
+		return NULL;
+	hints->ep_attr->type = type;
+	hints->fabric_attr->prov_name = kstrdup("test", GFP_KERNEL);
+	return hints;
+}
+
+/* The test provider's FI_EP_MSG info. */
+static struct fi_info *msg_info(struct kunit *test)
+{
+	struct fi_info *hints = test_hints(FI_EP_MSG), *info = NULL;
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, NULL, NULL, 0, hints, &info), 0);
+	fi_freeinfo(hints);
+	KUNIT_ASSERT_NOT_NULL(test, info);
+	return info;
+}
+
+struct fx {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+	struct fid_cq *txcq, *rxcq;
+	struct fid_ep *ep;
+};
+
+static void fx_open_queues(struct kunit *test, struct fx *f, size_t cq_size,
+			   enum fi_cq_format format, u64 tx_bind)
+{
+	struct fi_cq_attr cq_attr = { .size = cq_size, .format = format };
+	struct fi_eq_attr eq_attr = { .size = 16 };
+
+	f->info = msg_info(test);
+	KUNIT_ASSERT_EQ(test, fi_fabric(f->info->fabric_attr, &f->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(f->fabric, f->info, &f->domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_open(f->fabric, &eq_attr, &f->eq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(f->domain, &cq_attr, &f->txcq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(f->domain, &cq_attr, &f->rxcq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(f->domain, f->info, &f->ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &f->eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &f->txcq->fid, FI_SEND | tx_bind), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &f->rxcq->fid, FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(f->ep), 0);
+}
+
+static void fx_open(struct kunit *test, struct fx *f)
+{
+	fx_open_queues(test, f, 64, FI_CQ_FORMAT_DATA, 0);
+}
+
+static void fx_close(struct kunit *test, struct fx *f)
+{
+	if (f->ep)
+		KUNIT_EXPECT_EQ(test, fi_close(&f->ep->fid), 0);
+	if (f->txcq)
+		KUNIT_EXPECT_EQ(test, fi_close(&f->txcq->fid), 0);
+	if (f->rxcq)
+		KUNIT_EXPECT_EQ(test, fi_close(&f->rxcq->fid), 0);
+	if (f->eq)
+		KUNIT_EXPECT_EQ(test, fi_close(&f->eq->fid), 0);
+	if (f->domain)
+		KUNIT_EXPECT_EQ(test, fi_close(&f->domain->fid), 0);
+	if (f->fabric)
+		KUNIT_EXPECT_EQ(test, fi_close(&f->fabric->fid), 0);
+	fi_freeinfo(f->info);
+}
+
+/* ---- registry ---- */
+
+static int tmp_getinfo(u32 version, const char *node, const char *service, u64 flags,
+		       const struct fi_info *hints, struct fi_info **info)
+{
+	*info = fi_allocinfo();
+	if (!*info)
+		return -ENOMEM;
+	(*info)->caps = FI_MSG;
+	(*info)->ep_attr->type = FI_EP_MSG;
+	return 0;
+}
+
+static int tmp_fabric(struct fi_fabric_attr *attr, struct fid_fabric *fabric, void *context)
+{
+	return 0;
+}
+
+static void tmp_fabric_close(struct fid_fabric *fabric)
+{
+}
+
+static const struct kofi_domain_ops tmp_domain_ops;
+static const struct kofi_ep_ops tmp_ep_ops;
+
+#define TMP_PROVIDER(n) {					\
+	.name = n, .version = FI_VERSION(1, 0), .owner = THIS_MODULE,	\
+	.getinfo = tmp_getinfo, .fabric = tmp_fabric,		\
+	.fabric_close = tmp_fabric_close,			\
+	.domain_ops = &tmp_domain_ops, .ep_ops = &tmp_ep_ops,	\
+}
+
+static void registry_rejects_bad_registrations(struct kunit *test)
+{
+	struct kofi_provider dup = TMP_PROVIDER("test");
+	struct kofi_provider nameless = TMP_PROVIDER(NULL);
+	struct kofi_provider incomplete = TMP_PROVIDER("kunit_incomplete");
+	struct kofi_provider newer = TMP_PROVIDER("kunit_newer");
+
+	incomplete.getinfo = NULL;
+	KUNIT_EXPECT_EQ(test, kofi_provider_register(KOFI_ABI_VERSION, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, kofi_provider_register(KOFI_ABI_VERSION, &dup), -EEXIST);
+	KUNIT_EXPECT_EQ(test, kofi_provider_register(KOFI_ABI_VERSION, &nameless), -EINVAL);
+	KUNIT_EXPECT_EQ(test, kofi_provider_register(KOFI_ABI_VERSION, &incomplete), -EINVAL);
+	KUNIT_EXPECT_EQ(test, kofi_provider_register(FI_VERSION(2, 0), &newer), -FI_ENOSYS);
+	KUNIT_EXPECT_EQ(test, kofi_provider_register(FI_VERSION(1, 99), &newer), -FI_ENOSYS);
+	/* None of them may have stuck. */
+	kofi_provider_deregister(&newer);
+	kofi_provider_deregister(NULL);
+}
+
+static void registry_register_then_deregister(struct kunit *test)
+{
+	static struct kofi_provider tmp = TMP_PROVIDER("kunit_tmp");
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	hints->fabric_attr->prov_name = kstrdup("kunit_tmp", GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, NULL, NULL, 0, hints, &info), -FI_ENODATA);
+
+	KUNIT_ASSERT_EQ(test, kofi_provider_register(KOFI_ABI_VERSION, &tmp), 0);
+	KUNIT_EXPECT_EQ(test, kofi_provider_register(KOFI_ABI_VERSION, &tmp), -EEXIST);
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, NULL, NULL, 0, hints, &info), 0);
+	KUNIT_ASSERT_NOT_NULL(test, info);
+	KUNIT_EXPECT_STREQ(test, info->fabric_attr->prov_name, "kunit_tmp");
+	KUNIT_EXPECT_EQ(test, info->fabric_attr->prov_version, FI_VERSION(1, 0));
+	KUNIT_EXPECT_NULL(test, info->next);
+	fi_freeinfo(info);
+
+	kofi_provider_deregister(&tmp);
+	info = NULL;
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, NULL, NULL, 0, hints, &info), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void registry_fabric_counts(struct kunit *test)
+{
+	struct fi_info *info = msg_info(test);
+	struct fid_fabric *fabric;
+	int before = kofi_test_open_fabrics();
+
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	KUNIT_EXPECT_EQ(test, kofi_test_open_fabrics(), before + 1);
+	KUNIT_EXPECT_EQ(test, fi_close(&fabric->fid), 0);
+	KUNIT_EXPECT_EQ(test, kofi_test_open_fabrics(), before);
+	fi_freeinfo(info);
+}
+
+static struct kunit_case registry_cases[] = {
+	KUNIT_CASE(registry_rejects_bad_registrations),
+	KUNIT_CASE(registry_register_then_deregister),
+	KUNIT_CASE(registry_fabric_counts),
+	{}
+};
+
+/* ---- getinfo ---- */
+
+static int count_infos(struct fi_info *info, const char *prov)
+{
+	int n = 0;
+
+	for (; info; info = info->next)
+		if (!prov || !strcmp(info->fabric_attr->prov_name, prov))
+			n++;
+	return n;
+}
+
+static void getinfo_without_hints(struct kunit *test)
+{
+	struct fi_info *info = NULL, *i;
+
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, NULL, NULL, 0, NULL, &info), 0);
+	KUNIT_EXPECT_EQ(test, count_infos(info, "test"), 2);
+	for (i = info; i; i = i->next) {
+		KUNIT_EXPECT_NOT_NULL(test, i->fabric_attr->prov_name);
+		KUNIT_EXPECT_EQ(test, i->fabric_attr->api_version, V);
+	}
+	fi_freeinfo(info);
+}
+
+static int getinfo_with(struct fi_info *hints, struct fi_info **info)
+{
+	*info = NULL;
+	return fi_getinfo(V, NULL, NULL, 0, hints, info);
+}
+
+static void getinfo_caps_are_a_subset(struct kunit *test)
+{
+	struct fi_info *hints = test_hints(FI_EP_UNSPEC), *info;
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	hints->caps = FI_RMA | FI_REMOTE_WRITE;
+	KUNIT_ASSERT_EQ(test, getinfo_with(hints, &info), 0);
+	KUNIT_EXPECT_EQ(test, count_infos(info, NULL), 1);
+	KUNIT_EXPECT_EQ(test, info->ep_attr->type, FI_EP_MSG);
+	KUNIT_EXPECT_TRUE(test, (info->caps & (FI_RMA | FI_REMOTE_WRITE)) == (FI_RMA | FI_REMOTE_WRITE));
+	fi_freeinfo(info);
+
+	hints->caps = FI_ATOMIC;
+	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -FI_ENODATA);
+	KUNIT_EXPECT_NULL(test, info);
+	hints->caps = 1ULL << 40;
+	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -FI_EBADFLAGS);
+	fi_freeinfo(hints);
+}
+
+static void getinfo_ep_type_and_mode(struct kunit *test)
+{
+	struct fi_info *hints = test_hints(FI_EP_RDM), *info;
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	/* The RDM offer needs FI_CONTEXT, which these hints do not support. */
+	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -FI_ENODATA);
+	hints->mode = FI_CONTEXT;
+	KUNIT_ASSERT_EQ(test, getinfo_with(hints, &info), 0);
+	KUNIT_EXPECT_EQ(test, count_infos(info, NULL), 1);
+	KUNIT_EXPECT_EQ(test, info->ep_attr->type, FI_EP_RDM);
+	fi_freeinfo(info);
+	hints->ep_attr->type = 42;
+	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -EINVAL);
+	fi_freeinfo(hints);
+}
+
+static void getinfo_prov_name_and_format(struct kunit *test)
+{
+	struct fi_info *hints = test_hints(FI_EP_MSG), *info;
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	kfree(hints->fabric_attr->prov_name);
+	hints->fabric_attr->prov_name = kstrdup("TEST", GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test, getinfo_with(hints, &info), 0);
+	KUNIT_EXPECT_STREQ(test, info->fabric_attr->prov_name, "test");
+	fi_freeinfo(info);
+
+	hints->addr_format = FI_SOCKADDR_IN6;
+	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -FI_ENODATA);
+	hints->addr_format = FI_SOCKADDR_IN;
+	KUNIT_ASSERT_EQ(test, getinfo_with(hints, &info), 0);
+	fi_freeinfo(info);
+
+	kfree(hints->fabric_attr->prov_name);
+	hints->fabric_attr->prov_name = kstrdup("no_such_provider", GFP_KERNEL);
+	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -FI_ENODATA);
+	fi_freeinfo(hints);
+}
+
+static void getinfo_bad_arguments(struct kunit *test)
+{
+	struct fi_info *info = NULL;
+
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, NULL, NULL, 0, NULL, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_getinfo(FI_VERSION(2, 0), NULL, NULL, 0, NULL, &info), -FI_ENOSYS);
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, NULL, NULL, 1ULL << 3, NULL, &info), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, "127.0.0.1", "7471", FI_SOURCE, NULL, &info), 0);
+	fi_freeinfo(info);
+}
+
+static void getinfo_dup_and_alloc(struct kunit *test)
+{
+	struct fi_info *info = msg_info(test), *copy;
+
+	copy = fi_dupinfo(info);
+	KUNIT_ASSERT_NOT_NULL(test, copy);
+	KUNIT_EXPECT_NULL(test, copy->next);
+	KUNIT_EXPECT_PTR_NE(test, copy->fabric_attr, info->fabric_attr);
+	KUNIT_EXPECT_PTR_NE(test, copy->fabric_attr->prov_name, info->fabric_attr->prov_name);
+	KUNIT_EXPECT_STREQ(test, copy->fabric_attr->prov_name, "test");
+	KUNIT_EXPECT_STREQ(test, copy->domain_attr->name, info->domain_attr->name);
+	KUNIT_EXPECT_EQ(test, copy->caps, info->caps);
+	KUNIT_EXPECT_EQ(test, copy->tx_attr->inject_size, (size_t)TEST_INJECT_SIZE);
+	fi_freeinfo(copy);
+	fi_freeinfo(info);
+
+	info = fi_allocinfo();
+	KUNIT_ASSERT_NOT_NULL(test, info);
+	KUNIT_EXPECT_NOT_NULL(test, info->tx_attr);
+	KUNIT_EXPECT_NOT_NULL(test, info->rx_attr);
+	KUNIT_EXPECT_NOT_NULL(test, info->ep_attr);
+	KUNIT_EXPECT_NOT_NULL(test, info->domain_attr);
+	KUNIT_EXPECT_NOT_NULL(test, info->fabric_attr);
+	fi_freeinfo(info);
+	fi_freeinfo(NULL);
+	KUNIT_EXPECT_NULL(test, fi_dupinfo(NULL));
+}
+
+static struct kunit_case getinfo_cases[] = {
+	KUNIT_CASE(getinfo_without_hints),
+	KUNIT_CASE(getinfo_caps_are_a_subset),
+	KUNIT_CASE(getinfo_ep_type_and_mode),
+	KUNIT_CASE(getinfo_prov_name_and_format),
+	KUNIT_CASE(getinfo_bad_arguments),
+	KUNIT_CASE(getinfo_dup_and_alloc),
+	{}
+};
+
+/* ---- objects: open, bind, enable, close ---- */
+
+static void objects_close_in_use_is_busy(struct kunit *test)
+{
+	struct fx f = {};
+
+	fx_open(test, &f);
+	KUNIT_EXPECT_EQ(test, fi_close(&f.domain->fid), -FI_EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&f.fabric->fid), -FI_EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&f.txcq->fid), -FI_EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&f.eq->fid), -FI_EBUSY);
+	/* Once the endpoint is gone, everything closes (fx_close checks). */
+	fx_close(test, &f);
+}
+
+static void objects_bad_arguments(struct kunit *test)
+{
+	struct fi_info *info = msg_info(test);
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_cq *cq;
+	struct fid_eq *eq;
+	struct fid_ep *ep;
+	struct fi_fabric_attr no_prov = {};
+	struct fi_cq_attr cq_attr = {};
+	struct fi_eq_attr eq_attr = {};
+	char *prov;
+
+	KUNIT_EXPECT_EQ(test, fi_fabric(NULL, &fabric, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_fabric(&no_prov, &fabric, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_fabric(info->fabric_attr, NULL, NULL), -EINVAL);
+	prov = info->fabric_attr->prov_name;
+	info->fabric_attr->prov_name = "no_such_provider";
+	KUNIT_EXPECT_EQ(test, fi_fabric(info->fabric_attr, &fabric, NULL), -ENODEV);
+	info->fabric_attr->prov_name = prov;
+
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &fabric, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_domain(NULL, info, &domain, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_domain(fabric, NULL, &domain, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_domain(fabric, info, NULL, NULL), -EINVAL);
+	info->fabric_attr->prov_name = "other";
+	KUNIT_EXPECT_EQ(test, fi_domain(fabric, info, &domain, NULL), -EINVAL);
+	info->fabric_attr->prov_name = prov;
+	KUNIT_ASSERT_EQ(test, fi_domain(fabric, info, &domain, NULL), 0);
+	/* A domain where a fabric belongs, and the reverse. */
+	KUNIT_EXPECT_EQ(test, fi_domain((struct fid_fabric *)domain, info, &domain, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_endpoint((struct fid_domain *)fabric, info, &ep, NULL), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, fi_cq_open(domain, NULL, &cq, NULL), -EINVAL);
+	cq_attr.size = KOFI_CQ_SIZE_MAX + 1;
+	KUNIT_EXPECT_EQ(test, fi_cq_open(domain, &cq_attr, &cq, NULL), -EINVAL);
+	cq_attr.size = 0;
+	cq_attr.format = FI_CQ_FORMAT_TAGGED;
+	KUNIT_EXPECT_EQ(test, fi_cq_open(domain, &cq_attr, &cq, NULL), -FI_ENOSYS);
+	cq_attr.format = 77;
+	KUNIT_EXPECT_EQ(test, fi_cq_open(domain, &cq_attr, &cq, NULL), -EINVAL);
+	cq_attr.format = FI_CQ_FORMAT_CONTEXT;
+	cq_attr.wait_obj = FI_WAIT_FD;
+	KUNIT_EXPECT_EQ(test, fi_cq_open(domain, &cq_attr, &cq, NULL), -FI_ENOSYS);
+	cq_attr.wait_obj = FI_WAIT_UNSPEC;
+	cq_attr.flags = 1;
+	KUNIT_EXPECT_EQ(test, fi_cq_open(domain, &cq_attr, &cq, NULL), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, fi_eq_open(fabric, NULL, &eq, NULL), -EINVAL);
+	eq_attr.size = KOFI_EQ_SIZE_MAX + 1;
+	KUNIT_EXPECT_EQ(test, fi_eq_open(fabric, &eq_attr, &eq, NULL), -EINVAL);
+	eq_attr.size = 0;
+	KUNIT_EXPECT_EQ(test, fi_eq_open((struct fid_fabric *)domain, &eq_attr, &eq, NULL), -EINVAL);
+
+	KUNIT_EXPECT_EQ(test, fi_close(NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_control(&domain->fid, FI_GETWAIT, NULL), -FI_ENOSYS);
+	KUNIT_EXPECT_EQ(test, fi_close(&domain->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&fabric->fid), 0);
+	fi_freeinfo(info);
+}
+
+static void objects_bind_and_enable_states(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_ep *ep;
+	struct fid_domain *other;
+	struct fid_cq *other_cq;
+	struct fi_cq_attr cq_attr = {};
+	char buf[8];
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(f.domain, f.info, &ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_send(ep, buf, sizeof(buf), NULL, 0, NULL), -FI_EOPBADSTATE);
+	KUNIT_EXPECT_EQ(test, fi_enable(ep), -FI_ENOEQ);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.eq->fid, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.eq->fid, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_enable(ep), -FI_ENOCQ);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.txcq->fid, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.txcq->fid, 1ULL << 40), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, NULL, FI_SEND), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.domain->fid, FI_SEND), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_domain(f.fabric, f.info, &other, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(other, &cq_attr, &other_cq, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &other_cq->fid, FI_SEND), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.txcq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.rxcq->fid, FI_RECV), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_enable(ep), 0);
+	KUNIT_EXPECT_EQ(test, fi_enable(ep), -FI_EOPBADSTATE);
+	KUNIT_EXPECT_EQ(test, fi_control(&ep->fid, FI_ENABLE, NULL), -FI_EOPBADSTATE);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.rxcq->fid, FI_RECV), -FI_EOPBADSTATE);
+	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&other_cq->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&other->fid), 0);
+	fx_close(test, &f);
+}
+
+static void objects_options(struct kunit *test)
+{
+	struct fx f = {};
+	size_t val = 0, len = sizeof(val);
+	char name[16];
+	size_t namelen = 2;
+
+	fx_open(test, &f);
+	KUNIT_EXPECT_EQ(test, fi_getopt(&f.ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &val, &len), 0);
+	KUNIT_EXPECT_EQ(test, val, (size_t)KOFI_CM_DATA_MAX);
+	KUNIT_EXPECT_EQ(test, fi_getopt(&f.ep->fid, 99, FI_OPT_CM_DATA_SIZE, &val, &len), -FI_ENOPROTOOPT);
+	KUNIT_EXPECT_EQ(test, fi_getopt(&f.ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, NULL, &len), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_setopt(&f.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &val, len), -FI_ENOPROTOOPT);
+	KUNIT_EXPECT_EQ(test, fi_getname(&f.ep->fid, name, &namelen), -FI_ETOOSMALL);
+	KUNIT_EXPECT_EQ(test, namelen, sizeof("test-ep"));
+	KUNIT_EXPECT_EQ(test, fi_getname(&f.ep->fid, name, &namelen), 0);
+	KUNIT_EXPECT_STREQ(test, name, "test-ep");
+	KUNIT_EXPECT_EQ(test, fi_getname(&f.ep->fid, name, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_getpeer(f.ep, name, &namelen), -FI_ENOSYS);
+	fx_close(test, &f);
+}
+
+static struct kunit_case objects_cases[] = {
+	KUNIT_CASE(objects_close_in_use_is_busy),
+	KUNIT_CASE(objects_bad_arguments),
+	KUNIT_CASE(objects_bind_and_enable_states),
+	KUNIT_CASE(objects_options),
+	{}
+};
+
+/* ---- completion queues ---- */
+
+#define CTX(i) ((void *)(unsigned long)(0x1000 + (i)))
+
+static int complete_tx(struct fx *f, int i)
+{
+	return kofi_ep_complete(f->ep, FI_SEND | FI_MSG | FI_COMPLETION, CTX(i), i, NULL, 0);
+}
+
+static void cq_overrun_is_reported_in_order(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_data_entry e[8];
+	struct fi_cq_err_entry err = {};
+	int i;
+
+	fx_open_queues(test, &f, 4, FI_CQ_FORMAT_DATA, 0);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, complete_tx(&f, i), 0);
+	KUNIT_EXPECT_EQ(test, complete_tx(&f, 4), -FI_EOVERRUN);
+	KUNIT_EXPECT_EQ(test, complete_tx(&f, 5), -FI_EOVERRUN);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, e, 8), 4);
+	for (i = 0; i < 4; i++) {
+		KUNIT_EXPECT_PTR_EQ(test, e[i].op_context, CTX(i));
+		KUNIT_EXPECT_EQ(test, e[i].len, (size_t)i);
+		KUNIT_EXPECT_EQ(test, e[i].flags, FI_SEND | FI_MSG);
+	}
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, e, 8), -FI_EAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(f.txcq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_EOVERRUN);
+	KUNIT_EXPECT_EQ(test, err.data, 2ULL);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, e, 8), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, complete_tx(&f, 6), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, e, 8), 1);
+	fx_close(test, &f);
+}
+
+static void cq_error_entries_keep_their_place(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_entry e[4];
+	struct fi_cq_err_entry err = { .op_context = CTX(1), .flags = FI_SEND | FI_MSG,
+				       .err = FI_EIO, .prov_errno = -5 };
+
+	fx_open_queues(test, &f, 8, FI_CQ_FORMAT_CONTEXT, 0);
+	KUNIT_EXPECT_EQ(test, complete_tx(&f, 0), 0);
+	KUNIT_EXPECT_EQ(test, kofi_ep_complete_error(f.ep, &err), 0);
+	KUNIT_EXPECT_EQ(test, complete_tx(&f, 2), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, e, 4), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e[0].op_context, CTX(0));
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, e, 4), -FI_EAVAIL);
+	memset(&err, 0, sizeof(err));
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(f.txcq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_EIO);
+	KUNIT_EXPECT_EQ(test, err.prov_errno, -5);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, CTX(1));
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(f.txcq, &err, 0), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, e, 4), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e[0].op_context, CTX(2));
+	KUNIT_EXPECT_EQ(test, kofi_ep_complete_error(f.ep, NULL), -EINVAL);
+	fx_close(test, &f);
+}
+
+static void cq_msg_format(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_msg_entry e;
+
+	fx_open_queues(test, &f, 8, FI_CQ_FORMAT_MSG, 0);
+	KUNIT_EXPECT_EQ(test, kofi_ep_complete(f.ep, FI_RECV | FI_MSG | FI_COMPLETION | FI_INJECT,
+					       CTX(7), 77, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, CTX(7));
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)77);
+	/* Only the flags that describe the completion reach the consumer. */
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG);
+	/* Without FI_COMPLETION the operation did not ask for one. */
+	KUNIT_EXPECT_EQ(test, kofi_ep_complete(f.ep, FI_SEND | FI_MSG, CTX(8), 0, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, &e, 1), -FI_EAGAIN);
+	fx_close(test, &f);
+}
+
+struct delayed_action {
+	struct fx *f;
+	int what;	/* 0: complete, 1: signal the CQ, 2: write the EQ */
+	unsigned int delay_ms;
+};
+
+static int delayed_action_fn(void *arg)
+{
+	struct delayed_action *a = arg;
+	struct fi_eq_entry entry = { .context = CTX(9), .data = 9 };
+
+	msleep(a->delay_ms);
+	if (a->what == 0)
+		complete_tx(a->f, 3);
+	else if (a->what == 1)
+		fi_cq_signal(a->f->txcq);
+	else
+		fi_eq_write(a->f->eq, FI_NOTIFY, &entry, sizeof(entry), 0);
+	return 0;
+}
+
+static struct task_struct *start_action(struct kunit *test, struct delayed_action *a)
+{
+	struct task_struct *t = kthread_run(delayed_action_fn, a, "kofi_kunit_action");
+
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	get_task_struct(t);
+	return t;
+}
+
+static void stop_action(struct task_struct *t)
+{
+	kthread_stop(t);
+	put_task_struct(t);
+}
+
+static void cq_sread_times_out(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_entry e;
+	unsigned long start;
+
+	fx_open(test, &f);
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(f.txcq, &e, 1, NULL, 200), -FI_EAGAIN);
+	KUNIT_EXPECT_GE(test, jiffies_to_msecs(jiffies - start), 150U);
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(f.txcq, &e, 1, NULL, 0), -FI_EAGAIN);
+	fx_close(test, &f);
+}
+
+static void cq_sread_woken_by_completion(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_data_entry e;
+	struct delayed_action a = { .f = &f, .what = 0, .delay_ms = 100 };
+	struct task_struct *t;
+	unsigned long start;
+
+	fx_open(test, &f);
+	t = start_action(test, &a);
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(f.txcq, &e, 1, NULL, 10000), 1);
+	KUNIT_EXPECT_LT(test, jiffies_to_msecs(jiffies - start), 5000U);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, CTX(3));
+	stop_action(t);
+	fx_close(test, &f);
+}
+
+static void cq_signal_wakes_sread(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_entry e;
+	struct delayed_action a = { .f = &f, .what = 1, .delay_ms = 100 };
+	struct task_struct *t;
+	unsigned long start;
+
+	fx_open(test, &f);
+	t = start_action(test, &a);
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(f.txcq, &e, 1, NULL, -1), -FI_EAGAIN);
+	KUNIT_EXPECT_LT(test, jiffies_to_msecs(jiffies - start), 5000U);
+	stop_action(t);
+	fx_close(test, &f);
+}
+
+static atomic_t handler_calls = ATOMIC_INIT(0);
+
+static void count_handler(struct fid_cq *cq)
+{
+	atomic_inc(&handler_calls);
+}
+
+static void cq_handler_and_wait_none(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_cq *cq;
+	struct fi_cq_attr attr = { .comp_handler = count_handler, .wait_obj = FI_WAIT_NONE };
+	struct fi_cq_entry e;
+	struct fid_ep *ep;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(f.domain, &attr, &cq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(f.domain, f.info, &ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(ep, &cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(ep, &f.eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(ep), 0);
+	atomic_set(&handler_calls, 0);
+	KUNIT_EXPECT_EQ(test, kofi_ep_complete(ep, FI_SEND | FI_MSG | FI_COMPLETION, CTX(1), 0, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, atomic_read(&handler_calls), 1);
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(cq, &e, 1, NULL, 10), -FI_ENOSYS);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(cq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), 0);
+	fx_close(test, &f);
+}
+
+static void cq_bad_arguments(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_entry e;
+	struct fi_cq_err_entry err;
+
+	fx_open(test, &f);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(NULL, &e, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, NULL, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, &e, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_read((struct fid_cq *)f.eq, &e, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(f.txcq, &err, 1), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(f.txcq, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(NULL, &e, 1, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_signal(NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, kofi_ep_complete(NULL, FI_SEND | FI_COMPLETION, NULL, 0, NULL, 0), -EINVAL);
+	fx_close(test, &f);
+}
+
+static struct kunit_case cq_cases[] = {
+	KUNIT_CASE(cq_overrun_is_reported_in_order),
+	KUNIT_CASE(cq_error_entries_keep_their_place),
+	KUNIT_CASE(cq_msg_format),
+	KUNIT_CASE(cq_sread_times_out),
+	KUNIT_CASE(cq_sread_woken_by_completion),
+	KUNIT_CASE(cq_signal_wakes_sread),
+	KUNIT_CASE(cq_handler_and_wait_none),
+	KUNIT_CASE(cq_bad_arguments),
+	{}
+};
+
+/* ---- event queues and connection management ---- */
+
+struct cm_event {
+	struct fi_eq_cm_entry entry;
+	u8 data[KOFI_CM_DATA_MAX];
+};
+
+static void eq_write_read_peek(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_eq_entry in = { .fid = NULL, .context = CTX(4), .data = 44 }, out;
+	u32 event = 0;
+
+	fx_open(test, &f);
+	KUNIT_EXPECT_EQ(test, fi_eq_write(f.eq, FI_NOTIFY, &in, sizeof(in), 0), (ssize_t)sizeof(in));
+	KUNIT_EXPECT_EQ(test, fi_eq_read(f.eq, &event, &out, 8, 0), -FI_ETOOSMALL);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(f.eq, &event, &out, sizeof(out), FI_PEEK), (ssize_t)sizeof(out));
+	KUNIT_EXPECT_EQ(test, fi_eq_read(f.eq, &event, &out, sizeof(out), 0), (ssize_t)sizeof(out));
+	KUNIT_EXPECT_EQ(test, event, (u32)FI_NOTIFY);
+	KUNIT_EXPECT_PTR_EQ(test, out.context, CTX(4));
+	KUNIT_EXPECT_EQ(test, out.data, 44ULL);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(f.eq, &event, &out, sizeof(out), 0), -FI_EAGAIN);
+
+	KUNIT_EXPECT_EQ(test, fi_eq_write(f.eq, FI_NOTIFY, &in, sizeof(in), 1), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_eq_write(f.eq, 99, &in, sizeof(in), 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_eq_write(f.eq, FI_NOTIFY, NULL, sizeof(in), 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_eq_write(f.eq, FI_NOTIFY, &in, 4096, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(f.eq, NULL, &out, sizeof(out), 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(f.eq, &event, &out, sizeof(out), 4), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_eq_read((struct fid_eq *)f.txcq, &event, &out, sizeof(out), 0), -EINVAL);
+	fx_close(test, &f);
+}
+
+static void eq_sread_timeout_and_wakeup(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_eq_entry out;
+	struct delayed_action a = { .f = &f, .what = 2, .delay_ms = 100 };
+	struct task_struct *t;
+	u32 event;
+	unsigned long start;
+
+	fx_open(test, &f);
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(f.eq, &event, &out, sizeof(out), 150, 0), -FI_EAGAIN);
+	KUNIT_EXPECT_GE(test, jiffies_to_msecs(jiffies - start), 100U);
+	t = start_action(test, &a);
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(f.eq, &event, &out, sizeof(out), 10000, 0),
+			(ssize_t)sizeof(out));
+	KUNIT_EXPECT_EQ(test, out.data, 9ULL);
+	stop_action(t);
+	fx_close(test, &f);
+}
+
+static void eq_connect_and_shutdown_events(struct kunit *test)
+{
+	struct fx f = {};
+	struct cm_event ev;
+	struct fi_eq_err_entry err = {};
+	u32 event = 0;
+	u8 big[KOFI_CM_DATA_MAX + 1] = {};
+
+	fx_open(test, &f);
+	KUNIT_EXPECT_EQ(test, fi_connect(f.ep, NULL, big, sizeof(big)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_connect(f.ep, NULL, NULL, 4), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_connect(f.ep, NULL, "hello", 6), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_sread(f.eq, &event, &ev, sizeof(ev), 1000, 0),
+			(ssize_t)(sizeof(ev.entry) + 6));
+	KUNIT_EXPECT_EQ(test, event, (u32)FI_CONNECTED);
+	KUNIT_EXPECT_PTR_EQ(test, ev.entry.fid, &f.ep->fid);
+	KUNIT_EXPECT_STREQ(test, (char *)ev.entry.data, "hello");
+
+	KUNIT_EXPECT_EQ(test, fi_shutdown(f.ep, 1), -FI_EBADFLAGS);
+	KUNIT_ASSERT_EQ(test, fi_shutdown(f.ep, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_read(f.eq, &event, &ev, sizeof(ev), 0), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, event, (u32)FI_SHUTDOWN);
+
+	KUNIT_EXPECT_EQ(test, kofi_ep_event_error(f.ep, FI_ECONNREFUSED, -111, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(f.eq, &event, &ev, sizeof(ev), 0), -FI_EAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_eq_readerr(f.eq, &err, 0), (ssize_t)sizeof(err));
+	KUNIT_EXPECT_EQ(test, err.err, FI_ECONNREFUSED);
+	KUNIT_EXPECT_PTR_EQ(test, err.fid, &f.ep->fid);
+	KUNIT_EXPECT_EQ(test, fi_eq_readerr(f.eq, &err, 0), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, kofi_ep_event(f.ep, FI_NOTIFY, NULL, 0), -EINVAL);
+	fx_close(test, &f);
+}
+
+static void eq_connreq_reject_and_release(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_pep *pep;
+	struct cm_event ev;
+	u32 event = 0;
+	int released;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(f.fabric, f.info, &pep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_listen(pep), -FI_ENOEQ);
+	KUNIT_ASSERT_EQ(test, fi_pep_bind(pep, &f.eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_listen(pep), 0);
+	KUNIT_EXPECT_EQ(test, fi_listen(pep), -FI_EOPBADSTATE);
+
+	released = kofi_test_connreq_released();
+	KUNIT_ASSERT_EQ(test, kofi_test_inject_connreq(pep, "req", 4), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_read(f.eq, &event, &ev, sizeof(ev), 0), (ssize_t)(sizeof(ev.entry) + 4));
+	KUNIT_EXPECT_EQ(test, event, (u32)FI_CONNREQ);
+	KUNIT_EXPECT_PTR_EQ(test, ev.entry.fid, &pep->fid);
+	KUNIT_ASSERT_NOT_NULL(test, ev.entry.info);
+	KUNIT_ASSERT_NOT_NULL(test, ev.entry.info->handle);
+	KUNIT_EXPECT_STREQ(test, (char *)ev.entry.data, "req");
+	KUNIT_EXPECT_EQ(test, fi_reject(pep, NULL, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_reject(pep, &f.ep->fid, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_reject(pep, ev.entry.info->handle, "no", 3), 0);
+	KUNIT_EXPECT_EQ(test, kofi_test_connreq_released(), released);
+	fi_freeinfo(ev.entry.info);
+	KUNIT_EXPECT_EQ(test, kofi_test_connreq_released(), released + 1);
+
+	/* A request nobody read is released when its queue goes. */
+	KUNIT_ASSERT_EQ(test, kofi_test_inject_connreq(pep, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&pep->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&f.ep->fid), 0);
+	f.ep = NULL;
+	KUNIT_EXPECT_EQ(test, fi_close(&f.eq->fid), 0);
+	f.eq = NULL;
+	KUNIT_EXPECT_EQ(test, kofi_test_connreq_released(), released + 2);
+	fx_close(test, &f);
+}
+
+static struct kunit_case eq_cases[] = {
+	KUNIT_CASE(eq_write_read_peek),
+	KUNIT_CASE(eq_sread_timeout_and_wakeup),
+	KUNIT_CASE(eq_connect_and_shutdown_events),
+	KUNIT_CASE(eq_connreq_reject_and_release),
+	{}
+};
+
+/* ---- messages and RMA through the test provider ---- */
+
+static void fill(u8 *buf, size_t len, u8 seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (u8)(seed + i * 7);
+}
+
+static void data_send_recv_bytes(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_data_entry e;
+	u8 *src = kunit_kmalloc(test, 4096, GFP_KERNEL), *dst = kunit_kzalloc(test, 4096, GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	fill(src, 4096, 3);
+	fx_open(test, &f);
+	/* Nothing posted: the test provider cannot take the message. */
+	KUNIT_EXPECT_EQ(test, fi_send(f.ep, src, 4096, NULL, 0, CTX(1)), -FI_EAGAIN);
+	KUNIT_ASSERT_EQ(test, fi_recv(f.ep, dst, 4096, NULL, FI_ADDR_UNSPEC, CTX(2)), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(f.ep, src, 4096, NULL, 0, CTX(1)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, CTX(2));
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)4096);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG);
+	KUNIT_EXPECT_EQ(test, memcmp(src, dst, 4096), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, CTX(1));
+	KUNIT_EXPECT_EQ(test, e.flags, FI_SEND | FI_MSG);
+	/* An empty message. */
+	KUNIT_ASSERT_EQ(test, fi_recv(f.ep, dst, 16, NULL, FI_ADDR_UNSPEC, CTX(3)), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(f.ep, NULL, 0, NULL, 0, CTX(4)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)0);
+	fx_close(test, &f);
+}
+
+static void data_vectors_truncation_data_inject(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	u8 src[100], dst[100] = {};
+	struct kvec siov[3] = { { src, 10 }, { src + 10, 40 }, { src + 50, 50 } };
+	struct kvec riov[2] = { { dst, 60 }, { dst + 60, 40 } };
+	struct kvec five[5] = { { src, 1 }, { src, 1 }, { src, 1 }, { src, 1 }, { src, 1 } };
+
+	fill(src, sizeof(src), 9);
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_recvv(f.ep, riov, NULL, 2, FI_ADDR_UNSPEC, CTX(1)), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendv(f.ep, siov, NULL, 3, 0, CTX(2)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)100);
+	KUNIT_EXPECT_EQ(test, memcmp(src, dst, 100), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+
+	/* Truncation: the receive sees an error with what did not fit. */
+	KUNIT_ASSERT_EQ(test, fi_recv(f.ep, dst, 10, NULL, FI_ADDR_UNSPEC, CTX(3)), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(f.ep, src, 100, NULL, 0, CTX(4)), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.rxcq, &e, 1), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(f.rxcq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_ETRUNC);
+	KUNIT_EXPECT_EQ(test, err.olen, (size_t)90);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, CTX(3));
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+
+	/* Remote CQ data. */
+	KUNIT_ASSERT_EQ(test, fi_recv(f.ep, dst, 100, NULL, FI_ADDR_UNSPEC, CTX(5)), 0);
+	KUNIT_ASSERT_EQ(test, fi_senddata(f.ep, src, 8, NULL, 0xabcdef, 0, CTX(6)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0xabcdefULL);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+
+	/* Inject: the data arrives, the sender sees no completion. */
+	KUNIT_ASSERT_EQ(test, fi_recv(f.ep, dst, 100, NULL, FI_ADDR_UNSPEC, CTX(7)), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(f.ep, src, TEST_INJECT_SIZE, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)TEST_INJECT_SIZE);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_inject(f.ep, src, TEST_INJECT_SIZE + 1, 0), -FI_EMSGSIZE);
+
+	/* Bad arguments. */
+	KUNIT_EXPECT_EQ(test, fi_send(f.ep, NULL, 10, NULL, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_send(f.ep, src, TEST_MAX_MSG + 1, NULL, 0, NULL), -FI_EMSGSIZE);
+	KUNIT_EXPECT_EQ(test, fi_sendv(f.ep, five, NULL, 5, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_sendv(f.ep, NULL, NULL, 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_recvv(f.ep, five, NULL, 5, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_sendmsg(f.ep, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_send((struct fid_ep *)f.txcq, src, 1, NULL, 0, NULL), -EINVAL);
+	{
+		struct bio_vec bv = {};
+		struct fi_msg msg = { .msg_iov = siov, .msg_bvec = &bv, .iov_count = 1 };
+
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(f.ep, &msg, 0), -EINVAL);
+		msg.msg_bvec = NULL;
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(f.ep, &msg, 1ULL << 40), -FI_EBADFLAGS);
+		KUNIT_EXPECT_EQ(test, fi_recvmsg(f.ep, &msg, FI_INJECT), -FI_EBADFLAGS);
+	}
+	fx_close(test, &f);
+}
+
+static void data_selective_completion(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cq_entry e;
+	struct kvec iov;
+	struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .context = CTX(2) };
+	u8 buf[8] = {};
+
+	iov.iov_base = buf;
+	iov.iov_len = sizeof(buf);
+	fx_open_queues(test, &f, 16, FI_CQ_FORMAT_CONTEXT, FI_SELECTIVE_COMPLETION);
+	KUNIT_ASSERT_EQ(test, fi_recv(f.ep, buf, sizeof(buf), NULL, 0, CTX(0)), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(f.ep, buf, sizeof(buf), NULL, 0, CTX(1)), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(f.ep, buf, sizeof(buf), NULL, 0, CTX(0)), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(f.ep, &msg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, CTX(2));
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	fx_close(test, &f);
+}
+
+static void data_rma_write_and_read(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_mr *mr;
+	struct fi_cq_data_entry e;
+	u8 *region = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	u8 *src = kunit_kmalloc(test, 1024, GFP_KERNEL), *back = kunit_kzalloc(test, 1024, GFP_KERNEL);
+	const u64 base = 1ULL << 32;
+	u64 key;
+
+	KUNIT_ASSERT_TRUE(test, region && src && back);
+	fill(src, 1024, 5);
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(f.domain, region, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					base, 0, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+	KUNIT_EXPECT_NE(test, key, ~0ULL);
+	KUNIT_ASSERT_EQ(test, fi_write(f.ep, src, 1024, NULL, 0, base + 100, key, CTX(1)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 100, src, 1024), 0);
+	KUNIT_ASSERT_EQ(test, fi_read(f.ep, back, 1024, NULL, 0, base + 100, key, CTX(2)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_READ);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src, 1024), 0);
+
+	/* Remote CQ data with a write. */
+	KUNIT_ASSERT_EQ(test, fi_writedata(f.ep, src, 16, NULL, 77, 0, base, key, CTX(3)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 77ULL);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+
+	/* Several remote buffers in one read. */
+	{
+		struct kvec iov = { back, 200 };
+		struct fi_rma_iov rma[2] = { { base + 100, 100, key }, { base + 1000, 100, key } };
+		struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1, .rma_iov = rma,
+					  .rma_iov_count = 2, .context = CTX(4) };
+
+		memset(back, 0, 1024);
+		KUNIT_ASSERT_EQ(test, fi_readmsg(f.ep, &msg, 0), 0);
+		KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+		KUNIT_EXPECT_EQ(test, memcmp(back, region + 100, 100), 0);
+		KUNIT_EXPECT_EQ(test, memcmp(back + 100, region + 1000, 100), 0);
+		rma[1].len = 99;
+		KUNIT_EXPECT_EQ(test, fi_readmsg(f.ep, &msg, 0), -EINVAL);
+		msg.rma_iov_count = 0;
+		KUNIT_EXPECT_EQ(test, fi_readmsg(f.ep, &msg, 0), -EINVAL);
+		msg.rma_iov_count = 1;
+		rma[0].len = 200;
+		KUNIT_EXPECT_EQ(test, fi_readmsg(f.ep, &msg, FI_INJECT), -FI_EBADFLAGS);
+	}
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	fx_close(test, &f);
+}
+
+static int rma_error(struct kunit *test, struct fx *f, int ret)
+{
+	struct fi_cq_err_entry err = {};
+	struct fi_cq_entry e;
+
+	KUNIT_EXPECT_EQ(test, ret, 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f->txcq, &e, 1), -FI_EAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(f->txcq, &err, 0), 1);
+	return err.err;
+}
+
+static void data_rma_violations_are_refused(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_mr *ro;
+	u8 region[256] = {}, src[64], before[256];
+	u64 key;
+
+	fill(src, sizeof(src), 1);
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(f.domain, region, sizeof(region), FI_REMOTE_READ, 0, 0, 0,
+					&ro, NULL), 0);
+	key = fi_mr_key(ro);
+	memcpy(before, region, sizeof(region));
+	KUNIT_EXPECT_EQ(test, rma_error(test, &f, fi_write(f.ep, src, 64, NULL, 0, 0, key, NULL)),
+			FI_EACCES);
+	KUNIT_EXPECT_EQ(test, rma_error(test, &f, fi_read(f.ep, src, 64, NULL, 0, 0, key + 2, NULL)),
+			FI_ENOKEY);
+	KUNIT_EXPECT_EQ(test, rma_error(test, &f, fi_read(f.ep, src, 64, NULL, 0, 200, key, NULL)),
+			EINVAL);
+	/* A remote range that wraps around is refused before it is posted. */
+	KUNIT_EXPECT_EQ(test, fi_read(f.ep, src, 64, NULL, 0, ~0ULL - 8, key, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, memcmp(before, region, sizeof(region)), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&ro->fid), 0);
+	fx_close(test, &f);
+}
+
+static void data_mr_bvec_and_bad_arguments(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_mr *mr;
+	struct fi_cq_entry e;
+	struct page *page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	struct bio_vec bv;
+	u8 src[64], buf[8];
+	struct kvec five[5] = { { buf, 1 }, { buf, 1 }, { buf, 1 }, { buf, 1 }, { buf, 1 } };
+
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	bvec_set_page(&bv, page, 512, 256);
+	fill(src, sizeof(src), 2);
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_mr_regbv(f.domain, &bv, 1, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_write(f.ep, src, 64, NULL, 0, 10, fi_mr_key(mr), NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, memcmp((u8 *)page_address(page) + 256 + 10, src, 64), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	__free_page(page);
+
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(f.domain, buf, 0, FI_REMOTE_READ, 0, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(f.domain, NULL, 8, FI_REMOTE_READ, 0, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(f.domain, buf, 8, 0, 0, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(f.domain, buf, 8, 1ULL << 40, 0, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(f.domain, buf, 8, FI_REMOTE_READ, 0, 0, 1, &mr, NULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(f.domain, buf, 8, FI_REMOTE_READ, ~0ULL - 4, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(f.domain, buf, 8, FI_REMOTE_READ, 0, 0, 0, NULL, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg((struct fid_domain *)f.fabric, buf, 8, FI_REMOTE_READ, 0, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_regv(f.domain, five, 5, FI_REMOTE_READ, 0, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_regv(f.domain, NULL, 1, FI_REMOTE_READ, 0, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_regbv(f.domain, NULL, 1, FI_REMOTE_READ, 0, 0, 0, &mr, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_regattr(f.domain, NULL, 0, &mr), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_key(NULL), ~0ULL);
+	KUNIT_EXPECT_NULL(test, fi_mr_desc(NULL));
+	KUNIT_EXPECT_EQ(test, kofi_mr_get(f.domain, 1, 0, 8, FI_REMOTE_READ, NULL), -EINVAL);
+	fx_close(test, &f);
+}
+
+static void data_strerror(struct kunit *test)
+{
+	KUNIT_EXPECT_STREQ(test, fi_strerror(-FI_ETRUNC), "Truncation error");
+	KUNIT_EXPECT_STREQ(test, fi_strerror(FI_EAVAIL), "Error available");
+	KUNIT_EXPECT_STREQ(test, fi_strerror(-EINVAL), "Invalid argument");
+	KUNIT_EXPECT_STREQ(test, fi_strerror(-FI_ETIMEDOUT), "Connection timed out");
+	KUNIT_EXPECT_STREQ(test, fi_strerror(4000), "Unknown error");
+}
+
+static struct kunit_case data_cases[] = {
+	KUNIT_CASE(data_send_recv_bytes),
+	KUNIT_CASE(data_vectors_truncation_data_inject),
+	KUNIT_CASE(data_selective_completion),
+	KUNIT_CASE(data_rma_write_and_read),
+	KUNIT_CASE(data_rma_violations_are_refused),
+	KUNIT_CASE(data_mr_bvec_and_bad_arguments),
+	KUNIT_CASE(data_strerror),
+	{}
+};
+
+static struct kunit_suite kofi_registry_suite = { .name = "kofi_registry", .test_cases = registry_cases };
+static struct kunit_suite kofi_getinfo_suite = { .name = "kofi_getinfo", .test_cases = getinfo_cases };
+static struct kunit_suite kofi_objects_suite = { .name = "kofi_objects", .test_cases = objects_cases };
+static struct kunit_suite kofi_cq_suite = { .name = "kofi_cq", .test_cases = cq_cases };
+static struct kunit_suite kofi_eq_suite = { .name = "kofi_eq", .test_cases = eq_cases };
+static struct kunit_suite kofi_data_suite = { .name = "kofi_data", .test_cases = data_cases };
+
+kunit_test_suites(&kofi_registry_suite, &kofi_getinfo_suite, &kofi_objects_suite,
+		  &kofi_cq_suite, &kofi_eq_suite, &kofi_data_suite);
+
+MODULE_IMPORT_NS(KOFI);
+MODULE_DESCRIPTION("KUnit tests of the kofi core through its exported ABI");
+MODULE_LICENSE("GPL");
