@@ -66,6 +66,7 @@ fn fabric(attr: *mut abi::fi_fabric_attr, context: *mut c_void) -> Result<*mut a
     // SAFETY: The provider's module is pinned by the fabric; `fabric` is new.
     op_result(unsafe { open(attr, fabric.public(), context) })?;
     provider.fabrics.fetch_add(1, Ordering::AcqRel);
+    provider.count(abi::FI_CLASS_FABRIC, true);
     Ok(publish(fabric))
 }
 
@@ -139,6 +140,7 @@ fn domain(
     // SAFETY: The module is pinned by the fabric; the objects are valid.
     op_result(unsafe { open(fabric, info, domain.public()) })?;
     f.users.get();
+    f.provider().count(abi::FI_CLASS_DOMAIN, true);
     Ok(publish(domain))
 }
 
@@ -194,6 +196,7 @@ fn endpoint(
     // SAFETY: The module is pinned by the fabric; the objects are valid.
     op_result(unsafe { open(domain, info, ep.public()) })?;
     d.users.get();
+    d.fabric.provider().count(abi::FI_CLASS_EP, true);
     Ok(publish(ep))
 }
 
@@ -225,6 +228,7 @@ fn passive_ep(
     // SAFETY: The module is pinned by the fabric; the objects are valid.
     op_result(unsafe { open(fabric, info, pep.public()) })?;
     f.users.get();
+    f.provider().count(abi::FI_CLASS_PEP, true);
     Ok(publish(pep))
 }
 
@@ -254,6 +258,7 @@ fn cq_open(
     // SAFETY: `d` was published.
     let cq = Arc::pin_init(Cq::new(unsafe { arc_of(d) }, a, context)?, GFP_KERNEL)?;
     d.users.get();
+    d.fabric.provider().count(abi::FI_CLASS_CQ, true);
     Ok(publish(cq))
 }
 
@@ -283,6 +288,7 @@ fn eq_open(
     // SAFETY: `f` was published.
     let eq = Arc::pin_init(Eq::new(unsafe { arc_of(f) }, a, context)?, GFP_KERNEL)?;
     f.users.get();
+    f.provider().count(abi::FI_CLASS_EQ, true);
     Ok(publish(eq))
 }
 
@@ -313,6 +319,7 @@ fn close(fid: *mut abi::fid) -> Result {
                 unsafe { close(f.public()) };
             }
             f.provider().fabrics.fetch_sub(1, Ordering::AcqRel);
+            f.provider().count(abi::FI_CLASS_FABRIC, false);
             // SAFETY: The consumer's reference, not used after.
             drop(unsafe { reclaim::<Fabric>(fid.cast()) });
         }
@@ -325,6 +332,7 @@ fn close(fid: *mut abi::fid) -> Result {
                 unsafe { close(d.public()) };
             }
             d.fabric.users.put();
+            d.fabric.provider().count(abi::FI_CLASS_DOMAIN, false);
             // SAFETY: The consumer's reference, not used after.
             drop(unsafe { reclaim::<Domain>(fid.cast()) });
         }
@@ -344,6 +352,7 @@ fn close(fid: *mut abi::fid) -> Result {
             }
             drop(b);
             ep.domain.users.put();
+            ep.domain.fabric.provider().count(abi::FI_CLASS_EP, false);
             // SAFETY: The consumer's reference, not used after.
             drop(unsafe { reclaim::<Endpoint>(fid.cast()) });
         }
@@ -358,6 +367,7 @@ fn close(fid: *mut abi::fid) -> Result {
                 eq.users.put();
             }
             pep.fabric.users.put();
+            pep.fabric.provider().count(abi::FI_CLASS_PEP, false);
             // SAFETY: The consumer's reference, not used after.
             drop(unsafe { reclaim::<PassiveEp>(fid.cast()) });
         }
@@ -366,6 +376,7 @@ fn close(fid: *mut abi::fid) -> Result {
             let cq = unsafe { lookup::<Cq>(fid.cast()) }?;
             cq.users.check_idle()?;
             cq.domain.users.put();
+            cq.domain.fabric.provider().count(abi::FI_CLASS_CQ, false);
             // SAFETY: The consumer's reference, not used after.
             drop(unsafe { reclaim::<Cq>(fid.cast()) });
         }
@@ -374,6 +385,7 @@ fn close(fid: *mut abi::fid) -> Result {
             let eq = unsafe { lookup::<Eq>(fid.cast()) }?;
             eq.users.check_idle()?;
             eq.fabric.users.put();
+            eq.fabric.provider().count(abi::FI_CLASS_EQ, false);
             // SAFETY: The consumer's reference, not used after.
             drop(unsafe { reclaim::<Eq>(fid.cast()) });
         }

@@ -7,7 +7,9 @@
  * #[no_mangle] functions of the crate are exported here, in namespace KOFI:
  * consumers and providers say MODULE_IMPORT_NS(KOFI).
  */
+#include <linux/debugfs.h>
 #include <linux/export.h>
+#include <linux/seq_file.h>
 #include <linux/kmod.h>
 #include <linux/random.h>
 #include <linux/slab.h>
@@ -95,6 +97,38 @@ void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bv
 bool kofi_in_task(void)
 {
 	return in_task();
+}
+
+int kofi_module_refcount(struct module *module)
+{
+	return module ? module_refcount(module) : 0;
+}
+
+/* debugfs: /sys/kernel/debug/kofi/providers, a read-only view of the registry. */
+static struct dentry *kofi_debugfs_dir;
+
+static int kofi_providers_show(struct seq_file *m, void *unused)
+{
+	kofi_debugfs_show_providers(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kofi_providers);
+
+int kofi_debugfs_init(void)
+{
+	kofi_debugfs_dir = debugfs_create_dir("kofi", NULL);
+	debugfs_create_file("providers", 0444, kofi_debugfs_dir, NULL, &kofi_providers_fops);
+	return 0;
+}
+
+void kofi_debugfs_exit(void)
+{
+	debugfs_remove_recursive(kofi_debugfs_dir);
+}
+
+void kofi_seq_write(struct seq_file *m, const char *buf, size_t len)
+{
+	seq_write(m, buf, len);
 }
 
 /* Version and errors */

@@ -28,5 +28,13 @@ void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bv
 			  const void *iov, unsigned long nr, size_t total, size_t start,
 			  size_t len);
 bool kofi_in_task(void);
+int kofi_module_refcount(struct module *module);
+
+struct seq_file;
+int kofi_debugfs_init(void);
+void kofi_debugfs_exit(void);
+void kofi_seq_write(struct seq_file *m, const char *buf, size_t len);
+/* Implemented in Rust (registry.rs): the contents of debugfs kofi/providers. */
+void kofi_debugfs_show_providers(struct seq_file *m);
 
 #endif /* _KOFI_GLUE_H */

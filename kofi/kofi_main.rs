@@ -47,6 +47,8 @@ struct Kofi {
 impl kernel::Module for Kofi {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let registry = registry::Registry::install()?;
+        // SAFETY: No preconditions; undone in `drop`.
+        unsafe { abi::kofi_debugfs_init() };
         pr_info!(
             "core loaded, ABI version {}.{}\n",
             abi::FI_MAJOR_VERSION,
@@ -61,6 +63,8 @@ impl kernel::Module for Kofi {
 impl Drop for Kofi {
     fn drop(&mut self) {
         // Providers import kofi's symbols, so they are all gone by now.
+        // SAFETY: Created in `init`; removal waits for readers.
+        unsafe { abi::kofi_debugfs_exit() };
         registry::Registry::uninstall();
         pr_info!("core unloaded\n");
     }

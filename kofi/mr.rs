@@ -172,6 +172,7 @@ fn regattr(domain: &Arc<Domain>, attr: &abi::fi_mr_attr, flags: u64) -> Result<*
         return Err(e);
     }
     domain.users.get();
+    domain.fabric.provider().count(abi::FI_CLASS_MR, true);
     Ok(publish(mr))
 }
 
@@ -226,6 +227,7 @@ pub(crate) fn close(mr: &Mr) -> Result {
     drop(regions);
     close_with_provider(mr);
     mr.domain.users.put();
+    mr.domain.fabric.provider().count(abi::FI_CLASS_MR, false);
     Ok(())
 }
 

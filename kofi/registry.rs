@@ -13,6 +13,7 @@ use crate::abi;
 use crate::info_match;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use kernel::c_str;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
 use kernel::str::CString;
@@ -36,6 +37,28 @@ pub(crate) struct Provider {
     seq: u64,
     /// Open fabrics of this provider.
     pub(crate) fabrics: AtomicUsize,
+    /// Open objects of this provider, by `FI_CLASS_*` (for debugfs).
+    objects: [AtomicUsize; OBJECT_CLASSES],
+}
+
+/// Object classes counted per provider: FI_CLASS_UNSPEC up to FI_CLASS_CONNREQ.
+const OBJECT_CLASSES: usize = abi::FI_CLASS_CONNREQ as usize + 1;
+
+impl Provider {
+    /// Counts an object of `class` opened (`opened`) or closed.
+    pub(crate) fn count(&self, class: u32, opened: bool) {
+        if let Some(c) = self.objects.get(class as usize) {
+            if opened {
+                c.fetch_add(1, Ordering::Relaxed);
+            } else {
+                c.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn open(&self, class: u32) -> usize {
+        self.objects[class as usize].load(Ordering::Relaxed)
+    }
 }
 
 // SAFETY: The table and the module are only read, and only while the module
@@ -211,6 +234,7 @@ fn register(version: u32, table: *mut abi::kofi_provider) -> Result {
             priority: t.priority,
             seq: registry.next_seq.fetch_add(1, Ordering::Relaxed),
             fabrics: AtomicUsize::new(0),
+            objects: [const { AtomicUsize::new(0) }; OBJECT_CLASSES],
         },
         GFP_KERNEL,
     )?;
@@ -264,4 +288,51 @@ pub(crate) extern "C" fn kofi_provider_deregister(prov: *mut abi::kofi_provider)
         unsafe { cleanup() };
     }
     pr_info!("provider {:?} deregistered\n", removed.name);
+}
+
+/// One line of debugfs `kofi/providers` for `p`.
+fn provider_line(p: &Provider) -> Result<CString> {
+    // SAFETY: `owner` stays valid while the provider is registered, and the
+    // registry lock is held by the caller.
+    let refs = unsafe { abi::kofi_module_refcount(p.owner) };
+    CString::try_from_fmt(kernel::fmt!(
+        "{:<12} {:>3}.{:<3} {:>8} {:>11} {:>7} {:>7} {:>9} {:>11} {:>3} {:>3} {:>3} {:>8}\n",
+        p.name.to_str().unwrap_or("?"),
+        p.version >> 16,
+        p.version & 0xffff,
+        p.priority,
+        refs,
+        p.open(abi::FI_CLASS_FABRIC),
+        p.open(abi::FI_CLASS_DOMAIN),
+        p.open(abi::FI_CLASS_EP),
+        p.open(abi::FI_CLASS_PEP),
+        p.open(abi::FI_CLASS_CQ),
+        p.open(abi::FI_CLASS_EQ),
+        p.open(abi::FI_CLASS_MR),
+        p.open(abi::FI_CLASS_CONNREQ),
+    ))
+}
+
+fn seq_put(m: *mut abi::seq_file, s: &CStr) {
+    // SAFETY: `m` is the seq_file of the show call in progress.
+    unsafe { abi::kofi_seq_write(m, s.as_char_ptr(), s.len()) };
+}
+
+/// The contents of `/sys/kernel/debug/kofi/providers`: a line per provider
+/// with its version, priority, module references and open objects.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_debugfs_show_providers(m: *mut abi::seq_file) {
+    seq_put(
+        m,
+        c_str!("provider     version priority module_refs fabrics domains endpoints passive_eps cqs eqs mrs connreqs\n"),
+    );
+    let Ok(registry) = Registry::get() else {
+        return;
+    };
+    let list = registry.providers.lock();
+    for p in list.values() {
+        if let Ok(line) = provider_line(p) {
+            seq_put(m, &line);
+        }
+    }
 }

@@ -176,6 +176,7 @@ pub(crate) extern "C" fn kofi_connreq_alloc(pep: *mut abi::fid_pep, prov_data: *
             },
             GFP_KERNEL,
         )?;
+        p.fabric.provider().count(abi::FI_CLASS_CONNREQ, true);
         Ok(publish(req))
     })();
     result.unwrap_or(ptr::null_mut())

@@ -1,0 +1,42 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Providers and the module lifecycle: registration, a consumer using a
+# provider, rmmod of a provider in use refused, on-demand loading of a
+# provider by name (request_module("kofi-<name>")), clean unload.
+. "$(dirname "$0")/ktap_helpers.sh"
+MODDIR=/kofi/modules
+
+ktap_plan 10
+insmod $MODDIR/kofi.ko || { ktap_diag "insmod kofi.ko failed"; exit 1; }
+ktap_expect_ok "provider_registers" insmod $MODDIR/kofi_test_provider.ko
+if dmesg | grep -q 'provider "test" registered'; then ktap_ok "registration_logged"; else ktap_not_ok "registration_logged"; fi
+ktap_expect_ok "consumer_uses_provider" insmod $MODDIR/kofi_sample_consumer.ko prov=test loopback=1
+if dmesg | grep -q 'sent and received "hello through kofi"'; then
+	ktap_ok "consumer_moved_data"
+else
+	dmesg | grep kofi | tail -5 | sed 's/^/# /'
+	ktap_not_ok "consumer_moved_data"
+fi
+# The consumer holds a fabric, domain, EQ, CQ and endpoint of "test".
+if grep -Eq '^test +1\.0 +0 +[1-9][0-9]* +1 +1 +1 +0 +1 +1 +0 +0$' /sys/kernel/debug/kofi/providers; then
+	ktap_ok "debugfs_shows_open_objects"
+else
+	sed 's/^/# /' /sys/kernel/debug/kofi/providers
+	ktap_not_ok "debugfs_shows_open_objects"
+fi
+ktap_expect_fail "provider_in_use_not_removable" rmmod kofi_test_provider
+rmmod kofi_sample_consumer
+ktap_expect_ok "provider_removable_when_unused" rmmod kofi_test_provider
+
+# On-demand loading: install the modules where modprobe finds them.
+mods=/lib/modules/$(uname -r)
+mkdir -p "$mods/extra"
+cp $MODDIR/*.ko "$mods/extra/"
+depmod 2>/dev/null
+echo /bin/modprobe >/proc/sys/kernel/modprobe
+ktap_expect_ok "consumer_loads_provider_by_name" insmod $MODDIR/kofi_sample_consumer.ko prov=test
+if lsmod | grep -q '^kofi_test_provider'; then ktap_ok "provider_was_loaded_on_demand"; else ktap_not_ok "provider_was_loaded_on_demand"; fi
+rmmod kofi_sample_consumer
+rmmod kofi_test_provider
+ktap_expect_ok "core_unloads" rmmod kofi
+ktap_finish
