@@ -97,11 +97,20 @@ fn accept(ep: *mut abi::fid_ep, param: *const c_void, len: usize) -> Result {
 
 /// `fi_accept()`: accepts the request the endpoint was opened for.
 #[no_mangle]
-pub(crate) extern "C" fn fi_accept(ep: *mut abi::fid_ep, param: *const c_void, paramlen: usize) -> c_int {
+pub(crate) extern "C" fn fi_accept(
+    ep: *mut abi::fid_ep,
+    param: *const c_void,
+    paramlen: usize,
+) -> c_int {
     to_c(accept(ep, param, paramlen))
 }
 
-fn reject(pep: *mut abi::fid_pep, handle: *mut abi::fid, param: *const c_void, len: usize) -> Result {
+fn reject(
+    pep: *mut abi::fid_pep,
+    handle: *mut abi::fid,
+    param: *const c_void,
+    len: usize,
+) -> Result {
     // SAFETY: `pep` is null or a kofi fid the consumer keeps open.
     let p = unsafe { lookup::<PassiveEp>(pep) }?;
     // SAFETY: `handle` is null or a kofi fid held by the consumer's info.
@@ -174,7 +183,11 @@ fn getname(fid: *mut abi::fid, addr: *mut c_void, len: *mut usize) -> Result {
 /// `fi_getname()`: the local address of an endpoint or passive endpoint;
 /// -FI_ETOOSMALL with `*addrlen` set when the buffer is too small.
 #[no_mangle]
-pub(crate) extern "C" fn fi_getname(fid: *mut abi::fid, addr: *mut c_void, addrlen: *mut usize) -> c_int {
+pub(crate) extern "C" fn fi_getname(
+    fid: *mut abi::fid,
+    addr: *mut c_void,
+    addrlen: *mut usize,
+) -> c_int {
     to_c(getname(fid, addr, addrlen))
 }
 
@@ -195,6 +208,10 @@ fn getpeer(ep: *mut abi::fid_ep, addr: *mut c_void, len: *mut usize) -> Result {
 
 /// `fi_getpeer()`: the connected peer's address.
 #[no_mangle]
-pub(crate) extern "C" fn fi_getpeer(ep: *mut abi::fid_ep, addr: *mut c_void, addrlen: *mut usize) -> c_int {
+pub(crate) extern "C" fn fi_getpeer(
+    ep: *mut abi::fid_ep,
+    addr: *mut c_void,
+    addrlen: *mut usize,
+) -> c_int {
     to_c(getpeer(ep, addr, addrlen))
 }

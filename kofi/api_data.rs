@@ -125,7 +125,11 @@ fn plain(e: *mut abi::fid_ep, rx: bool) -> u64 {
 
 /// `fi_sendmsg()`.
 #[no_mangle]
-pub(crate) extern "C" fn fi_sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> isize {
+pub(crate) extern "C" fn fi_sendmsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg,
+    flags: u64,
+) -> isize {
     // SAFETY: As in `plain`.
     let wanted = match unsafe { lookup::<Endpoint>(ep) } {
         Ok(e) => completion(e, false, flags),
@@ -144,7 +148,14 @@ fn one_kvec(buf: *const c_void, len: usize) -> Result<abi::kvec> {
     })
 }
 
-fn msg_of(iov: *const abi::kvec, desc: *mut *mut c_void, count: usize, addr: u64, ctx: *mut c_void, data: u64) -> abi::fi_msg {
+fn msg_of(
+    iov: *const abi::kvec,
+    desc: *mut *mut c_void,
+    count: usize,
+    addr: u64,
+    ctx: *mut c_void,
+    data: u64,
+) -> abi::fi_msg {
     abi::fi_msg {
         msg_iov: iov,
         msg_bvec: ptr::null(),
@@ -243,7 +254,11 @@ fn recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<
 
 /// `fi_recvmsg()`.
 #[no_mangle]
-pub(crate) extern "C" fn fi_recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> isize {
+pub(crate) extern "C" fn fi_recvmsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg,
+    flags: u64,
+) -> isize {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
     let wanted = match unsafe { lookup::<Endpoint>(ep) } {
         Ok(e) => completion(e, true, flags),
@@ -291,7 +306,12 @@ enum Rma {
     Write,
 }
 
-fn rmamsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_rma, flags: u64, kind: Rma) -> Result<usize> {
+fn rmamsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg_rma,
+    flags: u64,
+    kind: Rma,
+) -> Result<usize> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
     let e = unsafe { ready(ep, FI_RMA) }?;
     let dir = if kind == Rma::Read { FI_READ } else { FI_WRITE };
@@ -381,24 +401,42 @@ fn kvec_len(iov: *const abi::kvec, count: usize) -> usize {
 
 /// `fi_readmsg()`.
 #[no_mangle]
-pub(crate) extern "C" fn fi_readmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_rma, flags: u64) -> isize {
+pub(crate) extern "C" fn fi_readmsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg_rma,
+    flags: u64,
+) -> isize {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
     let wanted = match unsafe { lookup::<Endpoint>(ep) } {
         Ok(e) => completion(e, false, flags),
         Err(e) => return e.to_errno() as isize,
     };
-    to_c_ssize(rmamsg(ep, msg, (flags & !FI_COMPLETION) | wanted, Rma::Read))
+    to_c_ssize(rmamsg(
+        ep,
+        msg,
+        (flags & !FI_COMPLETION) | wanted,
+        Rma::Read,
+    ))
 }
 
 /// `fi_writemsg()`.
 #[no_mangle]
-pub(crate) extern "C" fn fi_writemsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_rma, flags: u64) -> isize {
+pub(crate) extern "C" fn fi_writemsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg_rma,
+    flags: u64,
+) -> isize {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
     let wanted = match unsafe { lookup::<Endpoint>(ep) } {
         Ok(e) => completion(e, false, flags),
         Err(e) => return e.to_errno() as isize,
     };
-    to_c_ssize(rmamsg(ep, msg, (flags & !FI_COMPLETION) | wanted, Rma::Write))
+    to_c_ssize(rmamsg(
+        ep,
+        msg,
+        (flags & !FI_COMPLETION) | wanted,
+        Rma::Write,
+    ))
 }
 
 /// `fi_read()`.
@@ -500,7 +538,15 @@ pub(crate) extern "C" fn fi_inject_write(
         Err(e) => return e.to_errno() as isize,
     };
     let rma = abi::fi_rma_iov { addr, len, key };
-    let msg = rma_of(&kvec, ptr::null_mut(), 1, dest_addr, &rma, ptr::null_mut(), 0);
+    let msg = rma_of(
+        &kvec,
+        ptr::null_mut(),
+        1,
+        dest_addr,
+        &rma,
+        ptr::null_mut(),
+        0,
+    );
     to_c_ssize(rmamsg(ep, &msg, FI_INJECT, Rma::Write))
 }
 
@@ -523,5 +569,10 @@ pub(crate) extern "C" fn fi_writedata(
     };
     let rma = abi::fi_rma_iov { addr, len, key };
     let msg = rma_of(&kvec, &mut desc, 1, dest_addr, &rma, context, data);
-    to_c_ssize(rmamsg(ep, &msg, plain(ep, false) | FI_REMOTE_CQ_DATA, Rma::Write))
+    to_c_ssize(rmamsg(
+        ep,
+        &msg,
+        plain(ep, false) | FI_REMOTE_CQ_DATA,
+        Rma::Write,
+    ))
 }

@@ -191,7 +191,10 @@ fn endpoint(
         }
     }
     // SAFETY: `d` was published.
-    let ep = Arc::pin_init(Endpoint::new(unsafe { arc_of(d) }, limits(i), context), GFP_KERNEL)?;
+    let ep = Arc::pin_init(
+        Endpoint::new(unsafe { arc_of(d) }, limits(i), context),
+        GFP_KERNEL,
+    )?;
     let open = ep.ops().open.ok_or_else(errno::enosys)?;
     // SAFETY: The module is pinned by the fabric; the objects are valid.
     op_result(unsafe { open(domain, info, ep.public()) })?;
@@ -411,7 +414,11 @@ pub(crate) extern "C" fn fi_close(fid: *mut abi::fid) -> c_int {
 
 /// `fi_control()`: FI_ENABLE on an endpoint; other commands are not supported.
 #[no_mangle]
-pub(crate) extern "C" fn fi_control(fid: *mut abi::fid, command: c_int, _arg: *mut c_void) -> c_int {
+pub(crate) extern "C" fn fi_control(
+    fid: *mut abi::fid,
+    command: c_int,
+    _arg: *mut c_void,
+) -> c_int {
     // SAFETY: `fid` is null or a kofi fid the consumer keeps open.
     let class = match unsafe { class_of(fid) } {
         Ok(c) => c,
@@ -513,7 +520,11 @@ fn ep_bind(ep: *mut abi::fid_ep, bfid: *mut abi::fid, flags: u64) -> Result {
 /// `fi_ep_bind()`: binds a CQ (FI_SEND and/or FI_RECV, optionally
 /// FI_SELECTIVE_COMPLETION) or an EQ to an endpoint, before fi_enable.
 #[no_mangle]
-pub(crate) extern "C" fn fi_ep_bind(ep: *mut abi::fid_ep, bfid: *mut abi::fid, flags: u64) -> c_int {
+pub(crate) extern "C" fn fi_ep_bind(
+    ep: *mut abi::fid_ep,
+    bfid: *mut abi::fid,
+    flags: u64,
+) -> c_int {
     to_c(ep_bind(ep, bfid, flags))
 }
 
@@ -540,7 +551,11 @@ fn pep_bind(pep: *mut abi::fid_pep, bfid: *mut abi::fid, flags: u64) -> Result {
 
 /// `fi_pep_bind()`: binds an EQ to a passive endpoint.
 #[no_mangle]
-pub(crate) extern "C" fn fi_pep_bind(pep: *mut abi::fid_pep, bfid: *mut abi::fid, flags: u64) -> c_int {
+pub(crate) extern "C" fn fi_pep_bind(
+    pep: *mut abi::fid_pep,
+    bfid: *mut abi::fid,
+    flags: u64,
+) -> c_int {
     to_c(pep_bind(pep, bfid, flags))
 }
 
@@ -582,7 +597,13 @@ pub(crate) extern "C" fn fi_enable(ep: *mut abi::fid_ep) -> c_int {
     to_c(enable(ep))
 }
 
-fn getopt(fid: *mut abi::fid, level: c_int, name: c_int, val: *mut c_void, len: *mut usize) -> Result {
+fn getopt(
+    fid: *mut abi::fid,
+    level: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut usize,
+) -> Result {
     // SAFETY: `fid` is null or a kofi fid the consumer keeps open.
     let e = unsafe { lookup::<Endpoint>(fid.cast()) }?;
     if val.is_null() || len.is_null() {

@@ -109,10 +109,12 @@ pub(crate) extern "C" fn fi_eq_read(
     len: usize,
     flags: u64,
 ) -> isize {
-    to_c_ssize(eq_args(eq, event, buf, len, flags).and_then(|(q, ev, peek)| {
-        // SAFETY: `buf` is valid for `len` bytes (ABI).
-        unsafe { q.read(ev, buf, len, peek) }
-    }))
+    to_c_ssize(
+        eq_args(eq, event, buf, len, flags).and_then(|(q, ev, peek)| {
+            // SAFETY: `buf` is valid for `len` bytes (ABI).
+            unsafe { q.read(ev, buf, len, peek) }
+        }),
+    )
 }
 
 /// `fi_eq_sread()`: as fi_eq_read, sleeping as fi_cq_sread does.
@@ -129,10 +131,12 @@ pub(crate) extern "C" fn fi_eq_sread(
     if !unsafe { abi::kofi_in_task() } {
         return EINVAL.to_errno() as isize;
     }
-    to_c_ssize(eq_args(eq, event, buf, len, flags).and_then(|(q, ev, peek)| {
-        // SAFETY: `buf` is valid for `len` bytes (ABI).
-        unsafe { q.sread(ev, buf, len, timeout, peek) }
-    }))
+    to_c_ssize(
+        eq_args(eq, event, buf, len, flags).and_then(|(q, ev, peek)| {
+            // SAFETY: `buf` is valid for `len` bytes (ABI).
+            unsafe { q.sread(ev, buf, len, timeout, peek) }
+        }),
+    )
 }
 
 /// `fi_eq_readerr()`: the error event at the head; -FI_EAGAIN when none.

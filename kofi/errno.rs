@@ -6,9 +6,9 @@
 //! MAX_ERRNO, so they are valid kernel error codes.
 
 use crate::abi;
+use kernel::c_str;
 use kernel::error::Error;
 use kernel::ffi::{c_char, c_int};
-use kernel::c_str;
 use kernel::prelude::*;
 
 /// The kernel [`Error`] for a positive kofi error number.
@@ -99,20 +99,41 @@ const KERNEL_ERRORS: [(u32, &CStr); 43] = [
     (abi::FI_ENOSYS, c_str!("Function not implemented")),
     (abi::FI_ENOMSG, c_str!("No message of desired type")),
     (abi::FI_ENODATA, c_str!("No data available")),
-    (abi::FI_EOVERFLOW, c_str!("Value too large for defined data type")),
+    (
+        abi::FI_EOVERFLOW,
+        c_str!("Value too large for defined data type"),
+    ),
     (abi::FI_EMSGSIZE, c_str!("Message too long")),
     (abi::FI_ENOPROTOOPT, c_str!("Protocol not available")),
-    (abi::FI_EOPNOTSUPP, c_str!("Operation not supported on transport endpoint")),
+    (
+        abi::FI_EOPNOTSUPP,
+        c_str!("Operation not supported on transport endpoint"),
+    ),
     (abi::FI_EADDRINUSE, c_str!("Address already in use")),
-    (abi::FI_EADDRNOTAVAIL, c_str!("Cannot assign requested address")),
+    (
+        abi::FI_EADDRNOTAVAIL,
+        c_str!("Cannot assign requested address"),
+    ),
     (abi::FI_ENETDOWN, c_str!("Network is down")),
     (abi::FI_ENETUNREACH, c_str!("Network is unreachable")),
-    (abi::FI_ECONNABORTED, c_str!("Software caused connection abort")),
+    (
+        abi::FI_ECONNABORTED,
+        c_str!("Software caused connection abort"),
+    ),
     (abi::FI_ECONNRESET, c_str!("Connection reset by peer")),
     (abi::FI_ENOBUFS, c_str!("No buffer space available")),
-    (abi::FI_EISCONN, c_str!("Transport endpoint is already connected")),
-    (abi::FI_ENOTCONN, c_str!("Transport endpoint is not connected")),
-    (abi::FI_ESHUTDOWN, c_str!("Cannot send after transport endpoint shutdown")),
+    (
+        abi::FI_EISCONN,
+        c_str!("Transport endpoint is already connected"),
+    ),
+    (
+        abi::FI_ENOTCONN,
+        c_str!("Transport endpoint is not connected"),
+    ),
+    (
+        abi::FI_ESHUTDOWN,
+        c_str!("Cannot send after transport endpoint shutdown"),
+    ),
     (abi::FI_ETIMEDOUT, c_str!("Connection timed out")),
     (abi::FI_ECONNREFUSED, c_str!("Connection refused")),
     (abi::FI_EHOSTDOWN, c_str!("Host is down")),

@@ -148,9 +148,17 @@ pub(crate) unsafe fn dup_one(src: *const abi::fi_info) -> Result<*mut abi::fi_in
     }
     let result = (|| -> Result {
         d.src_addr = dup_bytes(s.src_addr, s.src_addrlen)?;
-        d.src_addrlen = if d.src_addr.is_null() { 0 } else { s.src_addrlen };
+        d.src_addrlen = if d.src_addr.is_null() {
+            0
+        } else {
+            s.src_addrlen
+        };
         d.dest_addr = dup_bytes(s.dest_addr, s.dest_addrlen)?;
-        d.dest_addrlen = if d.dest_addr.is_null() { 0 } else { s.dest_addrlen };
+        d.dest_addrlen = if d.dest_addr.is_null() {
+            0
+        } else {
+            s.dest_addrlen
+        };
         if !s.domain_attr.is_null() {
             // SAFETY: Both attrs are valid.
             unsafe { (*d.domain_attr).name = dup_str((*s.domain_attr).name)? };

@@ -145,7 +145,11 @@ fn regattr(domain: &Arc<Domain>, attr: &abi::fi_mr_attr, flags: u64) -> Result<*
             public: Opaque::new(abi::fid_mr {
                 fid: fid_head(abi::FI_CLASS_MR, attr.context),
                 mem_desc: core::ptr::null_mut(),
-                key: if domain.prov_key { 0 } else { attr.requested_key },
+                key: if domain.prov_key {
+                    0
+                } else {
+                    attr.requested_key
+                },
             }),
             domain: domain.clone(),
             access: attr.access,
@@ -445,7 +449,16 @@ pub(crate) extern "C" fn kofi_mr_iter(
     // SAFETY: The array lives as long as the held region; `iter` is the
     // provider's; kofi_mr_get checked the window lies inside the region.
     unsafe {
-        abi::kofi_iov_iter_window(iter, direction, bvec, ptr, nr as _, mr.len as usize, start, len)
+        abi::kofi_iov_iter_window(
+            iter,
+            direction,
+            bvec,
+            ptr,
+            nr as _,
+            mr.len as usize,
+            start,
+            len,
+        )
     };
 }
 

@@ -340,7 +340,10 @@ unsafe impl Sync for ConnReq {}
 
 impl Drop for ConnReq {
     fn drop(&mut self) {
-        self.pep.fabric.provider().count(abi::FI_CLASS_CONNREQ, false);
+        self.pep
+            .fabric
+            .provider()
+            .count(abi::FI_CLASS_CONNREQ, false);
         if let Some(release) = self.pep.ops().and_then(|o| o.connreq_release) {
             // SAFETY: The provider's module is pinned through `pep`; this is
             // the request's last reference, released once.

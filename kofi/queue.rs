@@ -13,7 +13,7 @@
 use crate::abi;
 use crate::errno;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
-use crate::object::{fid_head, Fabric, Domain, Object, Users};
+use crate::object::{fid_head, Domain, Fabric, Object, Users};
 use crate::ring::{CompletionRing, Overrun, Slot};
 use core::ptr;
 use kernel::ffi::c_void;
@@ -191,9 +191,12 @@ impl Cq {
         // consumer's buffer carries no alignment promise.
         unsafe {
             match self.format {
-                abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT => {
-                    ptr::write_unaligned(at.cast(), abi::fi_cq_entry { op_context: c.op_context })
-                }
+                abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT => ptr::write_unaligned(
+                    at.cast(),
+                    abi::fi_cq_entry {
+                        op_context: c.op_context,
+                    },
+                ),
                 abi::fi_cq_format_FI_CQ_FORMAT_MSG => ptr::write_unaligned(
                     at.cast(),
                     abi::fi_cq_msg_entry {
@@ -242,7 +245,12 @@ impl Cq {
     /// # Safety
     ///
     /// As [`Cq::read`].
-    unsafe fn read_locked(&self, state: &mut CqState, buf: *mut c_void, count: usize) -> Result<usize> {
+    unsafe fn read_locked(
+        &self,
+        state: &mut CqState,
+        buf: *mut c_void,
+        count: usize,
+    ) -> Result<usize> {
         if state.ring.error_at_head() {
             return Err(errno::eavail());
         }
@@ -280,7 +288,12 @@ impl Cq {
     /// # Safety
     ///
     /// As [`Cq::read`].
-    pub(crate) unsafe fn sread(&self, buf: *mut c_void, count: usize, timeout_ms: i32) -> Result<usize> {
+    pub(crate) unsafe fn sread(
+        &self,
+        buf: *mut c_void,
+        count: usize,
+        timeout_ms: i32,
+    ) -> Result<usize> {
         if !self.can_wait {
             return Err(errno::enosys());
         }
@@ -499,7 +512,13 @@ impl Eq {
     /// # Safety
     ///
     /// `buf` is valid for `len` bytes of writes.
-    pub(crate) unsafe fn read(&self, event: &mut u32, buf: *mut c_void, len: usize, peek: bool) -> Result<usize> {
+    pub(crate) unsafe fn read(
+        &self,
+        event: &mut u32,
+        buf: *mut c_void,
+        len: usize,
+        peek: bool,
+    ) -> Result<usize> {
         let mut state = self.state.lock();
         // SAFETY: The caller's guarantee.
         unsafe { Self::read_locked(&mut state, event, buf, len, peek) }

@@ -16,8 +16,8 @@ use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use kernel::c_str;
 use kernel::ffi::c_int;
 use kernel::prelude::*;
-use kernel::str::CString;
 use kernel::rbtree::{RBTree, RBTreeNode};
+use kernel::str::CString;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
 /// A registered provider.
@@ -222,7 +222,10 @@ fn register(version: u32, table: *mut abi::kofi_provider) -> Result {
         || t.domain_ops.is_null()
         || t.ep_ops.is_null()
     {
-        pr_err!("provider {:?} lacks getinfo, fabric, fabric_close, domain_ops or ep_ops: refused\n", name);
+        pr_err!(
+            "provider {:?} lacks getinfo, fabric, fabric_close, domain_ops or ep_ops: refused\n",
+            name
+        );
         return Err(EINVAL);
     }
     let provider = Arc::new(
@@ -241,20 +244,29 @@ fn register(version: u32, table: *mut abi::kofi_provider) -> Result {
     let seq = provider.seq;
     let node = RBTreeNode::new(seq, provider, GFP_KERNEL)?;
     let mut list = registry.providers.lock();
-    if list.values().any(|p| {
-        p.table == table || p.name.as_bytes().eq_ignore_ascii_case(name.as_bytes())
-    }) {
+    if list
+        .values()
+        .any(|p| p.table == table || p.name.as_bytes().eq_ignore_ascii_case(name.as_bytes()))
+    {
         pr_err!("provider {:?} is registered already: refused\n", name);
         return Err(EEXIST);
     }
     list.insert(node);
-    pr_info!("provider {:?} registered (version {}.{})\n", name, t.version >> 16, t.version & 0xffff);
+    pr_info!(
+        "provider {:?} registered (version {}.{})\n",
+        name,
+        t.version >> 16,
+        t.version & 0xffff
+    );
     Ok(())
 }
 
 /// `kofi_provider_register()`: adds a provider. Process context.
 #[no_mangle]
-pub(crate) extern "C" fn kofi_provider_register(version: u32, prov: *mut abi::kofi_provider) -> c_int {
+pub(crate) extern "C" fn kofi_provider_register(
+    version: u32,
+    prov: *mut abi::kofi_provider,
+) -> c_int {
     crate::errno::to_c(register(version, prov))
 }
 
@@ -279,7 +291,10 @@ pub(crate) extern "C" fn kofi_provider_deregister(prov: *mut abi::kofi_provider)
         }
     };
     if removed.fabrics.load(Ordering::Acquire) != 0 {
-        pr_err!("provider {:?} deregistered with fabrics open\n", removed.name);
+        pr_err!(
+            "provider {:?} deregistered with fabrics open\n",
+            removed.name
+        );
     }
     // SAFETY: The provider's table is valid during its own deregister call.
     let t = unsafe { table.as_ref() };

@@ -85,7 +85,10 @@ pub(crate) extern "C" fn kofi_ep_complete_error(
 }
 
 /// The bytes of a CM entry's head.
-fn cm_head(fid: *mut abi::fid, info: *mut abi::fi_info) -> [u8; core::mem::size_of::<abi::fi_eq_cm_entry>()] {
+fn cm_head(
+    fid: *mut abi::fid,
+    info: *mut abi::fi_info,
+) -> [u8; core::mem::size_of::<abi::fi_eq_cm_entry>()] {
     let head = abi::fi_eq_cm_entry {
         fid,
         info,
@@ -116,7 +119,12 @@ fn ep_event(ep: *mut abi::fid_ep, event: u32, data: *const c_void, len: usize) -
     }
     let bytes = check_data(data, len)?;
     let eq = e.eq().ok_or_else(errno::enoeq)?;
-    eq.post_event(event, &cm_head(e.fid(), ptr::null_mut()), bytes, ptr::null_mut())
+    eq.post_event(
+        event,
+        &cm_head(e.fid(), ptr::null_mut()),
+        bytes,
+        ptr::null_mut(),
+    )
 }
 
 /// `kofi_ep_event()`.
@@ -162,7 +170,10 @@ pub(crate) extern "C" fn kofi_ep_event_error(
 
 /// `kofi_connreq_alloc()`: a handle for a new connection request.
 #[no_mangle]
-pub(crate) extern "C" fn kofi_connreq_alloc(pep: *mut abi::fid_pep, prov_data: *mut c_void) -> *mut abi::fid {
+pub(crate) extern "C" fn kofi_connreq_alloc(
+    pep: *mut abi::fid_pep,
+    prov_data: *mut c_void,
+) -> *mut abi::fid {
     let result = (|| -> Result<*mut abi::fid> {
         // SAFETY: The provider passes its live passive endpoint.
         let p = unsafe { lookup::<PassiveEp>(pep) }?;

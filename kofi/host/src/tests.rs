@@ -15,7 +15,10 @@ fn ring_is_fifo_and_bounded() {
     assert_eq!(r.pop(), Some(1));
     assert!(r.push(4).is_ok());
     assert_eq!(r.len(), 3);
-    assert_eq!((r.pop(), r.pop(), r.pop(), r.pop()), (Some(2), Some(3), Some(4), None));
+    assert_eq!(
+        (r.pop(), r.pop(), r.pop(), r.pop()),
+        (Some(2), Some(3), Some(4), None)
+    );
 }
 
 #[test]
@@ -139,11 +142,41 @@ fn types_formats_and_names() {
     let cases: [(InfoView<'static>, Result<(), Mismatch>); 7] = [
         (InfoView { ep_type: 3, ..base }, Err(Mismatch::EpType)),
         (InfoView { ep_type: 1, ..base }, Ok(())),
-        (InfoView { addr_format: 3, ..base }, Err(Mismatch::AddrFormat)),
-        (InfoView { prov_name: Some(b"SOCK"), ..base }, Ok(())),
-        (InfoView { prov_name: Some(b"verbs"), ..base }, Err(Mismatch::ProvName)),
-        (InfoView { fabric_name: Some(b"ib"), ..base }, Err(Mismatch::FabricName)),
-        (InfoView { domain_name: Some(b"eth1"), ..base }, Err(Mismatch::DomainName)),
+        (
+            InfoView {
+                addr_format: 3,
+                ..base
+            },
+            Err(Mismatch::AddrFormat),
+        ),
+        (
+            InfoView {
+                prov_name: Some(b"SOCK"),
+                ..base
+            },
+            Ok(()),
+        ),
+        (
+            InfoView {
+                prov_name: Some(b"verbs"),
+                ..base
+            },
+            Err(Mismatch::ProvName),
+        ),
+        (
+            InfoView {
+                fabric_name: Some(b"ib"),
+                ..base
+            },
+            Err(Mismatch::FabricName),
+        ),
+        (
+            InfoView {
+                domain_name: Some(b"eth1"),
+                ..base
+            },
+            Err(Mismatch::DomainName),
+        ),
     ];
     for (hints, want) in cases {
         assert_eq!(check(&hints, &offer()), want, "{hints:?}");

@@ -18,6 +18,9 @@
 
 /* ---- fixtures ---- */
 
+/* The provider fixture the suites run against: "test" (C) or "rtest" (Rust). */
+static const char *fixture_prov = "test";
+
 static struct fi_info *test_hints(enum fi_ep_type type)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -25,11 +28,11 @@ static struct fi_info *test_hints(enum fi_ep_type type)
 	if (!hints)
 		return NULL;
 	hints->ep_attr->type = type;
-	hints->fabric_attr->prov_name = kstrdup("test", GFP_KERNEL);
+	hints->fabric_attr->prov_name = kstrdup(fixture_prov, GFP_KERNEL);
 	return hints;
 }
 
-/* The test provider's FI_EP_MSG info. */
+/* The fixture provider's FI_EP_MSG info. */
 static struct fi_info *msg_info(struct kunit *test)
 {
 	struct fi_info *hints = test_hints(FI_EP_MSG), *info = NULL;
@@ -1120,8 +1123,27 @@ static struct kunit_suite kofi_cq_suite = { .name = "kofi_cq", .test_cases = cq_
 static struct kunit_suite kofi_eq_suite = { .name = "kofi_eq", .test_cases = eq_cases };
 static struct kunit_suite kofi_data_suite = { .name = "kofi_data", .test_cases = data_cases };
 
+static int use_rust_provider(struct kunit_suite *suite)
+{
+	fixture_prov = "rtest";
+	return 0;
+}
+
+static void use_c_provider(struct kunit_suite *suite)
+{
+	fixture_prov = "test";
+}
+
+/* The same data cases against the Rust provider built on the safe layer. */
+static struct kunit_suite kofi_data_rust_suite = {
+	.name = "kofi_data_rust_provider",
+	.suite_init = use_rust_provider,
+	.suite_exit = use_c_provider,
+	.test_cases = data_cases,
+};
+
 kunit_test_suites(&kofi_registry_suite, &kofi_getinfo_suite, &kofi_objects_suite,
-		  &kofi_cq_suite, &kofi_eq_suite, &kofi_data_suite);
+		  &kofi_cq_suite, &kofi_eq_suite, &kofi_data_suite, &kofi_data_rust_suite);
 
 MODULE_IMPORT_NS(KOFI);
 MODULE_DESCRIPTION("KUnit tests of the kofi core through its exported ABI");

@@ -32,7 +32,7 @@ done
 
 # Runs a KUnit test module: its suites run while insmod loads it; their
 # results stay in debugfs until it is unloaded. The core and the test
-# provider fixture are loaded first (there is no modules.dep in the guest).
+# provider fixtures are loaded first (there is no modules.dep in the guest).
 # Each suite's results file is a KTAP document of one subtest; they are
 # printed as the subtests of this module's own document.
 run_kunit_module() {
@@ -42,14 +42,18 @@ run_kunit_module() {
 		echo "# insmod kofi.ko failed"
 		return 1
 	fi
-	if ! insmod "$MODDIR/kofi_test_provider.ko"; then
-		echo "# insmod kofi_test_provider.ko failed"
-		rmmod kofi
-		return 1
-	fi
+	fixtures=""
+	for f in "$MODDIR"/kofi_*_provider.ko; do
+		[ -e "$f" ] || continue
+		if ! insmod "$f"; then
+			echo "# insmod $(basename "$f") failed"
+			return 1
+		fi
+		fixtures="$(basename "$f" .ko) $fixtures"
+	done
 	if ! insmod "$MODDIR/$mod.ko"; then
 		echo "# insmod $mod.ko failed"
-		rmmod kofi_test_provider
+		for f in $fixtures; do rmmod "$f"; done
 		rmmod kofi
 		return 1
 	fi
@@ -67,7 +71,9 @@ run_kunit_module() {
 		# Drop the file's own header and renumber its one result.
 		sed -e '1,2d' -e "s/^\(not ok\|ok\) 1 /\1 $n /" "/sys/kernel/debug/kunit/$s/results"
 	done
-	rmmod "$mod" && rmmod kofi_test_provider && rmmod kofi || return 1
+	rmmod "$mod" || return 1
+	for f in $fixtures; do rmmod "$f" || return 1; done
+	rmmod kofi || return 1
 	[ "$n" -gt 0 ] || { echo "# $mod registered no KUnit suite"; return 1; }
 }
 

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/ktap_helpers.sh"
 MODDIR=/kofi/modules
 
-ktap_plan 10
+ktap_plan 13
 insmod $MODDIR/kofi.ko || { ktap_diag "insmod kofi.ko failed"; exit 1; }
 ktap_expect_ok "provider_registers" insmod $MODDIR/kofi_test_provider.ko
 if dmesg | grep -q 'provider "test" registered'; then ktap_ok "registration_logged"; else ktap_not_ok "registration_logged"; fi
@@ -27,6 +27,17 @@ fi
 ktap_expect_fail "provider_in_use_not_removable" rmmod kofi_test_provider
 rmmod kofi_sample_consumer
 ktap_expect_ok "provider_removable_when_unused" rmmod kofi_test_provider
+
+# A provider written in Rust over the safe provider layer.
+ktap_expect_ok "rust_provider_registers" insmod $MODDIR/kofi_rtest_provider.ko
+dmesg -c >/dev/null
+ktap_expect_ok "consumer_uses_rust_provider" insmod $MODDIR/kofi_sample_consumer.ko prov=rtest loopback=1
+rmmod kofi_sample_consumer
+if dmesg | grep -q 'sent and received "hello through kofi"' && rmmod kofi_rtest_provider; then
+	ktap_ok "rust_provider_moved_data_and_unloads"
+else
+	ktap_not_ok "rust_provider_moved_data_and_unloads"
+fi
 
 # On-demand loading: install the modules where modprobe finds them.
 mods=/lib/modules/$(uname -r)

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: GPL-2.0
+# Included by the Kbuild file of every Rust provider: generates
+# $(obj)/abi_generated.rs, the kofi ABI (and what the provider layer needs of
+# the kernel) from $(src)/$(KOFI_BINDINGS_HEADER), with the kernel's own
+# compiler flags and bindgen parameters. A provider adds functions, types
+# and opaque types of its own in KOFI_BINDGEN_EXTRA (bindgen options).
+
+quiet_cmd_kofi_provider_bindgen = BINDGEN $@
+      cmd_kofi_provider_bindgen = \
+	$(BINDGEN) $< --rust-target 1.68 --use-core --with-derive-default \
+		--ctypes-prefix ffi --no-layout-tests --no-debug '.*' \
+		$(shell grep -Ev '^\#|^$$' $(srctree)/rust/bindgen_parameters) \
+		--allowlist-var 'FI_.*|KOFI_.*|ITER_.*' \
+		--allowlist-type 'fi_.*|fid.*|kofi_.*' \
+		--allowlist-function 'fi_.*|kofi_.*|_copy_to_iter|_copy_from_iter|kstrdup|kfree' \
+		--opaque-type 'module|page|spinlock|lock_class_key|iov_iter|seq_file' \
+		$(KOFI_BINDGEN_EXTRA) \
+		-o $@ -- $(c_flags) -I$(src) -D__BINDGEN__ -DMODULE
+
+$(obj)/abi_generated.rs: $(src)/$(KOFI_BINDINGS_HEADER) FORCE
+	$(call if_changed_dep,kofi_provider_bindgen)
+
+targets += abi_generated.rs
+
+# abi.rs finds the generated file through this variable: the build directory
+# differs per provider while the source is shared.
+$(obj)/%.o: export KOFI_PROVIDER_OBJ = $(obj)

@@ -1,0 +1,1187 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The safe Rust layer for kofi providers.
+//!
+//! Every Rust provider compiles this one source in (out-of-tree modules
+//! cannot share a crate): its crate root declares
+//!
+//! ```ignore
+//! #[path = ".../providers/common/abi.rs"] mod abi;
+//! #[path = ".../kofi/flags.rs"] mod flags;
+//! #[path = ".../providers/common/kofi.rs"] mod kofi;
+//! ```
+//!
+//! A provider implements [`Provider`], [`Endpoint`] and [`PassiveEndpoint`]
+//! and keeps a [`Registration`] in its module. The layer builds the C
+//! dispatch tables from `extern "C"` trampolines generic over the provider
+//! (as the kernel's `#[vtable]` adapters do: an op the provider does not
+//! implement is NULL, and the core answers -FI_ENOSYS), stores the
+//! provider's objects in `fid.prov_data` as boxed foreign pointers, and gives
+//! the provider safe handles ([`EpRef`], [`DomainRef`], [`PepRef`]) to report
+//! through. The provider's own code needs no FFI.
+
+use crate::abi;
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+use kernel::error::{to_result, VTABLE_DEFAULT_ERROR};
+use kernel::ffi::{c_char, c_int, c_void};
+use kernel::prelude::*;
+use kernel::types::ForeignOwnable;
+
+/// `MODULE_IMPORT_NS(KOFI)`, which the 6.12 `module!` macro cannot say: the
+/// same `.modinfo` entry the C macro emits for a loadable module.
+#[cfg(MODULE)]
+#[link_section = ".modinfo"]
+#[used(compiler)]
+static KOFI_IMPORT_NS: [u8; 15] = *b"import_ns=KOFI\0";
+
+/// A positive kofi error number (`FI_E*`) as a kernel [`Error`].
+pub(crate) fn fi_error(errnum: u32) -> Error {
+    Error::from_errno(-(errnum as c_int))
+}
+
+/// The consumer's context of an operation, returned in its completion.
+#[derive(Clone, Copy)]
+pub(crate) struct Context(*mut c_void);
+
+// SAFETY: An opaque cookie of the consumer's, never dereferenced.
+unsafe impl Send for Context {}
+// SAFETY: As above.
+unsafe impl Sync for Context {}
+
+impl Context {
+    pub(crate) const NONE: Context = Context(ptr::null_mut());
+}
+
+/// A kofi endpoint, the handle a provider reports its completions and
+/// connection events through.
+///
+/// # Invariants
+///
+/// `ptr` is a live kofi endpoint until the provider's endpoint (which owns
+/// the handle) is dropped by the close trampoline; a provider must not keep
+/// a clone of it beyond that (the close op must not return while work that
+/// holds one is still pending).
+#[derive(Clone)]
+pub(crate) struct EpRef {
+    ptr: NonNull<abi::fid_ep>,
+}
+
+// SAFETY: The core's reporting calls are safe from any context but hardirq.
+unsafe impl Send for EpRef {}
+// SAFETY: As above.
+unsafe impl Sync for EpRef {}
+
+impl EpRef {
+    /// Reports a completed operation (see `kofi_ep_complete`): `flags` are
+    /// the operation's own (with its FI_COMPLETION) plus what happened.
+    pub(crate) fn complete(&self, flags: u64, ctx: Context, len: usize, data: u64) -> Result {
+        // SAFETY: `ptr` is live (type invariants).
+        to_result(unsafe {
+            abi::kofi_ep_complete(self.ptr.as_ptr(), flags, ctx.0, len, ptr::null_mut(), data)
+        })
+    }
+
+    /// Reports a failed operation with positive error `err` (`FI_E*`);
+    /// `olen` is what did not fit (FI_ETRUNC).
+    pub(crate) fn complete_error(
+        &self,
+        flags: u64,
+        ctx: Context,
+        err: u32,
+        len: usize,
+        olen: usize,
+        prov_errno: i32,
+    ) -> Result {
+        let entry = abi::fi_cq_err_entry {
+            op_context: ctx.0,
+            flags,
+            len,
+            olen,
+            err: err as c_int,
+            prov_errno,
+            ..Default::default()
+        };
+        // SAFETY: `ptr` is live (type invariants); `entry` is read during the call.
+        to_result(unsafe { abi::kofi_ep_complete_error(self.ptr.as_ptr(), &entry) })
+    }
+
+    /// FI_CONNECTED or FI_SHUTDOWN, with the peer's private data.
+    pub(crate) fn event(&self, event: u32, data: &[u8]) -> Result {
+        // SAFETY: `ptr` is live; `data` is read during the call.
+        to_result(unsafe {
+            abi::kofi_ep_event(self.ptr.as_ptr(), event, data.as_ptr().cast(), data.len())
+        })
+    }
+
+    /// A connection error (`err`: positive FI_E*).
+    pub(crate) fn event_error(&self, err: u32, prov_errno: i32) -> Result {
+        // SAFETY: `ptr` is live (type invariants).
+        to_result(unsafe {
+            abi::kofi_ep_event_error(self.ptr.as_ptr(), err as c_int, prov_errno, ptr::null(), 0)
+        })
+    }
+}
+
+/// A kofi domain, for the core's memory registration table.
+///
+/// # Invariants
+///
+/// `ptr` is a live kofi domain while the provider's domain (and so every
+/// endpoint of it) exists.
+#[derive(Clone)]
+pub(crate) struct DomainRef {
+    ptr: NonNull<abi::fid_domain>,
+}
+
+// SAFETY: The MR table is safe from any context but hardirq.
+unsafe impl Send for DomainRef {}
+// SAFETY: As above.
+unsafe impl Sync for DomainRef {}
+
+impl DomainRef {
+    /// Finds the region `key` names and holds it for `len` bytes at RMA
+    /// address `addr`, if it grants `access` (FI_REMOTE_READ or
+    /// FI_REMOTE_WRITE); errors: -FI_ENOKEY, -EINVAL (range), -FI_EACCES.
+    pub(crate) fn mr_get(&self, key: u64, addr: u64, len: usize, access: u64) -> Result<MrHold> {
+        let mut mr = ptr::null_mut();
+        // SAFETY: `ptr` is live (type invariants); `mr` is written on success.
+        to_result(unsafe { abi::kofi_mr_get(self.ptr.as_ptr(), key, addr, len, access, &mut mr) })?;
+        Ok(MrHold {
+            mr: NonNull::new(mr).ok_or(EINVAL)?,
+            addr,
+            len,
+        })
+    }
+}
+
+/// A registered region held for an RMA: `len` bytes at RMA address `addr`.
+///
+/// # Invariants
+///
+/// `mr` was returned by a successful `kofi_mr_get` for exactly this window
+/// and is put on drop; until then the region and its memory stay.
+pub(crate) struct MrHold {
+    mr: NonNull<abi::fid_mr>,
+    addr: u64,
+    len: usize,
+}
+
+impl MrHold {
+    /// An iov_iter over `len` bytes at `offset` of the window.
+    fn iter(&self, direction: u32, offset: usize, len: usize) -> Result<abi::iov_iter> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => {}
+            _ => return Err(EINVAL),
+        }
+        let mut iter = abi::iov_iter::default();
+        // SAFETY: The region is held and the sub-window lies inside the
+        // window kofi_mr_get checked (type invariants).
+        unsafe {
+            abi::kofi_mr_iter(
+                self.mr.as_ptr(),
+                direction,
+                self.addr + offset as u64,
+                len,
+                &mut iter,
+            )
+        };
+        Ok(iter)
+    }
+
+    /// Copies `src` into the region at `offset` of the window.
+    pub(crate) fn write(&self, offset: usize, src: &[u8]) -> Result {
+        let mut iter = self.iter(abi::ITER_DEST, offset, src.len())?;
+        // SAFETY: `src` is readable for its length; `iter` covers as many bytes.
+        let n = unsafe { abi::_copy_to_iter(src.as_ptr().cast(), src.len(), &mut iter) };
+        if n == src.len() {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+
+    /// Copies from the region at `offset` of the window into `dst`.
+    pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) -> Result {
+        let mut iter = self.iter(abi::ITER_SOURCE, offset, dst.len())?;
+        // SAFETY: `dst` is writable for its length; `iter` covers as many bytes.
+        let n = unsafe { abi::_copy_from_iter(dst.as_mut_ptr().cast(), dst.len(), &mut iter) };
+        if n == dst.len() {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+}
+
+impl Drop for MrHold {
+    fn drop(&mut self) {
+        // SAFETY: Held since `mr_get` (type invariants), put once.
+        unsafe { abi::kofi_mr_put(self.mr.as_ptr()) };
+    }
+}
+
+/// The consumer's kvecs of an operation, valid until its completion is
+/// reported (the consumer's promise under the ABI).
+fn kvecs<'a>(
+    iov: *const abi::kvec,
+    bvec: *const abi::bio_vec,
+    count: usize,
+) -> Result<&'a [abi::kvec]> {
+    if count == 0 {
+        return Ok(&[]);
+    }
+    if iov.is_null() || !bvec.is_null() {
+        // Page-based buffers need a provider that maps pages.
+        return Err(fi_error(abi::FI_EOPNOTSUPP));
+    }
+    // SAFETY: The core checked `iov` holds `count` kvecs.
+    Ok(unsafe { core::slice::from_raw_parts(iov, count) })
+}
+
+fn gather_kvecs(iov: &[abi::kvec], out: &mut KVec<u8>) -> Result {
+    for k in iov {
+        if k.iov_len == 0 {
+            continue;
+        }
+        // SAFETY: The core checked each kvec with a length has a base, and
+        // the consumer keeps the buffer valid during the operation.
+        let bytes = unsafe { core::slice::from_raw_parts(k.iov_base.cast::<u8>(), k.iov_len) };
+        out.extend_from_slice(bytes, GFP_KERNEL)?;
+    }
+    Ok(())
+}
+
+/// Copies `src` into `iov` as far as it fits; returns the bytes copied.
+fn scatter_kvecs(iov: &[abi::kvec], src: &[u8]) -> usize {
+    let mut done = 0;
+    for k in iov {
+        if done == src.len() {
+            break;
+        }
+        let n = k.iov_len.min(src.len() - done);
+        if n == 0 {
+            continue;
+        }
+        // SAFETY: The buffer is the consumer's, writable for `iov_len` bytes
+        // until the operation completes; `src` has `n` more bytes.
+        unsafe { ptr::copy_nonoverlapping(src[done..].as_ptr(), k.iov_base.cast::<u8>(), n) };
+        done += n;
+    }
+    done
+}
+
+/// A message operation's arguments, borrowed for the op call.
+pub(crate) struct Msg<'a> {
+    raw: &'a abi::fi_msg,
+}
+
+impl Msg<'_> {
+    pub(crate) fn context(&self) -> Context {
+        Context(self.raw.context)
+    }
+
+    /// Remote CQ data (with FI_REMOTE_CQ_DATA).
+    pub(crate) fn data(&self) -> u64 {
+        self.raw.data
+    }
+
+    /// Appends the message's bytes to `out`.
+    pub(crate) fn gather(&self, out: &mut KVec<u8>) -> Result {
+        gather_kvecs(
+            kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?,
+            out,
+        )
+    }
+
+    /// An owned description of the receive buffers, to fill later.
+    pub(crate) fn to_posted(&self, flags: u64) -> Result<PostedRecv> {
+        let iov = kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?;
+        let mut copy = KVec::with_capacity(iov.len(), GFP_KERNEL)?;
+        copy.extend_from_slice(iov, GFP_KERNEL)?;
+        Ok(PostedRecv {
+            iov: copy,
+            context: Context(self.raw.context),
+            flags,
+        })
+    }
+}
+
+/// A posted receive: the consumer's buffers, its context and flags.
+pub(crate) struct PostedRecv {
+    iov: KVec<abi::kvec>,
+    pub(crate) context: Context,
+    pub(crate) flags: u64,
+}
+
+// SAFETY: The buffers are the consumer's, lent to the provider until the
+// receive completes, from whichever thread completes it.
+unsafe impl Send for PostedRecv {}
+
+impl PostedRecv {
+    /// Copies a message into the buffers; returns the bytes that fit.
+    pub(crate) fn fill(&self, src: &[u8]) -> usize {
+        scatter_kvecs(&self.iov, src)
+    }
+}
+
+/// An RMA operation's arguments, borrowed for the op call.
+pub(crate) struct RmaMsg<'a> {
+    raw: &'a abi::fi_msg_rma,
+}
+
+impl RmaMsg<'_> {
+    pub(crate) fn context(&self) -> Context {
+        Context(self.raw.context)
+    }
+
+    pub(crate) fn data(&self) -> u64 {
+        self.raw.data
+    }
+
+    /// The remote buffers (the core checked their total is the local one's).
+    pub(crate) fn remote(&self) -> &[abi::fi_rma_iov] {
+        // SAFETY: The core checked `rma_iov` holds `rma_iov_count` entries.
+        unsafe { core::slice::from_raw_parts(self.raw.rma_iov, self.raw.rma_iov_count) }
+    }
+
+    /// Appends the local bytes (of a write) to `out`.
+    pub(crate) fn gather(&self, out: &mut KVec<u8>) -> Result {
+        gather_kvecs(
+            kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?,
+            out,
+        )
+    }
+
+    /// Copies `src` into the local buffers (of a read); returns bytes copied.
+    pub(crate) fn scatter(&self, src: &[u8]) -> Result<usize> {
+        Ok(scatter_kvecs(
+            kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?,
+            src,
+        ))
+    }
+}
+
+/// An `fi_info` the provider builds for fi_getinfo.
+///
+/// # Invariants
+///
+/// `ptr` is an info from `fi_allocinfo` (all attrs allocated) owned by this
+/// value.
+pub(crate) struct Info {
+    ptr: NonNull<abi::fi_info>,
+}
+
+impl Info {
+    pub(crate) fn new() -> Result<Info> {
+        // SAFETY: No preconditions.
+        let ptr = NonNull::new(unsafe { abi::fi_allocinfo() }).ok_or(ENOMEM)?;
+        Ok(Info { ptr })
+    }
+
+    /// The info's fields, attrs included, to fill in.
+    pub(crate) fn fields(&mut self) -> InfoFields<'_> {
+        // SAFETY: We own the info and `fi_allocinfo` allocated every attr.
+        unsafe {
+            let i = &mut *self.ptr.as_ptr();
+            InfoFields {
+                tx: &mut *i.tx_attr,
+                rx: &mut *i.rx_attr,
+                ep: &mut *i.ep_attr,
+                domain: &mut *i.domain_attr,
+                fabric: &mut *i.fabric_attr,
+                info: i,
+            }
+        }
+    }
+
+    fn strdup(s: &CStr) -> Result<*mut c_char> {
+        // SAFETY: `s` is a valid string.
+        let p = unsafe { abi::kstrdup(s.as_char_ptr(), kernel::bindings::GFP_KERNEL) };
+        if p.is_null() {
+            Err(ENOMEM)
+        } else {
+            Ok(p)
+        }
+    }
+
+    pub(crate) fn set_domain_name(&mut self, name: &CStr) -> Result {
+        let p = Self::strdup(name)?;
+        let f = self.fields();
+        // SAFETY: The old name, if any, was allocated for this info.
+        unsafe { abi::kfree(f.domain.name.cast()) };
+        f.domain.name = p;
+        Ok(())
+    }
+
+    pub(crate) fn set_fabric_name(&mut self, name: &CStr) -> Result {
+        let p = Self::strdup(name)?;
+        let f = self.fields();
+        // SAFETY: As above.
+        unsafe { abi::kfree(f.fabric.name.cast()) };
+        f.fabric.name = p;
+        Ok(())
+    }
+
+    fn into_raw(self) -> *mut abi::fi_info {
+        let p = self.ptr.as_ptr();
+        core::mem::forget(self);
+        p
+    }
+}
+
+impl Drop for Info {
+    fn drop(&mut self) {
+        // SAFETY: We own the info.
+        unsafe { abi::fi_freeinfo(self.ptr.as_ptr()) };
+    }
+}
+
+/// The fields of an [`Info`].
+pub(crate) struct InfoFields<'a> {
+    pub(crate) info: &'a mut abi::fi_info,
+    pub(crate) tx: &'a mut abi::fi_tx_attr,
+    pub(crate) rx: &'a mut abi::fi_rx_attr,
+    pub(crate) ep: &'a mut abi::fi_ep_attr,
+    pub(crate) domain: &'a mut abi::fi_domain_attr,
+    pub(crate) fabric: &'a mut abi::fi_fabric_attr,
+}
+
+/// The list fi_getinfo returns from a provider, in order.
+#[derive(Default)]
+pub(crate) struct InfoList {
+    items: KVec<Info>,
+}
+
+impl InfoList {
+    pub(crate) fn push(&mut self, info: Info) -> Result {
+        self.items.push(info, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Links the infos and hands them to the core.
+    fn into_raw(self) -> *mut abi::fi_info {
+        let mut head: *mut abi::fi_info = ptr::null_mut();
+        // Link back to front, so each info's `next` is the one after it.
+        let (items, len, cap) = self.items.into_raw_parts();
+        // SAFETY: Rebuilt from the parts just taken.
+        let mut items = unsafe { KVec::from_raw_parts(items, len, cap) };
+        while let Some(info) = pop(&mut items) {
+            let p = info.into_raw();
+            // SAFETY: `p` is an info we own.
+            unsafe { (*p).next = head };
+            head = p;
+        }
+        head
+    }
+}
+
+/// Removes the last element of `v` (the kernel's KVec of 6.12 has no `pop`).
+fn pop<T>(v: &mut KVec<T>) -> Option<T> {
+    let len = v.len();
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: Element `len - 1` is initialised; shrinking the length first
+    // hands its ownership to us.
+    unsafe {
+        v.set_len(len - 1);
+        Some(ptr::read(v.as_ptr().add(len - 1)))
+    }
+}
+
+/// A kofi passive endpoint, for connection requests.
+///
+/// # Invariants
+///
+/// `ptr` is a live kofi passive endpoint while the provider's passive
+/// endpoint exists.
+#[derive(Clone)]
+pub(crate) struct PepRef {
+    ptr: NonNull<abi::fid_pep>,
+}
+
+// SAFETY: The core's calls it makes are safe from process context anywhere.
+unsafe impl Send for PepRef {}
+// SAFETY: As above.
+unsafe impl Sync for PepRef {}
+
+impl PepRef {
+    /// Reports a connection request: FI_CONNREQ with `info` (whose handle
+    /// carries `request`, given back to the provider's endpoint and release
+    /// ops) and the peer's private data.
+    pub(crate) fn connreq<R: Send + 'static>(
+        &self,
+        info: Info,
+        request: KBox<R>,
+        data: &[u8],
+    ) -> Result {
+        let handle_data = request.into_foreign().cast_mut();
+        // SAFETY: `ptr` is live (type invariants).
+        let handle = unsafe { abi::kofi_connreq_alloc(self.ptr.as_ptr(), handle_data) };
+        if handle.is_null() {
+            // SAFETY: Not given to the core: take it back.
+            drop(unsafe { KBox::<R>::from_foreign(handle_data) });
+            return Err(ENOMEM);
+        }
+        let raw = info.into_raw();
+        // SAFETY: `raw` is ours; the handle's reference passes to the info.
+        unsafe { (*raw).handle = handle };
+        // SAFETY: The core takes the info in every case.
+        to_result(unsafe {
+            abi::kofi_pep_connreq(self.ptr.as_ptr(), raw, data.as_ptr().cast(), data.len())
+        })
+    }
+}
+
+/// The provider's request state behind a connection request handle.
+///
+/// # Safety
+///
+/// `handle` is a live connection request made by [`PepRef::connreq`] with a
+/// `KBox<R>`.
+pub(crate) unsafe fn request_of<'a, R: Send + 'static>(handle: *mut abi::fid) -> &'a R {
+    // SAFETY: The caller's guarantee: `prov_data` is a `KBox<R>`'s pointer.
+    unsafe { <KBox<R> as ForeignOwnable>::borrow((*handle).prov_data) }
+}
+
+/// A provider: its identity, getinfo, and how to open its objects.
+#[vtable]
+pub(crate) trait Provider: Sync + Sized + 'static {
+    const NAME: &'static CStr;
+    /// `FI_VERSION(major, minor)` of the provider.
+    const VERSION: u32;
+    const PRIORITY: i32;
+
+    type Fabric: Send + Sync;
+    type Domain: Send + Sync;
+    type Endpoint: Endpoint;
+    type PassiveEp: PassiveEndpoint;
+
+    /// The infos this provider offers (the core filters them by the hints).
+    fn getinfo(
+        version: u32,
+        node: Option<&CStr>,
+        service: Option<&CStr>,
+        flags: u64,
+    ) -> Result<InfoList>;
+
+    fn fabric(attr: &abi::fi_fabric_attr) -> Result<Self::Fabric>;
+
+    fn domain(
+        fabric: &Self::Fabric,
+        domain: DomainRef,
+        info: &abi::fi_info,
+    ) -> Result<Self::Domain>;
+
+    fn endpoint(domain: &Self::Domain, ep: EpRef, info: &abi::fi_info) -> Result<Self::Endpoint>;
+
+    fn passive_ep(
+        _fabric: &Self::Fabric,
+        _pep: PepRef,
+        _info: &abi::fi_info,
+    ) -> Result<Self::PassiveEp> {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// An active endpoint's operations. Those not implemented are NULL in the
+/// table and the core answers -FI_ENOSYS.
+#[vtable]
+pub(crate) trait Endpoint: Send + Sync + Sized + 'static {
+    fn enable(&self) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn connect(&self, _addr: *const c_void, _param: &[u8]) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn accept(&self, _param: &[u8]) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn shutdown(&self) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Appends the local address to `out`.
+    fn getname(&self, _out: &mut KVec<u8>) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// Appends the peer's address to `out`.
+    fn getpeer(&self, _out: &mut KVec<u8>) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn sendmsg(&self, _msg: &Msg<'_>, _flags: u64) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn recvmsg(&self, _msg: &Msg<'_>, _flags: u64) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn readmsg(&self, _msg: &RmaMsg<'_>, _flags: u64) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn writemsg(&self, _msg: &RmaMsg<'_>, _flags: u64) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A passive endpoint's operations.
+#[vtable]
+pub(crate) trait PassiveEndpoint: Send + Sync + Sized + 'static {
+    /// What the provider keeps per connection request ([`PepRef::connreq`]).
+    type Request: Send + 'static;
+
+    fn listen(&self) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn reject(&self, _request: &Self::Request, _param: &[u8]) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    fn getname(&self, _out: &mut KVec<u8>) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A provider that offers no passive endpoints.
+pub(crate) struct NoPassiveEp;
+
+#[vtable]
+impl PassiveEndpoint for NoPassiveEp {
+    type Request = ();
+}
+
+/// The C return value of a `Result`.
+fn ret(r: Result) -> c_int {
+    match r {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// The provider state behind a fid.
+///
+/// # Safety
+///
+/// `fid` is a live kofi object whose `prov_data` is a `KBox<T>`'s pointer.
+unsafe fn state<'a, T: 'static>(fid: *mut abi::fid) -> &'a T {
+    // SAFETY: The caller's guarantee.
+    unsafe { <KBox<T> as ForeignOwnable>::borrow((*fid).prov_data) }
+}
+
+/// Stores `value` as the provider state of `fid`.
+///
+/// # Safety
+///
+/// `fid` is a live kofi object being opened (its `prov_data` unset).
+unsafe fn set_state<T: 'static>(fid: *mut abi::fid, value: T) -> Result {
+    let boxed = KBox::new(value, GFP_KERNEL)?;
+    // SAFETY: The caller's guarantee.
+    unsafe { (*fid).prov_data = boxed.into_foreign().cast_mut() };
+    Ok(())
+}
+
+/// Takes back and drops the provider state of `fid`.
+///
+/// # Safety
+///
+/// As [`state`]; the state is not used after.
+unsafe fn drop_state<T: 'static>(fid: *mut abi::fid) {
+    // SAFETY: The caller's guarantee.
+    drop(unsafe { <KBox<T> as ForeignOwnable>::from_foreign((*fid).prov_data) });
+    // SAFETY: `fid` is live.
+    unsafe { (*fid).prov_data = ptr::null_mut() };
+}
+
+/// An optional string argument.
+///
+/// # Safety
+///
+/// `s` is null or a NUL-terminated string valid for `'a`.
+unsafe fn opt_cstr<'a>(s: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: The caller's guarantee.
+    (!s.is_null()).then(|| unsafe { CStr::from_char_ptr(s) })
+}
+
+/// Private data of a CM call.
+///
+/// # Safety
+///
+/// `p` holds `len` bytes when non-null (the core checked the pair).
+unsafe fn param<'a>(p: *const c_void, len: usize) -> &'a [u8] {
+    if p.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: The caller's guarantee.
+        unsafe { core::slice::from_raw_parts(p.cast(), len) }
+    }
+}
+
+/// Copies an address the provider produced into the consumer's buffer,
+/// with fi_getname's semantics (-FI_ETOOSMALL and the size needed).
+///
+/// # Safety
+///
+/// `addrlen` is valid; `addr` holds `*addrlen` bytes when non-null.
+unsafe fn give_name(name: &[u8], addr: *mut c_void, addrlen: *mut usize) -> c_int {
+    // SAFETY: The caller's guarantee.
+    let room = unsafe { *addrlen };
+    // SAFETY: As above.
+    unsafe { *addrlen = name.len() };
+    if room < name.len() || addr.is_null() {
+        return fi_error(abi::FI_ETOOSMALL).to_errno();
+    }
+    // SAFETY: `addr` has room for `name`.
+    unsafe { ptr::copy_nonoverlapping(name.as_ptr(), addr.cast(), name.len()) };
+    0
+}
+
+/// The trampolines of provider `P`: `extern "C"` functions the C tables
+/// point to, each calling into the provider's traits.
+struct Adapter<P: Provider>(PhantomData<P>);
+
+impl<P: Provider> Adapter<P> {
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn getinfo(
+        version: u32,
+        node: *const c_char,
+        service: *const c_char,
+        flags: u64,
+        _hints: *const abi::fi_info,
+        info: *mut *mut abi::fi_info,
+    ) -> c_int {
+        // SAFETY: The core passes valid (or null) strings and a valid `info`.
+        let (node, service) = unsafe { (opt_cstr(node), opt_cstr(service)) };
+        match P::getinfo(version, node, service, flags) {
+            Ok(list) => {
+                // SAFETY: The core's out pointer.
+                unsafe { *info = list.into_raw() };
+                0
+            }
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn fabric(
+        attr: *mut abi::fi_fabric_attr,
+        fabric: *mut abi::fid_fabric,
+        _context: *mut c_void,
+    ) -> c_int {
+        // SAFETY: The core checked `attr` and allocated `fabric`.
+        ret(P::fabric(unsafe { &*attr }).and_then(|f| unsafe { set_state(fabric.cast(), f) }))
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn fabric_close(fabric: *mut abi::fid_fabric) {
+        // SAFETY: Set by `fabric`; the core closes once.
+        unsafe { drop_state::<P::Fabric>(fabric.cast()) };
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn domain_open(
+        fabric: *mut abi::fid_fabric,
+        info: *const abi::fi_info,
+        domain: *mut abi::fid_domain,
+    ) -> c_int {
+        // SAFETY: The fabric was opened by `fabric`; the core checked `info`
+        // and allocated `domain`.
+        let r = unsafe {
+            let f = state::<P::Fabric>(fabric.cast());
+            let d = DomainRef {
+                ptr: NonNull::new_unchecked(domain),
+            };
+            P::domain(f, d, &*info).and_then(|v| set_state(domain.cast(), v))
+        };
+        ret(r)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn domain_close(domain: *mut abi::fid_domain) {
+        // SAFETY: Set by `domain_open`; the core closes once.
+        unsafe { drop_state::<P::Domain>(domain.cast()) };
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_open(
+        domain: *mut abi::fid_domain,
+        info: *const abi::fi_info,
+        ep: *mut abi::fid_ep,
+    ) -> c_int {
+        // SAFETY: As in `domain_open`, one level down.
+        let r = unsafe {
+            let d = state::<P::Domain>(domain.cast());
+            let e = EpRef {
+                ptr: NonNull::new_unchecked(ep),
+            };
+            P::endpoint(d, e, &*info).and_then(|v| set_state(ep.cast(), v))
+        };
+        ret(r)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_close(ep: *mut abi::fid_ep) {
+        // SAFETY: Set by `ep_open`; the core closes once.
+        unsafe { drop_state::<P::Endpoint>(ep.cast()) };
+    }
+
+    /// The provider's endpoint behind `ep`.
+    ///
+    /// # Safety
+    ///
+    /// `ep` is live and was opened by `ep_open`.
+    unsafe fn ep<'a>(ep: *mut abi::fid_ep) -> &'a P::Endpoint {
+        // SAFETY: The caller's guarantee.
+        unsafe { state::<P::Endpoint>(ep.cast()) }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_enable(ep: *mut abi::fid_ep) -> c_int {
+        // SAFETY: The core calls ops on live endpoints of this provider.
+        ret(unsafe { Self::ep(ep) }.enable())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_connect(
+        ep: *mut abi::fid_ep,
+        addr: *const c_void,
+        p: *const c_void,
+        len: usize,
+    ) -> c_int {
+        // SAFETY: As above; the core checked the private data.
+        ret(unsafe { Self::ep(ep).connect(addr, param(p, len)) })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_accept(ep: *mut abi::fid_ep, p: *const c_void, len: usize) -> c_int {
+        // SAFETY: As above.
+        ret(unsafe { Self::ep(ep).accept(param(p, len)) })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_shutdown(ep: *mut abi::fid_ep, _flags: u64) -> c_int {
+        // SAFETY: As above.
+        ret(unsafe { Self::ep(ep) }.shutdown())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_getname(
+        ep: *mut abi::fid_ep,
+        addr: *mut c_void,
+        len: *mut usize,
+    ) -> c_int {
+        let mut name = KVec::new();
+        // SAFETY: As above.
+        match unsafe { Self::ep(ep) }.getname(&mut name) {
+            // SAFETY: The core checked `len` (and `addr` against it).
+            Ok(()) => unsafe { give_name(&name, addr, len) },
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_getpeer(
+        ep: *mut abi::fid_ep,
+        addr: *mut c_void,
+        len: *mut usize,
+    ) -> c_int {
+        let mut name = KVec::new();
+        // SAFETY: As above.
+        match unsafe { Self::ep(ep) }.getpeer(&mut name) {
+            // SAFETY: As above.
+            Ok(()) => unsafe { give_name(&name, addr, len) },
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_sendmsg(
+        ep: *mut abi::fid_ep,
+        msg: *const abi::fi_msg,
+        flags: u64,
+    ) -> isize {
+        // SAFETY: As above; the core checked `msg`.
+        ret(unsafe { Self::ep(ep).sendmsg(&Msg { raw: &*msg }, flags) }) as isize
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_recvmsg(
+        ep: *mut abi::fid_ep,
+        msg: *const abi::fi_msg,
+        flags: u64,
+    ) -> isize {
+        // SAFETY: As above.
+        ret(unsafe { Self::ep(ep).recvmsg(&Msg { raw: &*msg }, flags) }) as isize
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_readmsg(
+        ep: *mut abi::fid_ep,
+        msg: *const abi::fi_msg_rma,
+        flags: u64,
+    ) -> isize {
+        // SAFETY: As above.
+        ret(unsafe { Self::ep(ep).readmsg(&RmaMsg { raw: &*msg }, flags) }) as isize
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_writemsg(
+        ep: *mut abi::fid_ep,
+        msg: *const abi::fi_msg_rma,
+        flags: u64,
+    ) -> isize {
+        // SAFETY: As above.
+        ret(unsafe { Self::ep(ep).writemsg(&RmaMsg { raw: &*msg }, flags) }) as isize
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn pep_open(
+        fabric: *mut abi::fid_fabric,
+        info: *const abi::fi_info,
+        pep: *mut abi::fid_pep,
+    ) -> c_int {
+        // SAFETY: As in `domain_open`.
+        let r = unsafe {
+            let f = state::<P::Fabric>(fabric.cast());
+            let p = PepRef {
+                ptr: NonNull::new_unchecked(pep),
+            };
+            P::passive_ep(f, p, &*info).and_then(|v| set_state(pep.cast(), v))
+        };
+        ret(r)
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn pep_close(pep: *mut abi::fid_pep) {
+        // SAFETY: Set by `pep_open`; the core closes once.
+        unsafe { drop_state::<P::PassiveEp>(pep.cast()) };
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn pep_listen(pep: *mut abi::fid_pep) -> c_int {
+        // SAFETY: A live passive endpoint of this provider.
+        ret(unsafe { state::<P::PassiveEp>(pep.cast()) }.listen())
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn pep_reject(
+        pep: *mut abi::fid_pep,
+        handle: *mut abi::fid,
+        p: *const c_void,
+        len: usize,
+    ) -> c_int {
+        // SAFETY: A live passive endpoint; the core checked `handle` is one
+        // of its requests, made by `PepRef::connreq`.
+        ret(unsafe {
+            let request = request_of::<<P::PassiveEp as PassiveEndpoint>::Request>(handle);
+            state::<P::PassiveEp>(pep.cast()).reject(request, param(p, len))
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn pep_getname(
+        pep: *mut abi::fid_pep,
+        addr: *mut c_void,
+        len: *mut usize,
+    ) -> c_int {
+        let mut name = KVec::new();
+        // SAFETY: A live passive endpoint of this provider.
+        match unsafe { state::<P::PassiveEp>(pep.cast()) }.getname(&mut name) {
+            // SAFETY: The core checked `len` (and `addr` against it).
+            Ok(()) => unsafe { give_name(&name, addr, len) },
+            Err(e) => e.to_errno(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn connreq_release(handle: *mut abi::fid) {
+        // SAFETY: The last reference of a request made by `PepRef::connreq`.
+        unsafe { drop_state::<<P::PassiveEp as PassiveEndpoint>::Request>(handle) };
+    }
+
+    const DOMAIN_OPS: abi::kofi_domain_ops = abi::kofi_domain_ops {
+        open: Some(Self::domain_open),
+        close: Some(Self::domain_close),
+        mr_reg: None,
+        mr_close: None,
+    };
+
+    const EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
+        open: Some(Self::ep_open),
+        close: Some(Self::ep_close),
+        bind: None,
+        enable: if <P::Endpoint as Endpoint>::HAS_ENABLE {
+            Some(Self::ep_enable)
+        } else {
+            None
+        },
+        connect: if <P::Endpoint as Endpoint>::HAS_CONNECT {
+            Some(Self::ep_connect)
+        } else {
+            None
+        },
+        accept: if <P::Endpoint as Endpoint>::HAS_ACCEPT {
+            Some(Self::ep_accept)
+        } else {
+            None
+        },
+        shutdown: if <P::Endpoint as Endpoint>::HAS_SHUTDOWN {
+            Some(Self::ep_shutdown)
+        } else {
+            None
+        },
+        getname: if <P::Endpoint as Endpoint>::HAS_GETNAME {
+            Some(Self::ep_getname)
+        } else {
+            None
+        },
+        getpeer: if <P::Endpoint as Endpoint>::HAS_GETPEER {
+            Some(Self::ep_getpeer)
+        } else {
+            None
+        },
+        getopt: None,
+        setopt: None,
+        sendmsg: if <P::Endpoint as Endpoint>::HAS_SENDMSG {
+            Some(Self::ep_sendmsg)
+        } else {
+            None
+        },
+        recvmsg: if <P::Endpoint as Endpoint>::HAS_RECVMSG {
+            Some(Self::ep_recvmsg)
+        } else {
+            None
+        },
+        readmsg: if <P::Endpoint as Endpoint>::HAS_READMSG {
+            Some(Self::ep_readmsg)
+        } else {
+            None
+        },
+        writemsg: if <P::Endpoint as Endpoint>::HAS_WRITEMSG {
+            Some(Self::ep_writemsg)
+        } else {
+            None
+        },
+    };
+
+    const PEP_OPS: abi::kofi_pep_ops = abi::kofi_pep_ops {
+        open: Some(Self::pep_open),
+        close: Some(Self::pep_close),
+        listen: if <P::PassiveEp as PassiveEndpoint>::HAS_LISTEN {
+            Some(Self::pep_listen)
+        } else {
+            None
+        },
+        reject: if <P::PassiveEp as PassiveEndpoint>::HAS_REJECT {
+            Some(Self::pep_reject)
+        } else {
+            None
+        },
+        getname: if <P::PassiveEp as PassiveEndpoint>::HAS_GETNAME {
+            Some(Self::pep_getname)
+        } else {
+            None
+        },
+        connreq_release: Some(Self::connreq_release),
+    };
+}
+
+/// A provider's registration with the core; deregisters on drop.
+///
+/// # Invariants
+///
+/// `table` was registered with the core and stays put (boxed) until drop.
+pub(crate) struct Registration<P: Provider> {
+    table: KBox<abi::kofi_provider>,
+    _provider: PhantomData<P>,
+}
+
+// SAFETY: The table is only read by the core after registration.
+unsafe impl<P: Provider> Send for Registration<P> {}
+// SAFETY: As above.
+unsafe impl<P: Provider> Sync for Registration<P> {}
+
+impl<P: Provider> Registration<P> {
+    /// Registers provider `P` of `module` with the core.
+    pub(crate) fn register(module: &'static ThisModule) -> Result<Self> {
+        let mut table = KBox::new(
+            abi::kofi_provider {
+                name: P::NAME.as_char_ptr(),
+                version: P::VERSION,
+                owner: module.as_ptr().cast(),
+                priority: P::PRIORITY,
+                getinfo: Some(Adapter::<P>::getinfo),
+                freeinfo: None,
+                fabric: Some(Adapter::<P>::fabric),
+                fabric_close: Some(Adapter::<P>::fabric_close),
+                cleanup: None,
+                domain_ops: &Adapter::<P>::DOMAIN_OPS,
+                ep_ops: &Adapter::<P>::EP_OPS,
+                pep_ops: if P::HAS_PASSIVE_EP {
+                    &Adapter::<P>::PEP_OPS
+                } else {
+                    ptr::null()
+                },
+                core_private: ptr::null_mut(),
+            },
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The table is complete and stays boxed until `drop`
+        // deregisters it.
+        to_result(unsafe { abi::kofi_provider_register(abi::KOFI_ABI_VERSION, &mut *table) })?;
+        Ok(Registration {
+            table,
+            _provider: PhantomData,
+        })
+    }
+}
+
+impl<P: Provider> Drop for Registration<P> {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `register` (type invariants).
+        unsafe { abi::kofi_provider_deregister(&mut *self.table) };
+    }
+}

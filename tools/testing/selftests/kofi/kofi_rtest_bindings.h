@@ -1,0 +1,6 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What bindgen reads for the Rust test provider: the ABI and the layer's needs. */
+#include <kofi/kofi_bindings.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uio.h>
