@@ -462,11 +462,117 @@ static void objects_options(struct kunit *test)
 	fx_close(test, &f);
 }
 
+
+/* Every exported call refuses a NULL object and an object of the wrong class. */
+static void objects_every_call_checks_its_object(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_ep *ep_null = NULL, *ep_bad;
+	struct fid_pep *pep_bad;
+	struct fid_domain *dom_bad;
+	struct fid_fabric *fab_bad;
+	struct fid_cq *cq_bad;
+	struct fid_eq *eq_bad;
+	struct fi_cq_attr cq_attr = {};
+	struct fi_eq_attr eq_attr = {};
+	struct fi_cq_entry ce;
+	struct fi_cq_err_entry cerr;
+	struct fi_eq_err_entry eerr;
+	struct fi_msg msg = {};
+	struct fi_msg_rma rmsg = {};
+	struct kvec iov = {};
+	struct fid_mr *mr;
+	struct fid_cq *cq;
+	struct fid_eq *eq;
+	struct fid_pep *pep;
+	struct fid_ep *ep;
+	struct fid_domain *domain;
+	size_t len = 8, val;
+	u32 event;
+	char buf[8];
+	int i;
+
+	fx_open(test, &f);
+	/* Objects of the wrong class for each parameter. */
+	ep_bad = (struct fid_ep *)f.txcq;
+	pep_bad = (struct fid_pep *)f.ep;
+	dom_bad = (struct fid_domain *)f.eq;
+	fab_bad = (struct fid_fabric *)f.domain;
+	cq_bad = (struct fid_cq *)f.eq;
+	eq_bad = (struct fid_eq *)f.txcq;
+
+	for (i = 0; i < 2; i++) {
+		struct fid_ep *e = i ? ep_bad : ep_null;
+		struct fid_pep *p = i ? pep_bad : NULL;
+		struct fid_domain *d = i ? dom_bad : NULL;
+		struct fid_fabric *fb = i ? fab_bad : NULL;
+		struct fid_cq *c = i ? cq_bad : NULL;
+		struct fid_eq *q = i ? eq_bad : NULL;
+
+		KUNIT_EXPECT_EQ(test, fi_domain(fb, f.info, &domain, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_passive_ep(fb, f.info, &pep, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_eq_open(fb, &eq_attr, &eq, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_endpoint(d, f.info, &ep, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_cq_open(d, &cq_attr, &cq, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_mr_reg(d, buf, 8, FI_REMOTE_READ, 0, 0, 0, &mr, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_mr_regv(d, &iov, 1, FI_REMOTE_READ, 0, 0, 0, &mr, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, kofi_mr_get(d, 1, 0, 1, FI_REMOTE_READ, &mr), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_ep_bind(e, &f.txcq->fid, FI_SEND), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_pep_bind(p, &f.eq->fid, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_enable(e), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_listen(p), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_connect(e, NULL, NULL, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_accept(e, NULL, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_reject(p, NULL, NULL, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_shutdown(e, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_getname(&e->fid, buf, &len), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_getpeer(e, buf, &len), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_getopt(&e->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &val, &len), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_setopt(&e->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &val, len), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_send(e, buf, 8, NULL, 0, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_sendv(e, &iov, NULL, 1, 0, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(e, &msg, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_inject(e, buf, 8, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_senddata(e, buf, 8, NULL, 1, 0, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_recv(e, buf, 8, NULL, 0, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_recvv(e, &iov, NULL, 1, 0, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_recvmsg(e, &msg, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_read(e, buf, 8, NULL, 0, 0, 1, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_readv(e, &iov, NULL, 1, 0, 0, 1, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_readmsg(e, &rmsg, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_write(e, buf, 8, NULL, 0, 0, 1, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_writev(e, &iov, NULL, 1, 0, 0, 1, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_writemsg(e, &rmsg, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_inject_write(e, buf, 8, 0, 0, 1), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_writedata(e, buf, 8, NULL, 1, 0, 0, 1, NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_cq_read(c, &ce, 1), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_cq_readerr(c, &cerr, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_cq_sread(c, &ce, 1, NULL, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_cq_signal(c), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_eq_read(q, &event, buf, 8, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_eq_readerr(q, &eerr, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_eq_sread(q, &event, buf, 8, 0, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_eq_write(q, FI_NOTIFY, buf, 8, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, kofi_ep_complete(e, FI_SEND | FI_COMPLETION, NULL, 0, NULL, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, kofi_ep_event(e, FI_CONNECTED, NULL, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, kofi_ep_event_error(e, FI_EIO, 0, NULL, 0), -EINVAL);
+		KUNIT_EXPECT_NULL(test, kofi_connreq_alloc(p, NULL));
+		KUNIT_EXPECT_EQ(test, fi_close(NULL), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_control(NULL, FI_ENABLE, NULL), -EINVAL);
+	}
+	/* The connection request call takes its info even when it fails. */
+	KUNIT_EXPECT_EQ(test, kofi_pep_connreq(pep_bad, fi_allocinfo(), NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_key((struct fid_mr *)f.ep), ~0ULL);
+	KUNIT_EXPECT_NULL(test, fi_mr_desc((struct fid_mr *)f.ep));
+	fx_close(test, &f);
+}
+
 static struct kunit_case objects_cases[] = {
 	KUNIT_CASE(objects_close_in_use_is_busy),
 	KUNIT_CASE(objects_bad_arguments),
 	KUNIT_CASE(objects_bind_and_enable_states),
 	KUNIT_CASE(objects_options),
+	KUNIT_CASE(objects_every_call_checks_its_object),
 	{}
 };
 
