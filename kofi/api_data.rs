@@ -167,22 +167,37 @@ fn msg_of(
     }
 }
 
-/// `fi_send()`.
-#[no_mangle]
-pub(crate) extern "C" fn fi_send(
+/// A send of one buffer: fi_send, fi_inject, fi_senddata.
+#[allow(clippy::too_many_arguments)]
+fn send_one(
     ep: *mut abi::fid_ep,
     buf: *const c_void,
     len: usize,
     mut desc: *mut c_void,
     dest_addr: u64,
     context: *mut c_void,
+    data: u64,
+    flags: u64,
 ) -> isize {
     let kvec = match one_kvec(buf, len) {
         Ok(k) => k,
         Err(e) => return e.to_errno() as isize,
     };
-    let msg = msg_of(&kvec, &mut desc, 1, dest_addr, context, 0);
-    to_c_ssize(sendmsg(ep, &msg, plain(ep, false)))
+    let msg = msg_of(&kvec, &mut desc, 1, dest_addr, context, data);
+    to_c_ssize(sendmsg(ep, &msg, flags))
+}
+
+/// `fi_send()`.
+#[no_mangle]
+pub(crate) extern "C" fn fi_send(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    desc: *mut c_void,
+    dest_addr: u64,
+    context: *mut c_void,
+) -> isize {
+    send_one(ep, buf, len, desc, dest_addr, context, 0, plain(ep, false))
 }
 
 /// `fi_sendv()`.
@@ -207,12 +222,16 @@ pub(crate) extern "C" fn fi_inject(
     len: usize,
     dest_addr: u64,
 ) -> isize {
-    let kvec = match one_kvec(buf, len) {
-        Ok(k) => k,
-        Err(e) => return e.to_errno() as isize,
-    };
-    let msg = msg_of(&kvec, ptr::null_mut(), 1, dest_addr, ptr::null_mut(), 0);
-    to_c_ssize(sendmsg(ep, &msg, FI_INJECT))
+    send_one(
+        ep,
+        buf,
+        len,
+        ptr::null_mut(),
+        dest_addr,
+        ptr::null_mut(),
+        0,
+        FI_INJECT,
+    )
 }
 
 /// `fi_senddata()`: a send with remote CQ data.
@@ -221,17 +240,13 @@ pub(crate) extern "C" fn fi_senddata(
     ep: *mut abi::fid_ep,
     buf: *const c_void,
     len: usize,
-    mut desc: *mut c_void,
+    desc: *mut c_void,
     data: u64,
     dest_addr: u64,
     context: *mut c_void,
 ) -> isize {
-    let kvec = match one_kvec(buf, len) {
-        Ok(k) => k,
-        Err(e) => return e.to_errno() as isize,
-    };
-    let msg = msg_of(&kvec, &mut desc, 1, dest_addr, context, data);
-    to_c_ssize(sendmsg(ep, &msg, plain(ep, false) | FI_REMOTE_CQ_DATA))
+    let flags = plain(ep, false) | FI_REMOTE_CQ_DATA;
+    send_one(ep, buf, len, desc, dest_addr, context, data, flags)
 }
 
 fn recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<usize> {
@@ -399,6 +414,69 @@ fn kvec_len(iov: *const abi::kvec, count: usize) -> usize {
         .fold(0usize, |a, k| a.saturating_add(k.iov_len))
 }
 
+/// fi_readmsg and fi_writemsg: the consumer's flags, with the completion
+/// decided as for every call.
+fn rma_with_flags(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg_rma,
+    flags: u64,
+    kind: Rma,
+) -> isize {
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let wanted = match unsafe { lookup::<Endpoint>(ep) } {
+        Ok(e) => completion(e, false, flags),
+        Err(e) => return e.to_errno() as isize,
+    };
+    to_c_ssize(rmamsg(ep, msg, (flags & !FI_COMPLETION) | wanted, kind))
+}
+
+/// An RMA of one local and one remote buffer: fi_read, fi_write,
+/// fi_inject_write, fi_writedata.
+#[allow(clippy::too_many_arguments)]
+fn rma_one(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    mut desc: *mut c_void,
+    peer: u64,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+    data: u64,
+    flags: u64,
+    kind: Rma,
+) -> isize {
+    let kvec = match one_kvec(buf, len) {
+        Ok(k) => k,
+        Err(e) => return e.to_errno() as isize,
+    };
+    let rma = abi::fi_rma_iov { addr, len, key };
+    let msg = rma_of(&kvec, &mut desc, 1, peer, &rma, context, data);
+    to_c_ssize(rmamsg(ep, &msg, flags, kind))
+}
+
+/// An RMA of several local buffers and one remote one: fi_readv, fi_writev.
+#[allow(clippy::too_many_arguments)]
+fn rma_vec(
+    ep: *mut abi::fid_ep,
+    iov: *const abi::kvec,
+    desc: *mut *mut c_void,
+    count: usize,
+    peer: u64,
+    addr: u64,
+    key: u64,
+    context: *mut c_void,
+    kind: Rma,
+) -> isize {
+    let rma = abi::fi_rma_iov {
+        addr,
+        len: kvec_len(iov, count),
+        key,
+    };
+    let msg = rma_of(iov, desc, count, peer, &rma, context, 0);
+    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), kind))
+}
+
 /// `fi_readmsg()`.
 #[no_mangle]
 pub(crate) extern "C" fn fi_readmsg(
@@ -406,17 +484,7 @@ pub(crate) extern "C" fn fi_readmsg(
     msg: *const abi::fi_msg_rma,
     flags: u64,
 ) -> isize {
-    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let wanted = match unsafe { lookup::<Endpoint>(ep) } {
-        Ok(e) => completion(e, false, flags),
-        Err(e) => return e.to_errno() as isize,
-    };
-    to_c_ssize(rmamsg(
-        ep,
-        msg,
-        (flags & !FI_COMPLETION) | wanted,
-        Rma::Read,
-    ))
+    rma_with_flags(ep, msg, flags, Rma::Read)
 }
 
 /// `fi_writemsg()`.
@@ -426,17 +494,7 @@ pub(crate) extern "C" fn fi_writemsg(
     msg: *const abi::fi_msg_rma,
     flags: u64,
 ) -> isize {
-    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let wanted = match unsafe { lookup::<Endpoint>(ep) } {
-        Ok(e) => completion(e, false, flags),
-        Err(e) => return e.to_errno() as isize,
-    };
-    to_c_ssize(rmamsg(
-        ep,
-        msg,
-        (flags & !FI_COMPLETION) | wanted,
-        Rma::Write,
-    ))
+    rma_with_flags(ep, msg, flags, Rma::Write)
 }
 
 /// `fi_read()`.
@@ -445,19 +503,26 @@ pub(crate) extern "C" fn fi_read(
     ep: *mut abi::fid_ep,
     buf: *mut c_void,
     len: usize,
-    mut desc: *mut c_void,
+    desc: *mut c_void,
     src_addr: u64,
     addr: u64,
     key: u64,
     context: *mut c_void,
 ) -> isize {
-    let kvec = match one_kvec(buf, len) {
-        Ok(k) => k,
-        Err(e) => return e.to_errno() as isize,
-    };
-    let rma = abi::fi_rma_iov { addr, len, key };
-    let msg = rma_of(&kvec, &mut desc, 1, src_addr, &rma, context, 0);
-    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), Rma::Read))
+    let flags = plain(ep, false);
+    rma_one(
+        ep,
+        buf,
+        len,
+        desc,
+        src_addr,
+        addr,
+        key,
+        context,
+        0,
+        flags,
+        Rma::Read,
+    )
 }
 
 /// `fi_readv()`.
@@ -472,13 +537,17 @@ pub(crate) extern "C" fn fi_readv(
     key: u64,
     context: *mut c_void,
 ) -> isize {
-    let rma = abi::fi_rma_iov {
+    rma_vec(
+        ep,
+        iov,
+        desc,
+        count,
+        src_addr,
         addr,
-        len: kvec_len(iov, count),
         key,
-    };
-    let msg = rma_of(iov, desc, count, src_addr, &rma, context, 0);
-    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), Rma::Read))
+        context,
+        Rma::Read,
+    )
 }
 
 /// `fi_write()`.
@@ -487,19 +556,26 @@ pub(crate) extern "C" fn fi_write(
     ep: *mut abi::fid_ep,
     buf: *const c_void,
     len: usize,
-    mut desc: *mut c_void,
+    desc: *mut c_void,
     dest_addr: u64,
     addr: u64,
     key: u64,
     context: *mut c_void,
 ) -> isize {
-    let kvec = match one_kvec(buf, len) {
-        Ok(k) => k,
-        Err(e) => return e.to_errno() as isize,
-    };
-    let rma = abi::fi_rma_iov { addr, len, key };
-    let msg = rma_of(&kvec, &mut desc, 1, dest_addr, &rma, context, 0);
-    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), Rma::Write))
+    let flags = plain(ep, false);
+    rma_one(
+        ep,
+        buf,
+        len,
+        desc,
+        dest_addr,
+        addr,
+        key,
+        context,
+        0,
+        flags,
+        Rma::Write,
+    )
 }
 
 /// `fi_writev()`.
@@ -514,13 +590,17 @@ pub(crate) extern "C" fn fi_writev(
     key: u64,
     context: *mut c_void,
 ) -> isize {
-    let rma = abi::fi_rma_iov {
+    rma_vec(
+        ep,
+        iov,
+        desc,
+        count,
+        dest_addr,
         addr,
-        len: kvec_len(iov, count),
         key,
-    };
-    let msg = rma_of(iov, desc, count, dest_addr, &rma, context, 0);
-    to_c_ssize(rmamsg(ep, &msg, plain(ep, false), Rma::Write))
+        context,
+        Rma::Write,
+    )
 }
 
 /// `fi_inject_write()`: the buffer may be reused at once; no completion.
@@ -533,21 +613,20 @@ pub(crate) extern "C" fn fi_inject_write(
     addr: u64,
     key: u64,
 ) -> isize {
-    let kvec = match one_kvec(buf, len) {
-        Ok(k) => k,
-        Err(e) => return e.to_errno() as isize,
-    };
-    let rma = abi::fi_rma_iov { addr, len, key };
-    let msg = rma_of(
-        &kvec,
+    let ctx = ptr::null_mut();
+    rma_one(
+        ep,
+        buf,
+        len,
         ptr::null_mut(),
-        1,
         dest_addr,
-        &rma,
-        ptr::null_mut(),
+        addr,
+        key,
+        ctx,
         0,
-    );
-    to_c_ssize(rmamsg(ep, &msg, FI_INJECT, Rma::Write))
+        FI_INJECT,
+        Rma::Write,
+    )
 }
 
 /// `fi_writedata()`: a write with remote CQ data.
@@ -556,23 +635,25 @@ pub(crate) extern "C" fn fi_writedata(
     ep: *mut abi::fid_ep,
     buf: *const c_void,
     len: usize,
-    mut desc: *mut c_void,
+    desc: *mut c_void,
     data: u64,
     dest_addr: u64,
     addr: u64,
     key: u64,
     context: *mut c_void,
 ) -> isize {
-    let kvec = match one_kvec(buf, len) {
-        Ok(k) => k,
-        Err(e) => return e.to_errno() as isize,
-    };
-    let rma = abi::fi_rma_iov { addr, len, key };
-    let msg = rma_of(&kvec, &mut desc, 1, dest_addr, &rma, context, data);
-    to_c_ssize(rmamsg(
+    let flags = plain(ep, false) | FI_REMOTE_CQ_DATA;
+    rma_one(
         ep,
-        &msg,
-        plain(ep, false) | FI_REMOTE_CQ_DATA,
+        buf,
+        len,
+        desc,
+        dest_addr,
+        addr,
+        key,
+        context,
+        data,
+        flags,
         Rma::Write,
-    ))
+    )
 }

@@ -43,6 +43,30 @@ unsafe impl Send for CqError {}
 
 type CqSlot = Slot<Completion, CqError>;
 
+/// A queue's size from its attr: 0 for the default, at most `max`.
+fn queue_size(asked: usize, default: u32, max: u32) -> Result<usize> {
+    match asked {
+        0 => Ok(default as usize),
+        n if n > max as usize => Err(EINVAL),
+        n => Ok(n),
+    }
+}
+
+/// Whether a queue with `wait_obj` can be slept on; wait objects other than
+/// a kernel wait queue (or none) are not supported.
+fn can_wait(wait_obj: abi::fi_wait_obj) -> Result<bool> {
+    match wait_obj {
+        abi::fi_wait_obj_FI_WAIT_NONE => Ok(false),
+        abi::fi_wait_obj_FI_WAIT_UNSPEC | abi::fi_wait_obj_FI_WAIT_QUEUE => Ok(true),
+        abi::fi_wait_obj_FI_WAIT_SET
+        | abi::fi_wait_obj_FI_WAIT_FD
+        | abi::fi_wait_obj_FI_WAIT_MUTEX_COND
+        | abi::fi_wait_obj_FI_WAIT_YIELD
+        | abi::fi_wait_obj_FI_WAIT_POLLFD => Err(errno::enosys()),
+        _ => Err(EINVAL),
+    }
+}
+
 /// Slots for a ring of `size` entries plus the overrun marker.
 fn slots<T>(size: usize) -> Result<KVec<Option<T>>> {
     let mut v = KVec::with_capacity(size + 1, GFP_KERNEL)?;
@@ -126,11 +150,7 @@ impl Cq {
         attr: &abi::fi_cq_attr,
         context: *mut c_void,
     ) -> Result<impl PinInit<Self, Error>> {
-        let size = match attr.size {
-            0 => abi::KOFI_CQ_SIZE_DEFAULT as usize,
-            n if n > abi::KOFI_CQ_SIZE_MAX as usize => return Err(EINVAL),
-            n => n,
-        };
+        let size = queue_size(attr.size, abi::KOFI_CQ_SIZE_DEFAULT, abi::KOFI_CQ_SIZE_MAX)?;
         let format = match attr.format {
             abi::fi_cq_format_FI_CQ_FORMAT_UNSPEC => abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT,
             f @ (abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT
@@ -139,16 +159,7 @@ impl Cq {
             abi::fi_cq_format_FI_CQ_FORMAT_TAGGED => return Err(errno::enosys()),
             _ => return Err(EINVAL),
         };
-        let can_wait = match attr.wait_obj {
-            abi::fi_wait_obj_FI_WAIT_NONE => false,
-            abi::fi_wait_obj_FI_WAIT_UNSPEC | abi::fi_wait_obj_FI_WAIT_QUEUE => true,
-            abi::fi_wait_obj_FI_WAIT_SET
-            | abi::fi_wait_obj_FI_WAIT_FD
-            | abi::fi_wait_obj_FI_WAIT_MUTEX_COND
-            | abi::fi_wait_obj_FI_WAIT_YIELD
-            | abi::fi_wait_obj_FI_WAIT_POLLFD => return Err(errno::enosys()),
-            _ => return Err(EINVAL),
-        };
+        let can_wait = can_wait(attr.wait_obj)?;
         if attr.flags != 0
             || attr.wait_cond > abi::fi_cq_wait_cond_FI_CQ_COND_THRESHOLD
             || !attr.wait_set.is_null()
@@ -390,21 +401,8 @@ impl Eq {
         attr: &abi::fi_eq_attr,
         context: *mut c_void,
     ) -> Result<impl PinInit<Self, Error>> {
-        let size = match attr.size {
-            0 => abi::KOFI_EQ_SIZE_DEFAULT as usize,
-            n if n > abi::KOFI_EQ_SIZE_MAX as usize => return Err(EINVAL),
-            n => n,
-        };
-        let can_wait = match attr.wait_obj {
-            abi::fi_wait_obj_FI_WAIT_NONE => false,
-            abi::fi_wait_obj_FI_WAIT_UNSPEC | abi::fi_wait_obj_FI_WAIT_QUEUE => true,
-            abi::fi_wait_obj_FI_WAIT_SET
-            | abi::fi_wait_obj_FI_WAIT_FD
-            | abi::fi_wait_obj_FI_WAIT_MUTEX_COND
-            | abi::fi_wait_obj_FI_WAIT_YIELD
-            | abi::fi_wait_obj_FI_WAIT_POLLFD => return Err(errno::enosys()),
-            _ => return Err(EINVAL),
-        };
+        let size = queue_size(attr.size, abi::KOFI_EQ_SIZE_DEFAULT, abi::KOFI_EQ_SIZE_MAX)?;
+        let can_wait = can_wait(attr.wait_obj)?;
         if attr.flags != 0 || !attr.wait_set.is_null() {
             return Err(EINVAL);
         }

@@ -23,5 +23,5 @@ $(obj)/abi_generated.rs: $(src)/$(KOFI_BINDINGS_HEADER) FORCE
 targets += abi_generated.rs
 
 # abi.rs finds the generated file through this variable: the build directory
-# differs per provider while the source is shared.
-$(obj)/%.o: export KOFI_PROVIDER_OBJ = $(obj)
+# differs per module while the source is shared.
+$(obj)/%.o: export KOFI_BINDINGS_DIR = $(obj)
