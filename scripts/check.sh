@@ -34,6 +34,13 @@ while read -r p f ig; do
 done < <(echo "$out" | sed -nE 's/^test result: [A-Za-z]+\. ([0-9]+) passed; ([0-9]+) failed; ([0-9]+) ignored.*/\1 \2 \3/p')
 [ $rc = 0 ] || { echo "$out" | tail -30; record "cargo test exit status" 1; }
 
+step "fuzz: the sock wire header parser (${KOFI_FUZZ_SECONDS:-30} s)"
+out=$(cd providers/sock && RUSTC_BOOTSTRAP=1 cargo fuzz run --fuzz-dir fuzz parse_header -- \
+	-max_total_time="${KOFI_FUZZ_SECONDS:-30}" 2>&1)
+rc=$?
+echo "$out" | grep -E '^Done|ERROR|panicked|SUMMARY' || echo "$out" | tail -20
+record "cargo fuzz parse_header" $rc
+
 step "style: rustfmt"
 mapfile -t rs < <(git ls-files --cached --others --exclude-standard '*.rs')
 out=$(rustfmt --check --config-path "$KOFI_ROOT/.rustfmt.toml" --edition 2021 "${rs[@]}" 2>&1)

@@ -66,4 +66,10 @@ else
 	echo "setup: installing bindgen-cli 0.69.5"
 	cargo install --locked bindgen-cli@0.69.5
 fi
+if cargo fuzz --version >/dev/null 2>&1; then
+	echo "setup: cargo-fuzz already installed"
+else
+	echo "setup: installing cargo-fuzz (fuzzes the sock wire parser)"
+	cargo install --locked cargo-fuzz
+fi
 echo "setup: done"

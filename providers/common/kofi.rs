@@ -319,6 +319,11 @@ pub(crate) struct PostedRecv {
 unsafe impl Send for PostedRecv {}
 
 impl PostedRecv {
+    /// The buffers' total size.
+    pub(crate) fn capacity(&self) -> usize {
+        self.iov.iter().map(|k| k.iov_len).sum()
+    }
+
     /// Copies a message into the buffers; returns the bytes that fit.
     pub(crate) fn fill(&self, src: &[u8]) -> usize {
         scatter_kvecs(&self.iov, src)
@@ -353,12 +358,39 @@ impl RmaMsg<'_> {
         )
     }
 
+    /// An owned description of the local buffers, to fill when a read's
+    /// data arrives later.
+    pub(crate) fn to_posted(&self, flags: u64) -> Result<PostedRecv> {
+        let iov = kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?;
+        let mut copy = KVec::with_capacity(iov.len(), GFP_KERNEL)?;
+        copy.extend_from_slice(iov, GFP_KERNEL)?;
+        Ok(PostedRecv {
+            iov: copy,
+            context: Context(self.raw.context),
+            flags,
+        })
+    }
+
     /// Copies `src` into the local buffers (of a read); returns bytes copied.
     pub(crate) fn scatter(&self, src: &[u8]) -> Result<usize> {
         Ok(scatter_kvecs(
             kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?,
             src,
         ))
+    }
+}
+
+/// The address a consumer passed to fi_connect (or NULL).
+pub(crate) struct PeerAddr(*const c_void);
+
+impl PeerAddr {
+    /// The address as `len` bytes, the size of the endpoint's address
+    /// format, or `None` when the consumer passed none.
+    pub(crate) fn bytes(&self, len: usize) -> Option<&[u8]> {
+        // SAFETY: Under the ABI the consumer's address is one of the
+        // endpoint's format, `len` bytes, valid during the call, which
+        // outlives `self`.
+        (!self.0.is_null()).then(|| unsafe { core::slice::from_raw_parts(self.0.cast(), len) })
     }
 }
 
@@ -423,10 +455,84 @@ impl Info {
         Ok(())
     }
 
+    pub(crate) fn set_src_addr(&mut self, addr: &[u8]) -> Result {
+        let p = Self::bytes(addr)?;
+        let i = self.fields().info;
+        // SAFETY: The old address, if any, was allocated for this info.
+        unsafe { abi::kfree(i.src_addr) };
+        i.src_addr = p;
+        i.src_addrlen = addr.len();
+        Ok(())
+    }
+
+    pub(crate) fn set_dest_addr(&mut self, addr: &[u8]) -> Result {
+        let p = Self::bytes(addr)?;
+        let i = self.fields().info;
+        // SAFETY: As above.
+        unsafe { abi::kfree(i.dest_addr) };
+        i.dest_addr = p;
+        i.dest_addrlen = addr.len();
+        Ok(())
+    }
+
+    /// A kmalloc'ed copy of `b`, which the core's fi_freeinfo kfree()s.
+    fn bytes(b: &[u8]) -> Result<*mut c_void> {
+        let mut v = KVec::with_capacity(b.len(), GFP_KERNEL)?;
+        v.extend_from_slice(b, GFP_KERNEL)?;
+        let (p, _, _) = v.into_raw_parts();
+        Ok(p.cast())
+    }
+
     fn into_raw(self) -> *mut abi::fi_info {
         let p = self.ptr.as_ptr();
         core::mem::forget(self);
         p
+    }
+}
+
+/// An info the core passes to an open op, read-only.
+pub(crate) struct InfoRef<'a> {
+    raw: &'a abi::fi_info,
+}
+
+impl<'a> InfoRef<'a> {
+    pub(crate) fn caps(&self) -> u64 {
+        self.raw.caps
+    }
+
+    pub(crate) fn addr_format(&self) -> u32 {
+        self.raw.addr_format
+    }
+
+    /// # Safety
+    ///
+    /// `p` is null or holds `len` bytes that live as long as the info.
+    unsafe fn addr(p: *const c_void, len: usize) -> Option<&'a [u8]> {
+        // SAFETY: The caller's guarantee.
+        (!p.is_null() && len != 0).then(|| unsafe { core::slice::from_raw_parts(p.cast(), len) })
+    }
+
+    pub(crate) fn src_addr(&self) -> Option<&'a [u8]> {
+        // SAFETY: An info's address holds its length in bytes (ABI).
+        unsafe { Self::addr(self.raw.src_addr, self.raw.src_addrlen) }
+    }
+
+    pub(crate) fn dest_addr(&self) -> Option<&'a [u8]> {
+        // SAFETY: As above.
+        unsafe { Self::addr(self.raw.dest_addr, self.raw.dest_addrlen) }
+    }
+
+    /// The provider's state of the connection request this info names
+    /// (the info of an FI_CONNREQ), made by [`PepRef::connreq`] with `R`.
+    ///
+    /// # Safety
+    ///
+    /// The provider's requests are all of type `R`.
+    pub(crate) unsafe fn request<R: Send + 'static>(&self) -> Option<&'a R> {
+        let handle = self.raw.handle;
+        // SAFETY: The core checked a handle in an info given to fi_endpoint
+        // is a live request of this fabric; the caller vouches for `R`.
+        (!handle.is_null()).then(|| unsafe { request_of::<R>(handle) })
     }
 }
 
@@ -568,18 +674,15 @@ pub(crate) trait Provider: Sync + Sized + 'static {
 
     fn fabric(attr: &abi::fi_fabric_attr) -> Result<Self::Fabric>;
 
-    fn domain(
-        fabric: &Self::Fabric,
-        domain: DomainRef,
-        info: &abi::fi_info,
-    ) -> Result<Self::Domain>;
+    fn domain(fabric: &Self::Fabric, domain: DomainRef, info: &InfoRef<'_>)
+        -> Result<Self::Domain>;
 
-    fn endpoint(domain: &Self::Domain, ep: EpRef, info: &abi::fi_info) -> Result<Self::Endpoint>;
+    fn endpoint(domain: &Self::Domain, ep: EpRef, info: &InfoRef<'_>) -> Result<Self::Endpoint>;
 
     fn passive_ep(
         _fabric: &Self::Fabric,
         _pep: PepRef,
-        _info: &abi::fi_info,
+        _info: &InfoRef<'_>,
     ) -> Result<Self::PassiveEp> {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
@@ -592,7 +695,8 @@ pub(crate) trait Endpoint: Send + Sync + Sized + 'static {
     fn enable(&self) -> Result {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
-    fn connect(&self, _addr: *const c_void, _param: &[u8]) -> Result {
+    /// `addr`: the consumer's address argument, read with [`PeerAddr::bytes`].
+    fn connect(&self, _addr: PeerAddr, _param: &[u8]) -> Result {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     fn accept(&self, _param: &[u8]) -> Result {
@@ -796,7 +900,7 @@ impl<P: Provider> Adapter<P> {
             let d = DomainRef {
                 ptr: NonNull::new_unchecked(domain),
             };
-            P::domain(f, d, &*info).and_then(|v| set_state(domain.cast(), v))
+            P::domain(f, d, &InfoRef { raw: &*info }).and_then(|v| set_state(domain.cast(), v))
         };
         ret(r)
     }
@@ -823,7 +927,7 @@ impl<P: Provider> Adapter<P> {
             let e = EpRef {
                 ptr: NonNull::new_unchecked(ep),
             };
-            P::endpoint(d, e, &*info).and_then(|v| set_state(ep.cast(), v))
+            P::endpoint(d, e, &InfoRef { raw: &*info }).and_then(|v| set_state(ep.cast(), v))
         };
         ret(r)
     }
@@ -864,7 +968,7 @@ impl<P: Provider> Adapter<P> {
         len: usize,
     ) -> c_int {
         // SAFETY: As above; the core checked the private data.
-        ret(unsafe { Self::ep(ep).connect(addr, param(p, len)) })
+        ret(unsafe { Self::ep(ep).connect(PeerAddr(addr), param(p, len)) })
     }
 
     /// # Safety
@@ -979,7 +1083,7 @@ impl<P: Provider> Adapter<P> {
             let p = PepRef {
                 ptr: NonNull::new_unchecked(pep),
             };
-            P::passive_ep(f, p, &*info).and_then(|v| set_state(pep.cast(), v))
+            P::passive_ep(f, p, &InfoRef { raw: &*info }).and_then(|v| set_state(pep.cast(), v))
         };
         ret(r)
     }

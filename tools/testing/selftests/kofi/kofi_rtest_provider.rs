@@ -25,7 +25,7 @@ mod kofi;
 mod ring;
 
 use flags::*;
-use kofi::{fi_error, Context, DomainRef, EpRef, Info, InfoList, Msg, PostedRecv, RmaMsg};
+use kofi::{fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PostedRecv, RmaMsg};
 use ring::Ring;
 
 module! {
@@ -99,11 +99,11 @@ impl kofi::Provider for Rtest {
         Ok(())
     }
 
-    fn domain(_fabric: &(), domain: DomainRef, _info: &abi::fi_info) -> Result<DomainRef> {
+    fn domain(_fabric: &(), domain: DomainRef, _info: &InfoRef<'_>) -> Result<DomainRef> {
         Ok(domain)
     }
 
-    fn endpoint(domain: &DomainRef, ep: EpRef, _info: &abi::fi_info) -> Result<RtestEp> {
+    fn endpoint(domain: &DomainRef, ep: EpRef, _info: &InfoRef<'_>) -> Result<RtestEp> {
         let mut slots = KVec::with_capacity(MAX_RECV, GFP_KERNEL)?;
         for _ in 0..MAX_RECV {
             slots.push(None, GFP_KERNEL)?;
@@ -195,7 +195,7 @@ impl RtestEp {
 
 #[vtable]
 impl kofi::Endpoint for RtestEp {
-    fn connect(&self, _addr: *const kernel::ffi::c_void, param: &[u8]) -> Result {
+    fn connect(&self, _addr: kofi::PeerAddr, param: &[u8]) -> Result {
         self.ep.event(abi::FI_CONNECTED, param)
     }
 

@@ -43,7 +43,7 @@ run_kunit_module() {
 		return 1
 	fi
 	fixtures=""
-	for f in "$MODDIR"/kofi_*_provider.ko; do
+	for f in "$MODDIR"/kofi_*_provider.ko "$MODDIR"/kofi_sock.ko; do
 		[ -e "$f" ] || continue
 		if ! insmod "$f"; then
 			echo "# insmod $(basename "$f") failed"

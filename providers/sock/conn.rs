@@ -1,0 +1,868 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A kofi_sock connection: one TCP socket carrying wire frames, driven by
+//! its socket callbacks through a work item on the provider's workqueue
+//! (WQ_MEM_RECLAIM, in a memalloc_noio scope) and by the endpoint's calls.
+//!
+//! Everything about a connection is under its mutex: the socket, the phase,
+//! the frames waiting to go out, the frame coming in, the posted receives,
+//! the unexpected messages and the RMAs in flight. Reporting to the core
+//! happens under it too (the core's queues take only spinlocks).
+//!
+//! A malformed frame, a socket error or EOF ends the connection: pending
+//! transmits and RMAs complete with FI_ECONNRESET and FI_SHUTDOWN (or a
+//! connection error) goes to the EQ. An RMA the target refuses (key, range,
+//! rights) completes with an error at the initiator; the connection stays.
+
+use crate::abi;
+use crate::flags::*;
+use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, PepRef, PostedRecv};
+use crate::ring::Ring;
+use crate::socket::{Received, SockAddr, Socket};
+use crate::wire::{self, Header, Op, HEADER_LEN};
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
+use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+
+/// Frames waiting to go out, per connection.
+pub(crate) const TX_DEPTH: usize = 256;
+/// Posted receives, per connection.
+pub(crate) const RX_DEPTH: usize = 256;
+/// The largest message or RMA.
+pub(crate) const MAX_MSG: usize = 4 << 20;
+/// Bytes of messages held for receives not yet posted; beyond it the
+/// connection stops reading and TCP holds the sender back.
+const UNEXPECTED_MAX: usize = 8 << 20;
+
+/// Where a connection stands.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// Client: TCP connecting.
+    Connecting,
+    /// Client: CONNECT sent, waiting for ACCEPT or REJECT.
+    AwaitAccept,
+    /// Server: waiting for the client's CONNECT.
+    AwaitConnect,
+    /// Server: FI_CONNREQ posted, waiting for fi_accept or fi_reject.
+    AwaitDecision,
+    /// Server: REJECT queued; close once it is out.
+    Rejecting,
+    Connected,
+    Closed,
+}
+
+/// A frame to send, and what to report once it is out.
+struct TxFrame {
+    bytes: KVec<u8>,
+    /// A send's completion: its context and flags.
+    done: Option<(Context, u64)>,
+}
+
+/// An RMA waiting for the peer's answer.
+pub(crate) struct PendingRma {
+    id: u64,
+    write: bool,
+    context: Context,
+    flags: u64,
+    len: usize,
+    /// A read's local buffers.
+    local: Option<PostedRecv>,
+}
+
+/// A message that arrived before a receive was posted for it.
+struct Unexpected {
+    data: KVec<u8>,
+    cq_data: Option<u64>,
+}
+
+/// The frame being received: its header, then its payload.
+struct Incoming {
+    header: [u8; HEADER_LEN],
+    header_got: usize,
+    parsed: Option<Header>,
+    payload: KVec<u8>,
+    payload_got: usize,
+}
+
+impl Incoming {
+    fn new() -> Incoming {
+        Incoming {
+            header: [0; HEADER_LEN],
+            header_got: 0,
+            parsed: None,
+            payload: KVec::new(),
+            payload_got: 0,
+        }
+    }
+}
+
+type Posted = Ring<PostedRecv, KVec<Option<PostedRecv>>>;
+type Held = Ring<Unexpected, KVec<Option<Unexpected>>>;
+type Queued = Ring<TxFrame, KVec<Option<TxFrame>>>;
+
+fn slots<T>(n: usize) -> Result<KVec<Option<T>>> {
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        v.push(None, GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+struct Inner {
+    sock: Option<Socket>,
+    phase: Phase,
+    ep: Option<EpRef>,
+    domain: Option<DomainRef>,
+    /// Server side, until accepted or rejected: where FI_CONNREQ goes.
+    pep: Option<PepRef>,
+    /// Client: the private data CONNECT carries.
+    connect_data: KVec<u8>,
+    tx: Queued,
+    /// Bytes of the front frame already sent.
+    tx_sent: usize,
+    rx: Incoming,
+    posted: Posted,
+    unexpected: Held,
+    unexpected_bytes: usize,
+    rma: KVec<PendingRma>,
+    next_id: u64,
+    /// FI_SHUTDOWN (or a connection error) was reported.
+    ended: bool,
+    /// Server: the CONNECT's private data, until FI_CONNREQ goes out.
+    connreq_data: Option<KVec<u8>>,
+}
+
+/// A connection.
+#[pin_data]
+pub(crate) struct Conn {
+    #[pin]
+    work: Work<Conn>,
+    #[pin]
+    inner: Mutex<Inner>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Conn { self.work }
+}
+
+impl WorkItem for Conn {
+    type Pointer = Arc<Conn>;
+
+    fn run(this: Arc<Conn>) {
+        this.progress();
+    }
+}
+
+/// Frees the reference a socket held on its connection (see `Socket::attach`).
+fn release_conn(owner: *const core::ffi::c_void) {
+    // SAFETY: `attach` gave the socket this reference with `Arc::into_raw`.
+    drop(unsafe { Arc::from_raw(owner.cast::<Conn>()) });
+}
+
+/// Schedules `owner`'s progress; called from the socket callbacks.
+///
+/// # Safety
+///
+/// `owner` is the pointer a socket was attached with, still attached.
+pub(crate) unsafe fn wake(owner: *const core::ffi::c_void) {
+    // SAFETY: The socket holds a reference until it is detached, which waits
+    // for callbacks like this one.
+    let conn: Arc<Conn> = unsafe { ArcBorrow::from_raw(owner.cast::<Conn>()) }.into();
+    conn.kick();
+}
+
+impl Conn {
+    fn new(sock: Socket, phase: Phase) -> Result<Arc<Conn>> {
+        let inner = Inner {
+            sock: Some(sock),
+            phase,
+            ep: None,
+            domain: None,
+            pep: None,
+            connect_data: KVec::new(),
+            tx: Ring::new(slots(TX_DEPTH)?),
+            tx_sent: 0,
+            rx: Incoming::new(),
+            posted: Ring::new(slots(RX_DEPTH)?),
+            unexpected: Ring::new(slots(RX_DEPTH)?),
+            unexpected_bytes: 0,
+            rma: KVec::new(),
+            next_id: 1,
+            ended: false,
+            connreq_data: None,
+        };
+        let conn = Arc::pin_init(
+            pin_init!(Conn {
+                work <- new_work!("kofi_sock_conn"),
+                inner <- new_mutex!(inner, "kofi_sock_conn"),
+            }),
+            GFP_KERNEL,
+        )?;
+        {
+            let mut g = conn.inner.lock();
+            let owner = Arc::into_raw(conn.clone()).cast();
+            if let Some(s) = g.sock.as_mut() {
+                s.attach(owner, release_conn, false);
+            }
+        }
+        Ok(conn)
+    }
+
+    /// A client connection to `addr`, carrying `data` in its CONNECT.
+    pub(crate) fn connect(
+        addr: &SockAddr,
+        data: &[u8],
+        ep: EpRef,
+        domain: DomainRef,
+    ) -> Result<Arc<Conn>> {
+        let sock = Socket::new(addr.is_ipv6())?;
+        let conn = Conn::new(sock, Phase::Connecting)?;
+        {
+            let mut g = conn.inner.lock();
+            g.connect_data.extend_from_slice(data, GFP_KERNEL)?;
+            g.ep = Some(ep);
+            g.domain = Some(domain);
+            let r = g
+                .sock
+                .as_ref()
+                .map_or(Err(fi_error(abi::FI_ENOTCONN)), |s| s.connect(addr));
+            if let Err(e) = r {
+                g.sock = None;
+                g.phase = Phase::Closed;
+                return Err(e);
+            }
+        }
+        conn.kick();
+        Ok(conn)
+    }
+
+    /// A server connection for a socket a listener accepted.
+    pub(crate) fn accepted(sock: Socket, pep: PepRef) -> Result<Arc<Conn>> {
+        let conn = Conn::new(sock, Phase::AwaitConnect)?;
+        conn.inner.lock().pep = Some(pep);
+        // Data may have arrived before the callbacks were ours.
+        conn.kick();
+        Ok(conn)
+    }
+
+    /// Queues the work item (already queued is fine).
+    pub(crate) fn kick(self: &Arc<Self>) {
+        let _ = crate::queue().enqueue(self.clone());
+    }
+
+    /// Binds the endpoint that accepts this (server) connection.
+    pub(crate) fn bind(&self, ep: EpRef, domain: DomainRef) -> Result {
+        let mut g = self.inner.lock();
+        if g.phase != Phase::AwaitDecision || g.ep.is_some() {
+            return Err(EINVAL);
+        }
+        g.ep = Some(ep);
+        g.domain = Some(domain);
+        Ok(())
+    }
+
+    /// Whether an endpoint took this (server) connection.
+    pub(crate) fn is_bound(&self) -> bool {
+        self.inner.lock().ep.is_some()
+    }
+
+    /// fi_accept: ACCEPT with `data`, then FI_CONNECTED here.
+    pub(crate) fn accept(self: &Arc<Self>, data: &[u8]) -> Result {
+        {
+            let mut g = self.inner.lock();
+            if g.phase != Phase::AwaitDecision || g.ep.is_none() {
+                return Err(fi_error(abi::FI_EOPBADSTATE));
+            }
+            g.queue(Header::new(Op::Accept), data, None)?;
+            g.phase = Phase::Connected;
+            if let Some(ep) = &g.ep {
+                // A full EQ records its own overrun.
+                let _ = ep.event(abi::FI_CONNECTED, &[]);
+            }
+        }
+        self.kick();
+        Ok(())
+    }
+
+    /// fi_reject: REJECT with `data`; the connection closes once it is out.
+    pub(crate) fn reject(self: &Arc<Self>, data: &[u8]) -> Result {
+        {
+            let mut g = self.inner.lock();
+            if g.phase != Phase::AwaitDecision {
+                return Err(fi_error(abi::FI_EOPBADSTATE));
+            }
+            let h = Header {
+                status: abi::ECONNREFUSED,
+                ..Header::new(Op::Reject)
+            };
+            g.queue(h, data, None)?;
+            g.phase = Phase::Rejecting;
+        }
+        self.kick();
+        Ok(())
+    }
+
+    /// fi_shutdown: SHUTDOWN to the peer, FI_SHUTDOWN here.
+    pub(crate) fn shutdown(self: &Arc<Self>) -> Result {
+        let mut g = self.inner.lock();
+        if g.phase != Phase::Connected {
+            return Err(fi_error(abi::FI_ENOTCONN));
+        }
+        let _ = g.queue(Header::new(Op::Shutdown), &[], None);
+        g.flush();
+        if let Some(s) = &g.sock {
+            s.shutdown();
+        }
+        g.end(abi::FI_ECONNRESET, true);
+        Ok(())
+    }
+
+    /// Closes without a word to anyone: the endpoint (or request) is gone.
+    pub(crate) fn close(&self) {
+        let mut g = self.inner.lock();
+        g.ep = None;
+        g.pep = None;
+        g.phase = Phase::Closed;
+        // Dropping the socket detaches its callbacks and releases it.
+        g.sock = None;
+    }
+
+    pub(crate) fn addr(&self, peer: bool) -> Result<SockAddr> {
+        let g = self.inner.lock();
+        g.sock
+            .as_ref()
+            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?
+            .name(peer)
+    }
+
+    /// Queues a message (`op` Send) or an RMA, then pushes what it can.
+    pub(crate) fn post(
+        self: &Arc<Self>,
+        header: Header,
+        payload: &[u8],
+        done: Option<(Context, u64)>,
+        rma: Option<PendingRma>,
+    ) -> Result {
+        {
+            let mut g = self.inner.lock();
+            if g.phase != Phase::Connected {
+                return Err(fi_error(abi::FI_ENOTCONN));
+            }
+            let mut header = header;
+            if let Some(mut pending) = rma {
+                header.id = g.next_id;
+                pending.id = g.next_id;
+                g.next_id += 1;
+                g.rma.push(pending, GFP_KERNEL)?;
+                if let Err(e) = g.queue(header, payload, None) {
+                    let _ = pop_rma(&mut g.rma, header.id);
+                    return Err(e);
+                }
+            } else {
+                g.queue(header, payload, done)?;
+            }
+            g.flush();
+        }
+        self.kick();
+        Ok(())
+    }
+
+    /// Posts a receive; a held message completes it at once.
+    pub(crate) fn post_recv(self: &Arc<Self>, recv: PostedRecv) -> Result {
+        let resume = {
+            let mut g = self.inner.lock();
+            if let Some(held) = g.unexpected.pop() {
+                g.unexpected_bytes -= held.data.len();
+                g.deliver(recv, &held.data, held.cq_data);
+                true
+            } else {
+                g.posted.push(recv).map_err(|_| fi_error(abi::FI_EAGAIN))?;
+                true
+            }
+        };
+        if resume {
+            // Reading may have stopped for want of a receive.
+            self.kick();
+        }
+        Ok(())
+    }
+
+    /// Makes what progress the socket allows.
+    fn progress(self: &Arc<Self>) {
+        // SAFETY: No preconditions; restored below.
+        let noio = unsafe { abi::ksock_noio_save() };
+        let mut g = self.inner.lock();
+        loop {
+            if let Err(e) = g.step_connect() {
+                g.fail(e);
+                break;
+            }
+            let sent = g.flush();
+            let received = match g.receive() {
+                Ok(n) => n,
+                Err(e) => {
+                    g.fail(e);
+                    false
+                }
+            };
+            if g.phase == Phase::Rejecting && g.tx.len() == 0 {
+                g.sock = None;
+                g.phase = Phase::Closed;
+            }
+            if !sent && !received {
+                break;
+            }
+        }
+        // Connection requests go out with no lock of ours held.
+        let request = g.take_connreq();
+        drop(g);
+        if let Some((pep, info, data)) = request {
+            let req = crate::Request::new(self.clone());
+            let posted = req.and_then(|r| pep.connreq(info, r, &data));
+            if posted.is_err() {
+                self.close();
+            }
+        }
+        // SAFETY: Restores the state saved above.
+        unsafe { abi::ksock_noio_restore(noio) };
+    }
+}
+
+fn pop_rma(v: &mut KVec<PendingRma>, id: u64) -> Option<PendingRma> {
+    let i = v.iter().position(|p| p.id == id)?;
+    let last = v.len() - 1;
+    v.swap(i, last);
+    let len = v.len();
+    // SAFETY: Element `len - 1` is initialised; shrinking the length first
+    // hands its ownership to us.
+    unsafe {
+        v.set_len(len - 1);
+        Some(core::ptr::read(v.as_ptr().add(len - 1)))
+    }
+}
+
+/// A connection error's FI_E* from a kernel error.
+fn errnum(e: Error) -> u32 {
+    e.to_errno().unsigned_abs()
+}
+
+impl Inner {
+    /// Queues a frame: `header` (its length set) and `payload`.
+    fn queue(
+        &mut self,
+        mut header: Header,
+        payload: &[u8],
+        done: Option<(Context, u64)>,
+    ) -> Result {
+        header.len = payload.len() as u64;
+        let mut bytes = KVec::with_capacity(HEADER_LEN + payload.len(), GFP_KERNEL)?;
+        bytes.extend_from_slice(&header.encode(), GFP_KERNEL)?;
+        bytes.extend_from_slice(payload, GFP_KERNEL)?;
+        self.tx
+            .push(TxFrame { bytes, done })
+            .map_err(|_| fi_error(abi::FI_EAGAIN))
+    }
+
+    /// Client: once TCP is up, CONNECT goes out.
+    fn step_connect(&mut self) -> Result {
+        if self.phase != Phase::Connecting {
+            return Ok(());
+        }
+        let up = self
+            .sock
+            .as_ref()
+            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?
+            .established()?;
+        if up {
+            let data = core::mem::take(&mut self.connect_data);
+            self.queue(Header::new(Op::Connect), &data, None)?;
+            self.phase = Phase::AwaitAccept;
+        }
+        Ok(())
+    }
+
+    /// Sends queued frames until the socket is full; whether any byte went.
+    fn flush(&mut self) -> bool {
+        let mut moved = false;
+        loop {
+            let Some(sock) = self.sock.as_ref() else {
+                return moved;
+            };
+            let Some(front) = self.tx.front() else {
+                return moved;
+            };
+            let more = self.tx.len() > 1;
+            let sent = match sock.send(&front.bytes[self.tx_sent..], more) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.fail(e);
+                    return moved;
+                }
+            };
+            if sent == 0 {
+                return moved;
+            }
+            moved = true;
+            self.tx_sent += sent;
+            if self.tx_sent < front.bytes.len() {
+                continue;
+            }
+            self.tx_sent = 0;
+            if let Some(frame) = self.tx.pop() {
+                if let (Some((ctx, flags)), Some(ep)) = (frame.done, &self.ep) {
+                    let _ = ep.complete(FI_SEND | FI_MSG | (flags & FI_COMPLETION), ctx, 0, 0);
+                }
+            }
+        }
+    }
+
+    /// Reads frames while there is room to act on them; whether any byte came.
+    fn receive(&mut self) -> Result<bool> {
+        let mut moved = false;
+        loop {
+            if matches!(
+                self.phase,
+                Phase::Closed | Phase::Connecting | Phase::Rejecting
+            ) || self.sock.is_none()
+            {
+                return Ok(moved);
+            }
+            // Answers to a peer's reads need room in the transmit queue, and
+            // a message with no receive needs room in the hold: otherwise
+            // stop reading, and TCP holds the peer back.
+            if self.tx.len() + 1 >= TX_DEPTH {
+                return Ok(moved);
+            }
+            if self.rx.parsed.is_none() {
+                let got = self.rx.header_got;
+                let n = match self.read_into_header(got)? {
+                    Some(n) => n,
+                    None => return Ok(moved),
+                };
+                moved = true;
+                self.rx.header_got += n;
+                if self.rx.header_got < HEADER_LEN {
+                    continue;
+                }
+                let limits = wire::Limits {
+                    max_msg: MAX_MSG as u64,
+                };
+                let h = Header::parse(&self.rx.header, &limits)
+                    .map_err(|_| fi_error(abi::FI_EPROTO))?;
+                if h.op == Some(Op::Send)
+                    && self.posted.len() == 0
+                    && self.unexpected_bytes + h.len as usize > UNEXPECTED_MAX
+                {
+                    // Keep the header, read the payload later.
+                    self.rx.parsed = Some(h);
+                    self.rx.payload = KVec::new();
+                    return Ok(moved);
+                }
+                self.start_payload(h)?;
+            }
+            let h = self.rx.parsed.ok_or(EINVAL)?;
+            if self.rx.payload.len() != h.len as usize {
+                // A held-back Send: room now?
+                if self.posted.len() == 0 && self.unexpected_bytes + h.len as usize > UNEXPECTED_MAX
+                {
+                    return Ok(moved);
+                }
+                self.start_payload(h)?;
+            }
+            while self.rx.payload_got < self.rx.payload.len() {
+                let got = self.rx.payload_got;
+                let sock = self
+                    .sock
+                    .as_ref()
+                    .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+                match sock.recv(&mut self.rx.payload[got..])? {
+                    Received::Bytes(n) => {
+                        moved = true;
+                        self.rx.payload_got += n;
+                    }
+                    Received::WouldBlock => return Ok(moved),
+                    Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
+                }
+            }
+            let payload = core::mem::take(&mut self.rx.payload);
+            self.rx = Incoming::new();
+            self.dispatch(h, payload)?;
+        }
+    }
+
+    /// Reads header bytes from `at`; None when nothing is there.
+    fn read_into_header(&mut self, at: usize) -> Result<Option<usize>> {
+        let sock = self
+            .sock
+            .as_ref()
+            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+        match sock.recv(&mut self.rx.header[at..])? {
+            Received::Bytes(n) => Ok(Some(n)),
+            Received::WouldBlock => Ok(None),
+            Received::Eof => Err(fi_error(abi::FI_ECONNRESET)),
+        }
+    }
+
+    fn start_payload(&mut self, h: Header) -> Result {
+        self.rx.parsed = Some(h);
+        self.rx.payload = KVec::new();
+        self.rx.payload.extend_with(h.len as usize, 0, GFP_KERNEL)?;
+        self.rx.payload_got = 0;
+        Ok(())
+    }
+
+    /// Acts on a whole frame.
+    fn dispatch(&mut self, h: Header, payload: KVec<u8>) -> Result {
+        let op = h.op.ok_or(EINVAL)?;
+        let proto = || fi_error(abi::FI_EPROTO);
+        match (self.phase, op) {
+            (Phase::AwaitConnect, Op::Connect) => {
+                self.phase = Phase::AwaitDecision;
+                self.connreq_data = Some(payload);
+            }
+            (Phase::AwaitAccept, Op::Accept) => {
+                self.phase = Phase::Connected;
+                if let Some(ep) = &self.ep {
+                    let _ = ep.event(abi::FI_CONNECTED, &payload);
+                }
+            }
+            (Phase::AwaitAccept, Op::Reject) => {
+                if let Some(ep) = &self.ep {
+                    let _ = ep.event_error(abi::FI_ECONNREFUSED, -(abi::ECONNREFUSED as i32));
+                }
+                self.ended = true;
+                self.close_quietly();
+            }
+            (Phase::Connected, Op::Send) => {
+                let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
+                match self.posted.pop() {
+                    Some(recv) => self.deliver(recv, &payload, cq_data),
+                    None => {
+                        self.unexpected_bytes += payload.len();
+                        let held = Unexpected {
+                            data: payload,
+                            cq_data,
+                        };
+                        if self.unexpected.push(held).is_err() {
+                            return Err(proto());
+                        }
+                    }
+                }
+            }
+            (Phase::Connected, Op::Write) => {
+                let status = self.rma_write(&h, &payload);
+                let ack = Header {
+                    status,
+                    id: h.id,
+                    ..Header::new(Op::WriteAck)
+                };
+                self.queue(ack, &[], None)?;
+                if status == 0 && h.flags & wire::FLAG_CQ_DATA != 0 {
+                    if let Some(ep) = &self.ep {
+                        let flags = FI_REMOTE_WRITE | FI_RMA | FI_REMOTE_CQ_DATA;
+                        let _ = ep.complete(flags, Context::NONE, payload.len(), h.data);
+                    }
+                }
+            }
+            (Phase::Connected, Op::ReadReq) => {
+                let (status, data) = self.rma_read(&h);
+                let resp = Header {
+                    status,
+                    id: h.id,
+                    ..Header::new(Op::ReadResp)
+                };
+                self.queue(resp, &data, None)?;
+            }
+            (Phase::Connected, Op::WriteAck | Op::ReadResp) => {
+                let pending = pop_rma(&mut self.rma, h.id).ok_or_else(proto)?;
+                if pending.write != (op == Op::WriteAck) {
+                    return Err(proto());
+                }
+                self.finish_rma(pending, h.status, &payload)?;
+            }
+            (Phase::Connected, Op::Shutdown) => {
+                self.end(abi::FI_ECONNRESET, true);
+            }
+            _ => return Err(proto()),
+        }
+        Ok(())
+    }
+
+    /// Writes an incoming RMA into the region; the status to answer with.
+    fn rma_write(&self, h: &Header, payload: &[u8]) -> u32 {
+        let Some(domain) = &self.domain else {
+            return abi::ENOTCONN;
+        };
+        let result = domain
+            .mr_get(h.key, h.addr, payload.len(), FI_REMOTE_WRITE)
+            .and_then(|held| held.write(0, payload));
+        result.err().map_or(0, errnum)
+    }
+
+    /// Reads the bytes a peer asks for; the status and the bytes.
+    fn rma_read(&self, h: &Header) -> (u32, KVec<u8>) {
+        let mut data = KVec::new();
+        let Some(domain) = &self.domain else {
+            return (abi::ENOTCONN, data);
+        };
+        let len = h.rma_len as usize;
+        let result = domain
+            .mr_get(h.key, h.addr, len, FI_REMOTE_READ)
+            .and_then(|held| {
+                data.extend_with(len, 0, GFP_KERNEL)?;
+                held.read(0, &mut data)
+            });
+        match result {
+            Ok(()) => (0, data),
+            Err(e) => (errnum(e), KVec::new()),
+        }
+    }
+
+    fn finish_rma(&mut self, pending: PendingRma, status: u32, payload: &[u8]) -> Result {
+        let Some(ep) = &self.ep else {
+            return Ok(());
+        };
+        let kind = FI_RMA | if pending.write { FI_WRITE } else { FI_READ };
+        if status != 0 {
+            let _ = ep.complete_error(kind, pending.context, status, 0, 0, -(status as i32));
+            return Ok(());
+        }
+        if let Some(local) = &pending.local {
+            if payload.len() != pending.len {
+                return Err(fi_error(abi::FI_EPROTO));
+            }
+            local.fill(payload);
+        }
+        let _ = ep.complete(
+            kind | (pending.flags & FI_COMPLETION),
+            pending.context,
+            pending.len,
+            0,
+        );
+        Ok(())
+    }
+
+    /// Completes a receive with a message.
+    fn deliver(&self, recv: PostedRecv, data: &[u8], cq_data: Option<u64>) {
+        let Some(ep) = &self.ep else {
+            return;
+        };
+        let copied = recv.fill(data);
+        if copied < data.len() {
+            let _ = ep.complete_error(
+                FI_RECV | FI_MSG,
+                recv.context,
+                abi::FI_ETRUNC,
+                copied,
+                data.len() - copied,
+                0,
+            );
+            return;
+        }
+        let mut flags = FI_RECV | FI_MSG | (recv.flags & FI_COMPLETION);
+        if cq_data.is_some() {
+            flags |= FI_REMOTE_CQ_DATA;
+        }
+        let _ = ep.complete(flags, recv.context, data.len(), cq_data.unwrap_or(0));
+    }
+
+    /// The connection failed (`e`): report and close.
+    fn fail(&mut self, e: Error) {
+        let err = errnum(e);
+        match self.phase {
+            Phase::Connecting | Phase::AwaitAccept => {
+                if let (false, Some(ep)) = (self.ended, &self.ep) {
+                    let err = if err == abi::ECONNRESET {
+                        abi::ECONNREFUSED
+                    } else {
+                        err
+                    };
+                    let _ = ep.event_error(err, -(err as i32));
+                }
+                self.ended = true;
+                self.close_quietly();
+            }
+            Phase::Connected => self.end(abi::FI_ECONNRESET, true),
+            _ => self.close_quietly(),
+        }
+    }
+
+    /// The connection is over: fail what is pending, FI_SHUTDOWN once.
+    fn end(&mut self, err: u32, report: bool) {
+        if let Some(ep) = &self.ep {
+            while let Some(frame) = self.tx.pop() {
+                if let Some((ctx, _)) = frame.done {
+                    let _ = ep.complete_error(FI_SEND | FI_MSG, ctx, err, 0, 0, 0);
+                }
+            }
+            while let Some(p) = pop_last(&mut self.rma) {
+                let kind = FI_RMA | if p.write { FI_WRITE } else { FI_READ };
+                let _ = ep.complete_error(kind, p.context, err, 0, 0, 0);
+            }
+            if report && !self.ended {
+                let _ = ep.event(abi::FI_SHUTDOWN, &[]);
+            }
+        }
+        self.ended = true;
+        self.close_quietly();
+    }
+
+    fn close_quietly(&mut self) {
+        self.phase = Phase::Closed;
+        self.sock = None;
+        self.tx_sent = 0;
+    }
+
+    /// A connection request ready to go to the passive endpoint.
+    fn take_connreq(&mut self) -> Option<(PepRef, Info, KVec<u8>)> {
+        let data = self.connreq_data.take()?;
+        let pep = self.pep.clone()?;
+        let info = (|| -> Result<Info> {
+            let sock = self
+                .sock
+                .as_ref()
+                .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+            let (local, peer) = (sock.name(false)?, sock.name(true)?);
+            crate::msg_info(Some(&local), Some(&peer), local.is_ipv6())
+        })();
+        match info {
+            Ok(info) => Some((pep, info, data)),
+            Err(_) => {
+                self.close_quietly();
+                None
+            }
+        }
+    }
+}
+
+fn pop_last<T>(v: &mut KVec<T>) -> Option<T> {
+    let len = v.len();
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: As in `pop_rma`.
+    unsafe {
+        v.set_len(len - 1);
+        Some(core::ptr::read(v.as_ptr().add(len - 1)))
+    }
+}
+
+/// Makes an RMA record for `post`.
+pub(crate) fn pending_rma(
+    write: bool,
+    context: Context,
+    flags: u64,
+    len: usize,
+    local: Option<PostedRecv>,
+) -> PendingRma {
+    PendingRma {
+        id: 0,
+        write,
+        context,
+        flags,
+        len,
+        local,
+    }
+}
+
+pub(crate) use workqueue::Queue;

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kofi_sock: the C side. Kernel socket operations for the Rust provider,
+ * and the socket callbacks that hand events to it.
+ */
+#include <linux/inet.h>
+#include <linux/net.h>
+#include <linux/sched/mm.h>
+#include <linux/workqueue.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include "kofi_sock_glue.h"
+
+int ksock_create(int family, struct socket **res)
+{
+	struct socket *sock;
+	int ret;
+
+	ret = sock_create_kern(&init_net, family, SOCK_STREAM, IPPROTO_TCP, &sock);
+	if (ret)
+		return ret;
+	/* Storage I/O may run in the reclaim path: never recurse into it. */
+	sock->sk->sk_allocation = GFP_NOIO;
+	sock->sk->sk_use_task_frag = false;
+	sock_set_reuseaddr(sock->sk);
+	tcp_sock_set_nodelay(sock->sk);
+	*res = sock;
+	return 0;
+}
+
+void ksock_release(struct socket *sock)
+{
+	sock_release(sock);
+}
+
+/* The owner, if still attached; called with sk_callback_lock held. */
+static void ksock_wake(struct sock *sk)
+{
+	void *owner;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	rcu_read_lock();
+	owner = rcu_dereference_sk_user_data(sk);
+	if (owner)
+		kofi_sock_wake(owner, sk->sk_state == TCP_LISTEN);
+	rcu_read_unlock();
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void ksock_data_ready(struct sock *sk)
+{
+	ksock_wake(sk);
+}
+
+static void ksock_write_space(struct sock *sk)
+{
+	/* Only when a blocked sender can make progress again. */
+	if (sk_stream_is_writeable(sk))
+		ksock_wake(sk);
+}
+
+static void ksock_state_change(struct sock *sk)
+{
+	ksock_wake(sk);
+}
+
+void ksock_attach(struct socket *sock, const void *owner, bool listener)
+{
+	struct sock *sk = sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	/*
+	 * A listener's user data must not be copied to the sockets it
+	 * accepts: they get owners of their own.
+	 */
+	if (listener)
+		__rcu_assign_sk_user_data_with_flags(sk, (void *)owner, SK_USER_DATA_NOCOPY);
+	else
+		rcu_assign_sk_user_data(sk, (void *)owner);
+	sk->sk_data_ready = ksock_data_ready;
+	sk->sk_write_space = ksock_write_space;
+	sk->sk_state_change = ksock_state_change;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+void ksock_detach(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+
+	/* Taking the lock for writing waits out callbacks in progress. */
+	write_lock_bh(&sk->sk_callback_lock);
+	rcu_assign_sk_user_data(sk, NULL);
+	write_unlock_bh(&sk->sk_callback_lock);
+	synchronize_rcu();
+}
+
+int ksock_listen(struct socket *sock, const struct sockaddr_storage *addr, int backlog)
+{
+	int ret = kernel_bind(sock, (struct sockaddr *)addr, ksock_addr_len(addr));
+
+	return ret ?: kernel_listen(sock, backlog);
+}
+
+int ksock_accept(struct socket *sock, struct socket **res)
+{
+	int ret = kernel_accept(sock, res, O_NONBLOCK);
+
+	if (ret)
+		return ret;
+	(*res)->sk->sk_allocation = GFP_NOIO;
+	(*res)->sk->sk_use_task_frag = false;
+	tcp_sock_set_nodelay((*res)->sk);
+	return 0;
+}
+
+int ksock_connect(struct socket *sock, const struct sockaddr_storage *addr)
+{
+	int ret = kernel_connect(sock, (struct sockaddr *)addr, ksock_addr_len(addr), O_NONBLOCK);
+
+	return ret == -EINPROGRESS ? 0 : ret;
+}
+
+int ksock_state(struct socket *sock)
+{
+	struct sock *sk = sock->sk;
+	int err = sock_error(sk);
+
+	if (err)
+		return err;
+	switch (READ_ONCE(sk->sk_state)) {
+	case TCP_ESTABLISHED:
+		return 1;
+	case TCP_SYN_SENT:
+	case TCP_SYN_RECV:
+		return 0;
+	default:
+		return -ECONNRESET;
+	}
+}
+
+int ksock_send(struct socket *sock, const struct kvec *iov, size_t nr, size_t len, bool more)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0) };
+
+	return kernel_sendmsg(sock, &msg, (struct kvec *)iov, nr, len);
+}
+
+int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t len)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+
+	return kernel_recvmsg(sock, &msg, (struct kvec *)iov, nr, len, MSG_DONTWAIT);
+}
+
+void ksock_shutdown(struct socket *sock)
+{
+	kernel_sock_shutdown(sock, SHUT_RDWR);
+}
+
+int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer)
+{
+	return peer ? kernel_getpeername(sock, (struct sockaddr *)addr) :
+		      kernel_getsockname(sock, (struct sockaddr *)addr);
+}
+
+int ksock_parse_addr(const char *node, u16 port, struct sockaddr_storage *addr)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)addr;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
+
+	memset(addr, 0, sizeof(*addr));
+	if (!node) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		return 0;
+	}
+	if (in4_pton(node, -1, (u8 *)&sin->sin_addr, '\0', NULL)) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		return 0;
+	}
+	if (in6_pton(node, -1, (u8 *)&sin6->sin6_addr, '\0', NULL)) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+size_t ksock_addr_len(const struct sockaddr_storage *addr)
+{
+	return addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					     sizeof(struct sockaddr_in);
+}
+
+unsigned int ksock_noio_save(void)
+{
+	return memalloc_noio_save();
+}
+
+void ksock_noio_restore(unsigned int flags)
+{
+	memalloc_noio_restore(flags);
+}
+
+struct workqueue_struct *ksock_alloc_wq(void)
+{
+	/* Progress must go on under memory pressure: storage depends on it. */
+	return alloc_workqueue("kofi_sock", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+}
+
+void ksock_destroy_wq(struct workqueue_struct *wq)
+{
+	destroy_workqueue(wq);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Private to kofi_sock.ko: the kernel socket operations the Rust provider
+ * needs, in C because struct sock is opaque to Rust and several of them are
+ * inline. Every call is nonblocking.
+ */
+#ifndef _KOFI_SOCK_GLUE_H
+#define _KOFI_SOCK_GLUE_H
+
+#include <linux/socket.h>
+#include <linux/uio.h>
+
+struct socket;
+struct workqueue_struct;
+
+int ksock_create(int family, struct socket **res);
+void ksock_release(struct socket *sock);
+/* Callbacks of @sock call kofi_sock_wake(@owner) (defined in Rust) until detached. */
+void ksock_attach(struct socket *sock, const void *owner, bool listener);
+void ksock_detach(struct socket *sock);
+int ksock_listen(struct socket *sock, const struct sockaddr_storage *addr, int backlog);
+int ksock_accept(struct socket *sock, struct socket **res);
+int ksock_connect(struct socket *sock, const struct sockaddr_storage *addr);
+/* 1: established; 0: still connecting; negative: the socket's error. */
+int ksock_state(struct socket *sock);
+/* Bytes sent or received, -EAGAIN when it would block, 0 on EOF (recv). */
+int ksock_send(struct socket *sock, const struct kvec *iov, size_t nr, size_t len, bool more);
+int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t len);
+void ksock_shutdown(struct socket *sock);
+int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer);
+/* Parses @node (an IPv4 or IPv6 literal, or NULL for any) and @port. */
+int ksock_parse_addr(const char *node, u16 port, struct sockaddr_storage *addr);
+size_t ksock_addr_len(const struct sockaddr_storage *addr);
+
+unsigned int ksock_noio_save(void);
+void ksock_noio_restore(unsigned int flags);
+struct workqueue_struct *ksock_alloc_wq(void);
+void ksock_destroy_wq(struct workqueue_struct *wq);
+
+/* Implemented in Rust (kofi_sock.rs). */
+void kofi_sock_wake(const void *owner, bool listener);
+
+#endif

@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! kofi_sock: the kernel TCP socket provider ("sock").
+//!
+//! FI_EP_MSG endpoints over kernel TCP sockets, IPv4 and IPv6: connection
+//! management with private data, messages, and RMA served by the core's
+//! memory key table. Progress needs no thread of its own: socket callbacks
+//! queue each connection's work item on a WQ_MEM_RECLAIM workqueue. The
+//! wire protocol is in `wire.rs` and `Documentation/kofi/sock-wire.rst`.
+
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::{c_str, str::CStr};
+
+#[path = "../common/abi.rs"]
+mod abi;
+mod conn;
+#[path = "../../kofi/flags.rs"]
+#[allow(dead_code)]
+mod flags;
+#[path = "../common/kofi.rs"]
+#[allow(dead_code)]
+mod kofi;
+#[path = "../../kofi/ring.rs"]
+#[allow(dead_code)]
+mod ring;
+mod socket;
+#[allow(dead_code)]
+mod wire;
+
+use conn::Conn;
+use flags::*;
+use kofi::{
+    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg,
+};
+use socket::{SockAddr, Socket};
+use wire::{Header, Op};
+
+module! {
+    type: SockModule,
+    name: "kofi_sock",
+    author: "kofi developers",
+    description: "kofi provider over kernel TCP sockets",
+    license: "GPL",
+    alias: ["kofi-sock"],
+}
+
+const INJECT_SIZE: usize = 4096;
+const IOV_LIMIT: usize = 16;
+const RMA_IOV_LIMIT: usize = 4;
+const CQ_DATA_SIZE: usize = 8;
+
+/// The provider's workqueue (WQ_MEM_RECLAIM), for the module's lifetime.
+static WQ: AtomicPtr<abi::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The provider's workqueue.
+pub(crate) fn queue() -> &'static conn::Queue {
+    // SAFETY: Set in `init` before registration and destroyed after
+    // deregistration in `drop`; nothing queues work outside that span.
+    unsafe { conn::Queue::from_raw(WQ.load(Ordering::Acquire).cast()) }
+}
+
+/// Called by the socket callbacks (softirq) with the owner of the socket.
+///
+/// # Safety
+///
+/// `owner` is the pointer the socket was attached with, still attached.
+#[no_mangle]
+pub unsafe extern "C" fn kofi_sock_wake(owner: *const core::ffi::c_void, listener: bool) {
+    if listener {
+        // SAFETY: A listening socket's owner is its `Listener`, attached
+        // (the caller's guarantee).
+        unsafe { Listener::wake(owner) };
+    } else {
+        // SAFETY: A connection's socket's owner is its `Conn`, attached
+        // (the caller's guarantee).
+        unsafe { conn::wake(owner) };
+    }
+}
+
+/// An FI_EP_MSG info with the provider's limits; `local`/`peer` become the
+/// source and destination addresses.
+pub(crate) fn msg_info(
+    local: Option<&SockAddr>,
+    peer: Option<&SockAddr>,
+    ipv6: bool,
+) -> Result<Info> {
+    let mut info = Info::new()?;
+    {
+        let f = info.fields();
+        f.info.caps = FI_MSG
+            | FI_RMA
+            | FI_SEND
+            | FI_RECV
+            | FI_READ
+            | FI_WRITE
+            | FI_REMOTE_READ
+            | FI_REMOTE_WRITE;
+        f.info.addr_format = if ipv6 {
+            abi::FI_SOCKADDR_IN6
+        } else {
+            abi::FI_SOCKADDR_IN
+        };
+        f.ep.type_ = abi::fi_ep_type_FI_EP_MSG;
+        f.ep.protocol = abi::FI_PROTO_SOCK_TCP;
+        f.ep.max_msg_size = conn::MAX_MSG;
+        f.tx.iov_limit = IOV_LIMIT;
+        f.tx.rma_iov_limit = RMA_IOV_LIMIT;
+        f.tx.inject_size = INJECT_SIZE;
+        f.tx.size = conn::TX_DEPTH;
+        f.tx.msg_order = (abi::FI_ORDER_SAS
+            | abi::FI_ORDER_RAW
+            | abi::FI_ORDER_WAW
+            | abi::FI_ORDER_WAS
+            | abi::FI_ORDER_SAW) as u64;
+        f.rx.iov_limit = IOV_LIMIT;
+        f.rx.size = conn::RX_DEPTH;
+        f.domain.mr_mode = abi::FI_MR_PROV_KEY as i32;
+        f.domain.mr_iov_limit = IOV_LIMIT;
+        f.domain.cq_data_size = CQ_DATA_SIZE;
+        f.domain.threading = abi::fi_threading_FI_THREAD_SAFE;
+        f.domain.control_progress = abi::fi_progress_FI_PROGRESS_AUTO;
+        f.domain.data_progress = abi::fi_progress_FI_PROGRESS_AUTO;
+    }
+    info.set_domain_name(c_str!("tcp"))?;
+    info.set_fabric_name(c_str!("tcp"))?;
+    if let Some(a) = local {
+        info.set_src_addr(a.bytes())?;
+    }
+    if let Some(a) = peer {
+        info.set_dest_addr(a.bytes())?;
+    }
+    Ok(info)
+}
+
+/// A decimal port, or 0 without a service.
+fn port(service: Option<&CStr>) -> Result<u16> {
+    let Some(s) = service else {
+        return Ok(0);
+    };
+    let s = s.to_str().map_err(|_| EINVAL)?;
+    s.parse::<u16>().map_err(|_| EINVAL)
+}
+
+struct Sock;
+
+#[vtable]
+impl kofi::Provider for Sock {
+    const NAME: &'static CStr = c_str!("sock");
+    const VERSION: u32 = 1 << 16;
+    const PRIORITY: i32 = 10;
+
+    type Fabric = ();
+    type Domain = DomainRef;
+    type Endpoint = SockEp;
+    type PassiveEp = SockPep;
+
+    fn getinfo(
+        _version: u32,
+        node: Option<&CStr>,
+        service: Option<&CStr>,
+        flags: u64,
+    ) -> Result<InfoList> {
+        let mut list = InfoList::default();
+        let port = port(service)?;
+        if node.is_none() && flags & FI_SOURCE == 0 {
+            // No address given: offer both families, the consumer picks.
+            list.push(msg_info(None, None, false)?)?;
+            list.push(msg_info(None, None, true)?)?;
+            return Ok(list);
+        }
+        let addr = SockAddr::parse(node, port)?;
+        let info = if flags & FI_SOURCE != 0 {
+            msg_info(Some(&addr), None, addr.is_ipv6())?
+        } else {
+            msg_info(None, Some(&addr), addr.is_ipv6())?
+        };
+        list.push(info)?;
+        Ok(list)
+    }
+
+    fn fabric(_attr: &abi::fi_fabric_attr) -> Result {
+        Ok(())
+    }
+
+    fn domain(_fabric: &(), domain: DomainRef, _info: &InfoRef<'_>) -> Result<DomainRef> {
+        Ok(domain)
+    }
+
+    fn endpoint(domain: &DomainRef, ep: EpRef, info: &InfoRef<'_>) -> Result<SockEp> {
+        // SAFETY: This provider's requests are all `Request`s.
+        let conn = match unsafe { info.request::<Request>() } {
+            Some(req) => {
+                let conn = req.conn.clone();
+                conn.bind(ep.clone(), domain.clone())?;
+                Some(conn)
+            }
+            None => None,
+        };
+        let dest = info.dest_addr().map(SockAddr::from_bytes).transpose()?;
+        Ok(SockEp {
+            ep,
+            domain: domain.clone(),
+            ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
+            dest,
+            conn: KBox::pin_init(new_mutex!(conn, "kofi_sock_ep"), GFP_KERNEL)?,
+        })
+    }
+
+    fn passive_ep(_fabric: &(), pep: PepRef, info: &InfoRef<'_>) -> Result<SockPep> {
+        let src = match info.src_addr() {
+            Some(b) => SockAddr::from_bytes(b)?,
+            None => SockAddr::parse(None, 0)?,
+        };
+        Ok(SockPep {
+            pep,
+            src,
+            listener: KBox::pin_init(new_mutex!(None, "kofi_sock_pep"), GFP_KERNEL)?,
+        })
+    }
+}
+
+/// An active endpoint: at most one connection.
+struct SockEp {
+    ep: EpRef,
+    domain: DomainRef,
+    ipv6: bool,
+    dest: Option<SockAddr>,
+    conn: Pin<KBox<Mutex<Option<Arc<Conn>>>>>,
+}
+
+impl SockEp {
+    fn conn(&self) -> Result<Arc<Conn>> {
+        self.conn
+            .lock()
+            .clone()
+            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))
+    }
+
+    fn addr_len(&self) -> usize {
+        if self.ipv6 {
+            core::mem::size_of::<abi::sockaddr_in6>()
+        } else {
+            core::mem::size_of::<abi::sockaddr_in>()
+        }
+    }
+}
+
+impl Drop for SockEp {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.lock().take() {
+            conn.close();
+        }
+    }
+}
+
+#[vtable]
+impl kofi::Endpoint for SockEp {
+    fn connect(&self, addr: PeerAddr, param: &[u8]) -> Result {
+        let dest = match addr.bytes(self.addr_len()) {
+            Some(b) => SockAddr::from_bytes(b)?,
+            None => self.dest.ok_or(EINVAL)?,
+        };
+        if dest.is_ipv6() != self.ipv6 {
+            return Err(EINVAL);
+        }
+        let mut slot = self.conn.lock();
+        if slot.is_some() {
+            return Err(fi_error(abi::FI_EISCONN));
+        }
+        *slot = Some(Conn::connect(
+            &dest,
+            param,
+            self.ep.clone(),
+            self.domain.clone(),
+        )?);
+        Ok(())
+    }
+
+    fn accept(&self, param: &[u8]) -> Result {
+        self.conn()?.accept(param)
+    }
+
+    fn shutdown(&self) -> Result {
+        self.conn()?.shutdown()
+    }
+
+    fn getname(&self, out: &mut KVec<u8>) -> Result {
+        let a = self.conn()?.addr(false)?;
+        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn getpeer(&self, out: &mut KVec<u8>) -> Result {
+        let a = self.conn()?.addr(true)?;
+        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
+        let mut payload = KVec::new();
+        msg.gather(&mut payload)?;
+        let mut h = Header::new(Op::Send);
+        if flags & FI_REMOTE_CQ_DATA != 0 {
+            h.flags = wire::FLAG_CQ_DATA;
+            h.data = msg.data();
+        }
+        // An inject has no completion; the others report once sent.
+        let done = (flags & FI_INJECT == 0 || flags & FI_COMPLETION != 0)
+            .then_some((msg.context(), flags));
+        self.conn()?.post(h, &payload, done, None)
+    }
+
+    fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
+        let recv = msg.to_posted(flags)?;
+        self.conn()?.post_recv(recv)
+    }
+
+    fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
+        let mut payload = KVec::new();
+        msg.gather(&mut payload)?;
+        let conn = self.conn()?;
+        // Each remote buffer is one WRITE; the last one completes the call.
+        let mut offset = 0;
+        let remote = msg.remote();
+        for (i, r) in remote.iter().enumerate() {
+            let last = i + 1 == remote.len();
+            let mut h = Header::new(Op::Write);
+            h.key = r.key;
+            h.addr = r.addr;
+            h.rma_len = r.len as u64;
+            if last && flags & FI_REMOTE_CQ_DATA != 0 {
+                h.flags = wire::FLAG_CQ_DATA;
+                h.data = msg.data();
+            }
+            let (ctx, f) = if last {
+                (msg.context(), flags)
+            } else {
+                (Context::NONE, 0)
+            };
+            let pending =
+                conn::pending_rma(true, ctx, f, if last { payload.len() } else { r.len }, None);
+            conn.post(h, &payload[offset..offset + r.len], None, Some(pending))?;
+            offset += r.len;
+        }
+        Ok(())
+    }
+
+    fn readmsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
+        let remote = msg.remote();
+        if remote.len() != 1 {
+            // One READ per call: the answer fills the local buffers at once.
+            return Err(fi_error(abi::FI_EOPNOTSUPP));
+        }
+        let r = remote[0];
+        let local = msg.to_posted(flags)?;
+        let mut h = Header::new(Op::ReadReq);
+        h.key = r.key;
+        h.addr = r.addr;
+        h.rma_len = r.len as u64;
+        let pending = conn::pending_rma(false, msg.context(), flags, r.len, Some(local));
+        self.conn()?.post(h, &[], None, Some(pending))
+    }
+}
+
+/// The provider's state of a connection request: the server connection.
+pub(crate) struct Request {
+    conn: Arc<Conn>,
+}
+
+impl Request {
+    pub(crate) fn new(conn: Arc<Conn>) -> Result<KBox<Request>> {
+        Ok(KBox::new(Request { conn }, GFP_KERNEL)?)
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        // Not taken by an endpoint: nobody else will close it.
+        if !self.conn.is_bound() {
+            self.conn.close();
+        }
+    }
+}
+
+/// A passive endpoint and its listening socket.
+struct SockPep {
+    pep: PepRef,
+    src: SockAddr,
+    listener: Pin<KBox<Mutex<Option<Arc<Listener>>>>>,
+}
+
+impl Drop for SockPep {
+    fn drop(&mut self) {
+        if let Some(l) = self.listener.lock().take() {
+            l.close();
+        }
+    }
+}
+
+#[vtable]
+impl kofi::PassiveEndpoint for SockPep {
+    type Request = Request;
+
+    fn listen(&self) -> Result {
+        let mut slot = self.listener.lock();
+        if slot.is_some() {
+            return Err(fi_error(abi::FI_EOPBADSTATE));
+        }
+        *slot = Some(Listener::new(&self.src, self.pep.clone())?);
+        Ok(())
+    }
+
+    fn reject(&self, request: &Request, param: &[u8]) -> Result {
+        request.conn.reject(param)
+    }
+
+    fn getname(&self, out: &mut KVec<u8>) -> Result {
+        let slot = self.listener.lock();
+        let a = match slot.as_ref() {
+            Some(l) => l.addr()?,
+            None => self.src,
+        };
+        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
+        Ok(())
+    }
+}
+
+/// A listening socket; its work accepts connections.
+#[pin_data]
+struct Listener {
+    #[pin]
+    work: kernel::workqueue::Work<Listener>,
+    #[pin]
+    sock: Mutex<Option<Socket>>,
+    pep: PepRef,
+}
+
+kernel::workqueue::impl_has_work! {
+    impl HasWork<Self> for Listener { self.work }
+}
+
+impl kernel::workqueue::WorkItem for Listener {
+    type Pointer = Arc<Listener>;
+
+    fn run(this: Arc<Listener>) {
+        this.accept_all();
+    }
+}
+
+fn release_listener(owner: *const core::ffi::c_void) {
+    // SAFETY: `Listener::new` gave the socket this reference.
+    drop(unsafe { Arc::from_raw(owner.cast::<Listener>()) });
+}
+
+impl Listener {
+    fn new(src: &SockAddr, pep: PepRef) -> Result<Arc<Listener>> {
+        let sock = Socket::new(src.is_ipv6())?;
+        sock.listen(src, 128)?;
+        let l = Arc::pin_init(
+            pin_init!(Listener {
+                work <- kernel::workqueue::new_work!("kofi_sock_listener"),
+                sock <- new_mutex!(Some(sock), "kofi_sock_listener"),
+                pep,
+            }),
+            GFP_KERNEL,
+        )?;
+        let owner = Arc::into_raw(l.clone()).cast();
+        if let Some(s) = l.sock.lock().as_mut() {
+            s.attach(owner, release_listener, true);
+        }
+        Ok(l)
+    }
+
+    /// # Safety
+    ///
+    /// `owner` is the pointer a listening socket was attached with, still attached.
+    unsafe fn wake(owner: *const core::ffi::c_void) {
+        // SAFETY: The socket holds a reference until detached, which waits
+        // for callbacks like this one.
+        let l: Arc<Listener> =
+            unsafe { kernel::sync::ArcBorrow::from_raw(owner.cast::<Listener>()) }.into();
+        let _ = queue().enqueue(l);
+    }
+
+    fn accept_all(&self) {
+        loop {
+            let accepted = {
+                let g = self.sock.lock();
+                match g.as_ref() {
+                    Some(s) => s.accept(),
+                    None => return,
+                }
+            };
+            match accepted {
+                Ok(Some(sock)) => {
+                    // A connection we cannot keep is dropped (closed).
+                    let _ = Conn::accepted(sock, self.pep.clone());
+                }
+                Ok(None) | Err(_) => return,
+            }
+        }
+    }
+
+    fn addr(&self) -> Result<SockAddr> {
+        self.sock.lock().as_ref().ok_or(EINVAL)?.name(false)
+    }
+
+    fn close(&self) {
+        // Dropping the socket detaches it and stops new connections.
+        *self.sock.lock() = None;
+    }
+}
+
+struct SockModule {
+    _registration: kofi::Registration<Sock>,
+}
+
+impl kernel::Module for SockModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        // SAFETY: No preconditions.
+        let wq = unsafe { abi::ksock_alloc_wq() };
+        if wq.is_null() {
+            return Err(ENOMEM);
+        }
+        WQ.store(wq, Ordering::Release);
+        match kofi::Registration::register(module) {
+            Ok(r) => Ok(SockModule { _registration: r }),
+            Err(e) => {
+                // SAFETY: Nothing was queued: the provider never registered.
+                unsafe { abi::ksock_destroy_wq(wq) };
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for SockModule {
+    fn drop(&mut self) {
+        // The registration (a field) is dropped after this body: no fabric
+        // is open (the module was pinned otherwise), so no endpoint is, and
+        // what work remains only finishes closed connections.
+        let wq = WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: Created in `init`; destroying flushes what is queued.
+        unsafe { abi::ksock_destroy_wq(wq) };
+    }
+}

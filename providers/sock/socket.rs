@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A kernel TCP socket, through the C glue: nonblocking operations, and
+//! callbacks that wake an owner (a connection or a listener).
+
+use crate::abi;
+use core::ptr::NonNull;
+use kernel::error::to_result;
+use kernel::prelude::*;
+
+/// A socket address (IPv4 or IPv6), as `struct sockaddr_storage`.
+#[derive(Clone, Copy)]
+pub(crate) struct SockAddr(pub(crate) abi::__kernel_sockaddr_storage);
+
+// SAFETY: Plain bytes; the storage's pointer member only sets its alignment
+// and is never used as a pointer.
+unsafe impl Send for SockAddr {}
+// SAFETY: As above.
+unsafe impl Sync for SockAddr {}
+
+impl SockAddr {
+    /// Parses a numeric `node` (None: any address) and a port.
+    pub(crate) fn parse(node: Option<&CStr>, port: u16) -> Result<SockAddr> {
+        let mut ss = abi::__kernel_sockaddr_storage::default();
+        let node = node.map_or(core::ptr::null(), |n| n.as_char_ptr());
+        // SAFETY: `node` is null or a string; `ss` is ours.
+        to_result(unsafe { abi::ksock_parse_addr(node, port, &mut ss) })?;
+        Ok(SockAddr(ss))
+    }
+
+    /// From the bytes of an address of `family`'s format.
+    pub(crate) fn from_bytes(b: &[u8]) -> Result<SockAddr> {
+        let mut ss = abi::__kernel_sockaddr_storage::default();
+        if b.len() < 2 || b.len() > core::mem::size_of::<abi::__kernel_sockaddr_storage>() {
+            return Err(EINVAL);
+        }
+        // SAFETY: `ss` has room for `b` (checked).
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                b.as_ptr(),
+                (&mut ss as *mut abi::__kernel_sockaddr_storage).cast(),
+                b.len(),
+            )
+        };
+        let a = SockAddr(ss);
+        if a.len() != b.len() {
+            return Err(EINVAL);
+        }
+        Ok(a)
+    }
+
+    pub(crate) fn family(&self) -> u16 {
+        // SAFETY: The family overlays the start of the storage, always
+        // initialised (the storage starts zeroed).
+        unsafe { self.0.__bindgen_anon_1.__bindgen_anon_1.ss_family }
+    }
+
+    pub(crate) fn is_ipv6(&self) -> bool {
+        u32::from(self.family()) == abi::AF_INET6
+    }
+
+    /// Bytes of the address proper (sockaddr_in or sockaddr_in6).
+    pub(crate) fn len(&self) -> usize {
+        // SAFETY: `self.0` is a valid sockaddr_storage.
+        unsafe { abi::ksock_addr_len(&self.0) }
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `self.0` holds at least `len()` initialised bytes.
+        unsafe {
+            core::slice::from_raw_parts(
+                (&self.0 as *const abi::__kernel_sockaddr_storage).cast(),
+                self.len(),
+            )
+        }
+    }
+}
+
+/// What a nonblocking receive got.
+pub(crate) enum Received {
+    Bytes(usize),
+    WouldBlock,
+    Eof,
+}
+
+/// A kernel TCP socket.
+///
+/// # Invariants
+///
+/// `ptr` is a socket this value created or accepted and releases on drop;
+/// `owner`, when set, is the `Arc` raw pointer its callbacks wake, whose
+/// reference the socket holds until it is detached.
+pub(crate) struct Socket {
+    ptr: NonNull<abi::socket>,
+    owner: Option<Owner>,
+}
+
+/// What a socket's callbacks wake, and how to let go of it.
+type Owner = (*const core::ffi::c_void, fn(*const core::ffi::c_void));
+
+// SAFETY: Socket calls may be made from any process context; the callbacks'
+// owner is reference counted.
+unsafe impl Send for Socket {}
+// SAFETY: As above; all methods take `&self` only for nonblocking calls.
+unsafe impl Sync for Socket {}
+
+impl Socket {
+    pub(crate) fn new(ipv6: bool) -> Result<Socket> {
+        let family = if ipv6 { abi::AF_INET6 } else { abi::AF_INET } as i32;
+        let mut ptr = core::ptr::null_mut();
+        // SAFETY: `ptr` is written on success.
+        to_result(unsafe { abi::ksock_create(family, &mut ptr) })?;
+        Ok(Socket {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+            owner: None,
+        })
+    }
+
+    fn raw(&self) -> *mut abi::socket {
+        self.ptr.as_ptr()
+    }
+
+    /// Makes the socket's callbacks wake `owner` (an `Arc` raw pointer whose
+    /// reference the socket now holds; `release` gives it back).
+    pub(crate) fn attach(
+        &mut self,
+        owner: *const core::ffi::c_void,
+        release: fn(*const core::ffi::c_void),
+        listener: bool,
+    ) {
+        self.detach();
+        // SAFETY: The socket is ours; `owner` stays valid until `detach`,
+        // which waits out callbacks in progress before releasing it.
+        unsafe { abi::ksock_attach(self.raw(), owner, listener) };
+        self.owner = Some((owner, release));
+    }
+
+    /// Stops the callbacks; once this returns none is running.
+    pub(crate) fn detach(&mut self) {
+        if let Some((owner, release)) = self.owner.take() {
+            // SAFETY: The socket is ours.
+            unsafe { abi::ksock_detach(self.raw()) };
+            release(owner);
+        }
+    }
+
+    pub(crate) fn listen(&self, addr: &SockAddr, backlog: i32) -> Result {
+        // SAFETY: The socket is ours; `addr` is a valid address.
+        to_result(unsafe { abi::ksock_listen(self.raw(), &addr.0, backlog) })
+    }
+
+    /// A pending connection, or None.
+    pub(crate) fn accept(&self) -> Result<Option<Socket>> {
+        let mut ptr = core::ptr::null_mut();
+        // SAFETY: The socket is ours; `ptr` is written on success.
+        let ret = unsafe { abi::ksock_accept(self.raw(), &mut ptr) };
+        if ret == -(abi::EAGAIN as i32) {
+            return Ok(None);
+        }
+        to_result(ret)?;
+        Ok(Some(Socket {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+            owner: None,
+        }))
+    }
+
+    pub(crate) fn connect(&self, addr: &SockAddr) -> Result {
+        // SAFETY: The socket is ours; `addr` is a valid address.
+        to_result(unsafe { abi::ksock_connect(self.raw(), &addr.0) })
+    }
+
+    /// Whether the connection is established (false: still connecting).
+    pub(crate) fn established(&self) -> Result<bool> {
+        // SAFETY: The socket is ours.
+        let ret = unsafe { abi::ksock_state(self.raw()) };
+        to_result(ret.min(0))?;
+        Ok(ret == 1)
+    }
+
+    /// Sends what it can of `buf`; 0 when the socket is full.
+    pub(crate) fn send(&self, buf: &[u8], more: bool) -> Result<usize> {
+        let iov = abi::kvec {
+            iov_base: buf.as_ptr().cast_mut().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: The socket is ours; `iov` describes `buf`.
+        let ret = unsafe { abi::ksock_send(self.raw(), &iov, 1, buf.len(), more) };
+        if ret == -(abi::EAGAIN as i32) {
+            return Ok(0);
+        }
+        to_result(ret.min(0))?;
+        Ok(ret as usize)
+    }
+
+    /// Receives what is there, up to `buf.len()` bytes.
+    pub(crate) fn recv(&self, buf: &mut [u8]) -> Result<Received> {
+        let iov = abi::kvec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // SAFETY: The socket is ours; `iov` describes `buf`.
+        let ret = unsafe { abi::ksock_recv(self.raw(), &iov, 1, buf.len()) };
+        Ok(match ret {
+            0 => Received::Eof,
+            n if n > 0 => Received::Bytes(n as usize),
+            n if n == -(abi::EAGAIN as i32) => Received::WouldBlock,
+            n => return Err(Error::from_errno(n)),
+        })
+    }
+
+    pub(crate) fn shutdown(&self) {
+        // SAFETY: The socket is ours.
+        unsafe { abi::ksock_shutdown(self.raw()) };
+    }
+
+    /// The local (or, with `peer`, the remote) address.
+    pub(crate) fn name(&self, peer: bool) -> Result<SockAddr> {
+        let mut ss = abi::__kernel_sockaddr_storage::default();
+        // SAFETY: The socket is ours; `ss` is written.
+        let ret = unsafe { abi::ksock_getname(self.raw(), &mut ss, peer) };
+        to_result(ret.min(0))?;
+        Ok(SockAddr(ss))
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        self.detach();
+        // SAFETY: The socket is ours (type invariants) and not used after.
+        unsafe { abi::ksock_release(self.raw()) };
+    }
+}

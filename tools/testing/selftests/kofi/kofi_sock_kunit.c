@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite for kofi_sock over loopback TCP, written as a consumer would:
+ * a passive endpoint and a client endpoint in one module, connected through
+ * real kernel sockets. Data is verified byte for byte.
+ */
+#include <kunit/test.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/vmalloc.h>
+#include <kofi/fabric.h>
+#include <kofi/fi_cm.h>
+#include <kofi/fi_domain.h>
+#include <kofi/fi_endpoint.h>
+#include <kofi/fi_eq.h>
+#include <kofi/fi_rma.h>
+
+#define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+#define WAIT_MS 10000
+
+struct cm_event {
+	struct fi_eq_cm_entry entry;
+	u8 data[KOFI_CM_DATA_MAX];
+};
+
+struct side {
+	struct fi_info *info;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+};
+
+struct pair {
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_pep *pep;
+	struct fid_eq *peq;
+	struct side server, client;
+};
+
+static struct fi_info *sock_info(struct kunit *test, const char *node, const char *service,
+				 u64 flags)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->fabric_attr->prov_name = kstrdup("sock", GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, service, flags, hints, &info), 0);
+	fi_freeinfo(hints);
+	return info;
+}
+
+static void open_queues(struct kunit *test, struct pair *p, struct side *s)
+{
+	struct fi_eq_attr eq_attr = {};
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 256 };
+
+	KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &s->eq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(p->domain, &cq_attr, &s->cq, NULL), 0);
+}
+
+static void bind_enable(struct kunit *test, struct side *s)
+{
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(s->ep, &s->eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(s->ep, &s->cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(s->ep), 0);
+}
+
+static ssize_t cm_wait(struct fid_eq *eq, u32 want, struct cm_event *ev)
+{
+	u32 event = ~0U;
+	ssize_t ret = fi_eq_sread(eq, &event, ev, sizeof(*ev), WAIT_MS, 0);
+
+	if (ret >= 0 && event != want)
+		return -EPROTO;
+	return ret;
+}
+
+/* A connected pair over @node:@port, private data both ways. */
+static void pair_open(struct kunit *test, struct pair *p, const char *node, const char *port)
+{
+	struct fi_eq_attr eq_attr = {};
+	struct cm_event ev;
+	struct fi_info *src;
+	ssize_t n;
+
+	src = sock_info(test, node, port, FI_SOURCE);
+	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, src, &p->domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &p->peq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(p->fabric, src, &p->pep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_pep_bind(p->pep, &p->peq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_listen(p->pep), 0);
+	fi_freeinfo(src);
+
+	p->client.info = sock_info(test, node, port, 0);
+	open_queues(test, p, &p->client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, p->client.info, &p->client.ep, NULL), 0);
+	bind_enable(test, &p->client);
+	KUNIT_ASSERT_EQ(test, fi_connect(p->client.ep, NULL, "from client", 12), 0);
+
+	n = cm_wait(p->peq, FI_CONNREQ, &ev);
+	KUNIT_ASSERT_EQ(test, n, (ssize_t)(sizeof(ev.entry) + 12));
+	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "from client");
+	KUNIT_ASSERT_NOT_NULL(test, ev.entry.info);
+	p->server.info = ev.entry.info;
+	KUNIT_EXPECT_NOT_NULL(test, p->server.info->dest_addr);
+	open_queues(test, p, &p->server);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, p->server.info, &p->server.ep, NULL), 0);
+	bind_enable(test, &p->server);
+	KUNIT_ASSERT_EQ(test, fi_accept(p->server.ep, "from server", 12), 0);
+
+	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_PTR_EQ(test, ev.entry.fid, &p->server.ep->fid);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev), (ssize_t)(sizeof(ev.entry) + 12));
+	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "from server");
+}
+
+static void side_close(struct kunit *test, struct side *s)
+{
+	if (s->ep)
+		KUNIT_EXPECT_EQ(test, fi_close(&s->ep->fid), 0);
+	if (s->cq)
+		KUNIT_EXPECT_EQ(test, fi_close(&s->cq->fid), 0);
+	if (s->eq)
+		KUNIT_EXPECT_EQ(test, fi_close(&s->eq->fid), 0);
+	fi_freeinfo(s->info);
+}
+
+static void pair_close(struct kunit *test, struct pair *p)
+{
+	side_close(test, &p->client);
+	side_close(test, &p->server);
+	if (p->pep)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->pep->fid), 0);
+	if (p->peq)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->peq->fid), 0);
+	if (p->domain)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->domain->fid), 0);
+	if (p->fabric)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->fabric->fid), 0);
+}
+
+static ssize_t cq_wait(struct fid_cq *cq, struct fi_cq_data_entry *e)
+{
+	return fi_cq_sread(cq, e, 1, NULL, WAIT_MS);
+}
+
+static void fill(u8 *buf, size_t len, u8 seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (u8)(seed + i * 13 + (i >> 8));
+}
+
+/* Sends @len bytes client → server and checks them. */
+static void exchange(struct kunit *test, struct pair *p, size_t len, u8 seed)
+{
+	u8 *src = vmalloc(len + 1), *dst = vzalloc(len + 1);
+	struct fi_cq_data_entry e;
+
+	KUNIT_ASSERT_TRUE(test, src && dst);
+	fill(src, len, seed);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, len + 1, NULL, 0, dst), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, len, NULL, 0, src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)dst);
+	KUNIT_EXPECT_EQ(test, e.len, len);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG);
+	KUNIT_EXPECT_EQ(test, memcmp(src, dst, len), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_SEND | FI_MSG);
+	vfree(src);
+	vfree(dst);
+}
+
+static void sock_connect_and_messages(struct kunit *test)
+{
+	struct pair p = {};
+
+	pair_open(test, &p, "127.0.0.1", "7471");
+	exchange(test, &p, 0, 1);
+	exchange(test, &p, 1, 2);
+	exchange(test, &p, 4096, 3);
+	exchange(test, &p, 1 << 20, 4);
+	pair_close(test, &p);
+}
+
+static void sock_ipv6(struct kunit *test)
+{
+	struct pair p = {};
+
+	pair_open(test, &p, "::1", "7472");
+	exchange(test, &p, 4096, 5);
+	pair_close(test, &p);
+}
+
+static void sock_vectors_truncation_data(struct kunit *test)
+{
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	u8 src[300], dst[300] = {};
+	struct kvec siov[3] = { { src, 100 }, { src + 100, 100 }, { src + 200, 100 } };
+	struct kvec riov[2] = { { dst, 150 }, { dst + 150, 150 } };
+
+	fill(src, sizeof(src), 6);
+	pair_open(test, &p, "127.0.0.1", "7473");
+	KUNIT_ASSERT_EQ(test, fi_recvv(p.server.ep, riov, NULL, 2, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendv(p.client.ep, siov, NULL, 3, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)300);
+	KUNIT_EXPECT_EQ(test, memcmp(src, dst, 300), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+
+	/* A message larger than the receive: FI_ETRUNC, what did not fit in olen. */
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 10, NULL, 0, dst), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, 300, NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p.server.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.server.cq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_ETRUNC);
+	KUNIT_EXPECT_EQ(test, err.olen, (size_t)290);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+
+	/* Remote CQ data; and a message that arrives before its receive. */
+	KUNIT_ASSERT_EQ(test, fi_senddata(p.client.ep, src, 8, NULL, 0x1234, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 300, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0x1234ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)8);
+
+	/* Inject: the data arrives, the sender has no completion. */
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 300, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, src, 64, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)64);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
+	pair_close(test, &p);
+}
+
+static void sock_rma(struct kunit *test)
+{
+	struct pair p = {};
+	struct fid_mr *mr, *ro;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
+	u8 small[64];
+	u64 key;
+
+	KUNIT_ASSERT_TRUE(test, region && src && back);
+	fill(src, 65536, 7);
+	pair_open(test, &p, "127.0.0.1", "7474");
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, key, src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
+	KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
+	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 4096, NULL, 0, 1000, key, back), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_READ);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src + 1000, 4096), 0);
+
+	/* Remote CQ data reaches the target's CQ. */
+	KUNIT_ASSERT_EQ(test, fi_writedata(p.client.ep, src, 16, NULL, 99, 0, 0, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 99ULL);
+
+	/* Violations fail at the initiator; the connection stays up. */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, small, sizeof(small), FI_REMOTE_READ, 0, 0, 0,
+					&ro, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 16, NULL, 0, 0, key ^ 0x100, NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_ENOKEY);
+	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 16, NULL, 0, 60, fi_mr_key(ro), NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_EACCES);
+	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 16, NULL, 0, 60, fi_mr_key(ro), NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, EINVAL);
+	exchange(test, &p, 100, 8);
+
+	KUNIT_EXPECT_EQ(test, fi_close(&ro->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	vfree(region);
+	vfree(src);
+	vfree(back);
+}
+
+static void sock_shutdown_both_sides(struct kunit *test)
+{
+	struct pair p = {};
+	struct cm_event ev;
+	u8 buf[8];
+
+	pair_open(test, &p, "127.0.0.1", "7475");
+	KUNIT_ASSERT_EQ(test, fi_shutdown(p.client.ep, 0), 0);
+	KUNIT_EXPECT_EQ(test, cm_wait(p.client.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, 8, NULL, 0, NULL), -FI_ENOTCONN);
+	pair_close(test, &p);
+}
+
+static void sock_refused_and_rejected(struct kunit *test)
+{
+	struct pair p = {};
+	struct fi_eq_attr eq_attr = {};
+	struct fi_eq_err_entry err = {};
+	struct cm_event ev;
+	struct fi_info *src;
+	u32 event;
+
+	/* Nobody listens on 7476: the connect fails on the EQ. */
+	src = sock_info(test, "127.0.0.1", "7476", FI_SOURCE);
+	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, src, &p.domain, NULL), 0);
+	p.client.info = sock_info(test, "127.0.0.1", "7476", 0);
+	open_queues(test, &p, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, p.client.info, &p.client.ep, NULL), 0);
+	bind_enable(test, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
+	KUNIT_EXPECT_EQ(test, err.err, FI_ECONNREFUSED);
+	side_close(test, &p.client);
+	memset(&p.client, 0, sizeof(p.client));
+
+	/* A listener that rejects. */
+	KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &p.peq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(p.fabric, src, &p.pep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_pep_bind(p.pep, &p.peq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_listen(p.pep), 0);
+	p.client.info = sock_info(test, "127.0.0.1", "7476", 0);
+	open_queues(test, &p, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, p.client.info, &p.client.ep, NULL), 0);
+	bind_enable(test, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, "hi", 3), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 3));
+	KUNIT_EXPECT_EQ(test, fi_reject(p.pep, ev.entry.info->handle, "no", 3), 0);
+	fi_freeinfo(ev.entry.info);
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
+	KUNIT_EXPECT_EQ(test, err.err, FI_ECONNREFUSED);
+	fi_freeinfo(src);
+	pair_close(test, &p);
+}
+
+static struct kunit_case sock_cases[] = {
+	KUNIT_CASE(sock_connect_and_messages),
+	KUNIT_CASE(sock_ipv6),
+	KUNIT_CASE(sock_vectors_truncation_data),
+	KUNIT_CASE(sock_rma),
+	KUNIT_CASE(sock_shutdown_both_sides),
+	KUNIT_CASE(sock_refused_and_rejected),
+	{}
+};
+
+static struct kunit_suite kofi_sock_suite = { .name = "kofi_sock", .test_cases = sock_cases };
+kunit_test_suite(kofi_sock_suite);
+
+MODULE_IMPORT_NS(KOFI);
+MODULE_DESCRIPTION("KUnit tests of kofi_sock over loopback TCP");
+MODULE_LICENSE("GPL");
