@@ -5,10 +5,15 @@
  * real kernel sockets. Data is verified byte for byte.
  */
 #include <kunit/test.h>
+#include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/vmalloc.h>
+#include <linux/net.h>
+#include <linux/in.h>
+#include <linux/inet.h>
+#include <net/net_namespace.h>
 #include <kofi/fabric.h>
 #include <kofi/fi_cm.h>
 #include <kofi/fi_domain.h>
@@ -360,6 +365,158 @@ static void sock_refused_and_rejected(struct kunit *test)
 	pair_close(test, &p);
 }
 
+
+static void sock_peer_gone(struct kunit *test)
+{
+	struct pair p = {};
+	struct cm_event ev;
+	struct fi_cq_data_entry e;
+	u8 buf[64];
+
+	pair_open(test, &p, "127.0.0.1", "7477");
+	/* A receive waits on the server; the client goes away without a word. */
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&p.client.ep->fid), 0);
+	p.client.ep = NULL;
+	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, fi_send(p.server.ep, buf, 8, NULL, 0, NULL), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &e, 1), -FI_EAGAIN);
+	pair_close(test, &p);
+}
+
+/* A raw TCP client sends @len bytes of @bytes to 127.0.0.1:@port, then waits
+ * for the listener to drop it (recv returns 0 or an error). */
+static int raw_client(u16 port, const void *bytes, size_t len)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct msghdr msg = {};
+	struct kvec iov = { (void *)bytes, len };
+	struct socket *sock;
+	char sink[16];
+	int ret, i;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ret = sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP, &sock);
+	if (ret)
+		return ret;
+	ret = kernel_connect(sock, (struct sockaddr *)&sin, sizeof(sin), 0);
+	if (!ret)
+		ret = kernel_sendmsg(sock, &msg, &iov, 1, len) == len ? 0 : -EIO;
+	for (i = 0; !ret && i < 100; i++) {
+		struct kvec r = { sink, sizeof(sink) };
+		struct msghdr rm = { .msg_flags = MSG_DONTWAIT };
+		int n = kernel_recvmsg(sock, &rm, &r, 1, sizeof(sink), MSG_DONTWAIT);
+
+		if (n == -EAGAIN) {
+			msleep(50);
+			continue;
+		}
+		/* Dropped (EOF or reset): what we wanted. */
+		ret = n > 0 ? -EPROTO : 1;
+	}
+	sock_release(sock);
+	return ret;
+}
+
+static void sock_garbage_from_a_raw_client(struct kunit *test)
+{
+	struct pair p = {};
+	struct fi_eq_attr eq_attr = {};
+	struct fi_info *src;
+	struct cm_event ev;
+	u32 event;
+	u8 junk[200];
+	u8 bad_version[64] = { 'K', 'O', 'F', 'I', 9, 1 };
+
+	fill(junk, sizeof(junk), 0x5a);
+	src = sock_info(test, "127.0.0.1", "7478", FI_SOURCE);
+	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, src, &p.domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &p.peq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(p.fabric, src, &p.pep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_pep_bind(p.pep, &p.peq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_listen(p.pep), 0);
+	fi_freeinfo(src);
+
+	/* Garbage, then a header of an unknown version: both are dropped. */
+	KUNIT_EXPECT_EQ(test, raw_client(7478, junk, sizeof(junk)), 1);
+	KUNIT_EXPECT_EQ(test, raw_client(7478, bad_version, sizeof(bad_version)), 1);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(p.peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
+	fi_close(&p.pep->fid);
+	fi_close(&p.peq->fid);
+	fi_close(&p.domain->fid);
+	fi_close(&p.fabric->fid);
+	memset(&p, 0, sizeof(p));
+
+	/* The provider is healthy: a real client connects and talks. */
+	pair_open(test, &p, "127.0.0.1", "7478");
+	exchange(test, &p, 512, 9);
+	pair_close(test, &p);
+}
+
+#define MANY 64
+
+static void sock_many_connections(struct kunit *test)
+{
+	struct pair p = {};
+	struct side *clients = kunit_kcalloc(test, MANY, sizeof(*clients), GFP_KERNEL);
+	struct side *servers = kunit_kcalloc(test, MANY, sizeof(*servers), GFP_KERNEL);
+	struct fi_eq_attr eq_attr = { .size = 2 * MANY };
+	struct fi_info *src;
+	struct cm_event ev;
+	struct fi_cq_data_entry e;
+	char msg[16], got[16];
+	int i;
+
+	KUNIT_ASSERT_TRUE(test, clients && servers);
+	src = sock_info(test, "127.0.0.1", "7479", FI_SOURCE);
+	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, src, &p.domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &p.peq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(p.fabric, src, &p.pep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_pep_bind(p.pep, &p.peq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_listen(p.pep), 0);
+	fi_freeinfo(src);
+
+	for (i = 0; i < MANY; i++) {
+		clients[i].info = sock_info(test, "127.0.0.1", "7479", 0);
+		open_queues(test, &p, &clients[i]);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, clients[i].info, &clients[i].ep, NULL), 0);
+		bind_enable(test, &clients[i]);
+		KUNIT_ASSERT_EQ(test, fi_connect(clients[i].ep, NULL, &i, sizeof(i)), 0);
+	}
+	for (i = 0; i < MANY; i++) {
+		int who;
+
+		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + sizeof(int)));
+		memcpy(&who, ev.data, sizeof(who));
+		KUNIT_ASSERT_TRUE(test, who >= 0 && who < MANY && !servers[who].info);
+		servers[who].info = ev.entry.info;
+		open_queues(test, &p, &servers[who]);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, servers[who].info, &servers[who].ep, NULL), 0);
+		bind_enable(test, &servers[who]);
+		KUNIT_ASSERT_EQ(test, fi_accept(servers[who].ep, NULL, 0), 0);
+	}
+	for (i = 0; i < MANY; i++) {
+		KUNIT_ASSERT_EQ(test, cm_wait(clients[i].eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+		KUNIT_ASSERT_EQ(test, cm_wait(servers[i].eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	}
+	for (i = 0; i < MANY; i++) {
+		snprintf(msg, sizeof(msg), "conn %d", i);
+		KUNIT_ASSERT_EQ(test, fi_recv(servers[i].ep, got, sizeof(got), NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(clients[i].ep, msg, sizeof(msg), NULL, 0, NULL), 0);
+	}
+	for (i = 0; i < MANY; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(servers[i].cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(clients[i].cq, &e), 1);
+	}
+	for (i = 0; i < MANY; i++) {
+		side_close(test, &clients[i]);
+		side_close(test, &servers[i]);
+	}
+	pair_close(test, &p);
+}
+
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_connect_and_messages),
 	KUNIT_CASE(sock_ipv6),
@@ -367,6 +524,9 @@ static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_rma),
 	KUNIT_CASE(sock_shutdown_both_sides),
 	KUNIT_CASE(sock_refused_and_rejected),
+	KUNIT_CASE(sock_peer_gone),
+	KUNIT_CASE(sock_garbage_from_a_raw_client),
+	KUNIT_CASE(sock_many_connections),
 	{}
 };
 
