@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kofi_pingpong: the kernel counterpart of fabtests' fi_msg_pingpong.
+ *
+ * mode=server listens on addr:port and answers every message; mode=client
+ * connects and sends iters messages of size bytes, each answered, checks
+ * every byte and reports the round-trip time and bandwidth; mode=both runs
+ * the server in a thread and the client in the caller, over one provider.
+ * The module's init returns when the run is over: 0 when every message came
+ * back intact, an error otherwise (so insmod's status is the verdict).
+ */
+#include <linux/completion.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <kofi/fabric.h>
+#include <kofi/fi_cm.h>
+#include <kofi/fi_domain.h>
+#include <kofi/fi_endpoint.h>
+#include <kofi/fi_eq.h>
+
+static char *prov = "sock";
+module_param(prov, charp, 0444);
+MODULE_PARM_DESC(prov, "provider (sock, verbs, ...)");
+static char *mode = "both";
+module_param(mode, charp, 0444);
+MODULE_PARM_DESC(mode, "server, client or both");
+static char *addr = "127.0.0.1";
+module_param(addr, charp, 0444);
+MODULE_PARM_DESC(addr, "the server's address");
+static char *port = "7500";
+module_param(port, charp, 0444);
+MODULE_PARM_DESC(port, "the server's port");
+static unsigned int size = 4096;
+module_param(size, uint, 0444);
+MODULE_PARM_DESC(size, "message size in bytes");
+static unsigned int iters = 100;
+module_param(iters, uint, 0444);
+MODULE_PARM_DESC(iters, "round trips");
+static int timeout_ms = 30000;
+module_param(timeout_ms, int, 0444);
+MODULE_PARM_DESC(timeout_ms, "how long to wait for any one event");
+
+#define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+struct cm_event {
+	struct fi_eq_cm_entry entry;
+	u8 data[KOFI_CM_DATA_MAX];
+};
+
+struct end {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_pep *pep;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	u8 *tx, *rx;
+};
+
+static int wait_cm(struct fid_eq *eq, u32 want, struct cm_event *ev)
+{
+	u32 event;
+	ssize_t ret = fi_eq_sread(eq, &event, ev, sizeof(*ev), timeout_ms, 0);
+
+	if (ret < 0)
+		return ret;
+	return event == want ? 0 : -EPROTO;
+}
+
+static int wait_cq(struct fid_cq *cq)
+{
+	struct fi_cq_data_entry e;
+	ssize_t ret = fi_cq_sread(cq, &e, 1, NULL, timeout_ms);
+
+	if (ret == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = {};
+
+		fi_cq_readerr(cq, &err, 0);
+		return -err.err;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+static int open_common(struct end *e, u64 flags)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_eq_attr eq_attr = {};
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
+	int ret;
+
+	if (!hints)
+		return -ENOMEM;
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG;
+	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
+	ret = fi_getinfo(V, addr, port, flags, hints, &e->info);
+	fi_freeinfo(hints);
+	if (!ret)
+		ret = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
+	if (!ret)
+		ret = fi_domain(e->fabric, e->info, &e->domain, NULL);
+	if (!ret)
+		ret = fi_eq_open(e->fabric, &eq_attr, &e->eq, NULL);
+	if (!ret)
+		ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
+	e->tx = vmalloc(size + 1);
+	e->rx = vmalloc(size + 1);
+	if (!ret && (!e->tx || !e->rx))
+		ret = -ENOMEM;
+	return ret;
+}
+
+static int enable(struct end *e, struct fi_info *info)
+{
+	int ret = fi_endpoint(e->domain, info, &e->ep, NULL);
+
+	if (!ret)
+		ret = fi_ep_bind(e->ep, &e->eq->fid, 0);
+	if (!ret)
+		ret = fi_ep_bind(e->ep, &e->cq->fid, FI_SEND | FI_RECV);
+	return ret ?: fi_enable(e->ep);
+}
+
+static void close_end(struct end *e)
+{
+	if (e->ep)
+		fi_close(&e->ep->fid);
+	if (e->pep)
+		fi_close(&e->pep->fid);
+	if (e->cq)
+		fi_close(&e->cq->fid);
+	if (e->eq)
+		fi_close(&e->eq->fid);
+	if (e->domain)
+		fi_close(&e->domain->fid);
+	if (e->fabric)
+		fi_close(&e->fabric->fid);
+	fi_freeinfo(e->info);
+	vfree(e->tx);
+	vfree(e->rx);
+}
+
+/* The server: accept one client, echo iters messages. */
+static int serve(struct completion *listening)
+{
+	struct end e = {};
+	struct cm_event ev;
+	unsigned int i;
+	int ret;
+
+	ret = open_common(&e, FI_SOURCE);
+	if (!ret)
+		ret = fi_passive_ep(e.fabric, e.info, &e.pep, NULL);
+	if (!ret)
+		ret = fi_pep_bind(e.pep, &e.eq->fid, 0);
+	if (!ret)
+		ret = fi_listen(e.pep);
+	if (listening)
+		complete(listening);
+	if (!ret)
+		ret = wait_cm(e.eq, FI_CONNREQ, &ev);
+	if (!ret) {
+		ret = enable(&e, ev.entry.info);
+		if (!ret)
+			ret = fi_accept(e.ep, NULL, 0);
+		fi_freeinfo(ev.entry.info);
+	}
+	if (!ret)
+		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+	for (i = 0; !ret && i < iters; i++) {
+		ret = fi_recv(e.ep, e.rx, size, NULL, 0, NULL);
+		if (!ret)
+			ret = wait_cq(e.cq);
+		if (!ret)
+			ret = fi_send(e.ep, e.rx, size, NULL, 0, NULL);
+		if (!ret)
+			ret = wait_cq(e.cq);
+	}
+	if (ret)
+		pr_err("kofi_pingpong: server: %s (%d)\n", fi_strerror(ret), ret);
+	close_end(&e);
+	return ret;
+}
+
+static int client(void)
+{
+	struct end e = {};
+	struct cm_event ev;
+	unsigned int i, j;
+	ktime_t start;
+	s64 ns;
+	int ret;
+
+	ret = open_common(&e, 0);
+	if (!ret)
+		ret = enable(&e, e.info);
+	if (!ret)
+		ret = fi_connect(e.ep, NULL, NULL, 0);
+	if (!ret)
+		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+	start = ktime_get();
+	for (i = 0; !ret && i < iters; i++) {
+		for (j = 0; j < size; j++)
+			e.tx[j] = (u8)(i + j * 7);
+		ret = fi_recv(e.ep, e.rx, size, NULL, 0, NULL);
+		if (!ret)
+			ret = fi_send(e.ep, e.tx, size, NULL, 0, NULL);
+		if (!ret)
+			ret = wait_cq(e.cq);
+		if (!ret)
+			ret = wait_cq(e.cq);
+		if (!ret && memcmp(e.tx, e.rx, size))
+			ret = -EIO;
+	}
+	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	if (!ret)
+		pr_info("kofi_pingpong: %s: %u round trips of %u bytes: %lld us each, %lld MB/s\n",
+			prov, iters, size, iters ? ns / 1000 / iters : 0,
+			ns ? (s64)2 * size * iters * 1000 / ns : 0);
+	else
+		pr_err("kofi_pingpong: client: %s (%d)\n", fi_strerror(ret), ret);
+	close_end(&e);
+	return ret;
+}
+
+struct server_run {
+	struct completion listening, done;
+	int ret;
+};
+
+static int server_thread(void *arg)
+{
+	struct server_run *run = arg;
+
+	run->ret = serve(&run->listening);
+	complete(&run->done);
+	return 0;
+}
+
+static int __init kofi_pingpong_init(void)
+{
+	struct server_run run;
+	struct task_struct *t;
+	int ret;
+
+	if (!size || size > (64 << 20))
+		return -EINVAL;
+	if (!strcmp(mode, "server"))
+		return serve(NULL);
+	if (!strcmp(mode, "client"))
+		return client();
+	if (strcmp(mode, "both"))
+		return -EINVAL;
+	init_completion(&run.listening);
+	init_completion(&run.done);
+	t = kthread_run(server_thread, &run, "kofi_pingpong");
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	wait_for_completion(&run.listening);
+	ret = client();
+	wait_for_completion(&run.done);
+	return ret ?: run.ret;
+}
+
+static void __exit kofi_pingpong_exit(void)
+{
+}
+
+module_init(kofi_pingpong_init);
+module_exit(kofi_pingpong_exit);
+MODULE_IMPORT_NS(KOFI);
+MODULE_DESCRIPTION("kofi pingpong: round trips between two endpoints, verified");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,21 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# kofi_sock as a module: registration, a consumer holding it (rmmod refused),
+# pingpong between two endpoints over IPv4 and IPv6, clean unload.
+. "$(dirname "$0")/ktap_helpers.sh"
+MODDIR=/kofi/modules
+
+ktap_plan 8
+insmod $MODDIR/kofi.ko || { ktap_diag "insmod kofi.ko failed"; exit 1; }
+ktap_expect_ok "sock_registers" insmod $MODDIR/kofi_sock.ko
+ktap_expect_ok "consumer_opens_sock_objects" insmod $MODDIR/kofi_sample_consumer.ko prov=sock
+ktap_expect_fail "sock_in_use_not_removable" rmmod kofi_sock
+rmmod kofi_sample_consumer
+ktap_expect_ok "pingpong_ipv4_4k" insmod $MODDIR/kofi_pingpong.ko mode=both size=4096 iters=50
+rmmod kofi_pingpong
+ktap_expect_ok "pingpong_ipv6_64k" insmod $MODDIR/kofi_pingpong.ko mode=both addr=::1 port=7501 size=65536 iters=20
+rmmod kofi_pingpong
+if dmesg | grep -q 'kofi_pingpong: sock: 20 round trips of 65536 bytes'; then ktap_ok "pingpong_reported"; else ktap_not_ok "pingpong_reported"; fi
+ktap_expect_ok "sock_unloads" rmmod kofi_sock
+ktap_expect_ok "core_unloads" rmmod kofi
+ktap_finish
