@@ -24,15 +24,30 @@ prov=test
 case "$providers" in *kofi_sock*) prov=sock ;; esac
 
 set -- $providers
-ktap_plan $((4 + 2 * $#))
+pingpong=0
+[ "$prov" = sock ] && pingpong=2
+ktap_plan $((4 + 2 * $# + pingpong))
 ktap_expect_ok "insmod kofi.ko" insmod $MODDIR/kofi.ko
 show
 for p in "$@"; do
 	ktap_expect_ok "insmod $p.ko" insmod $MODDIR/$p.ko
 done
 show
-ktap_expect_ok "insmod kofi_sample_consumer.ko prov=$prov loopback=1" \
-	insmod $MODDIR/kofi_sample_consumer.ko prov=$prov loopback=1
+if [ "$prov" = sock ]; then
+	# Two endpoints over loopback TCP, 4 KiB then 1 MiB messages, verified.
+	ktap_expect_ok "pingpong over kofi_sock, 4 KiB" \
+		insmod $MODDIR/kofi_pingpong.ko prov=sock size=4096 iters=100
+	rmmod kofi_pingpong
+	ktap_expect_ok "pingpong over kofi_sock, 1 MiB" \
+		insmod $MODDIR/kofi_pingpong.ko prov=sock size=1048576 iters=10 port=7501
+	rmmod kofi_pingpong
+	show
+	ktap_expect_ok "insmod kofi_sample_consumer.ko prov=sock" \
+		insmod $MODDIR/kofi_sample_consumer.ko prov=sock
+else
+	ktap_expect_ok "insmod kofi_sample_consumer.ko prov=$prov loopback=1" \
+		insmod $MODDIR/kofi_sample_consumer.ko prov=$prov loopback=1
+fi
 show
 ktap_diag "/sys/kernel/debug/kofi/providers:"
 sed 's/^/#   /' /sys/kernel/debug/kofi/providers

@@ -10,8 +10,10 @@ scripts/setup.sh | grep -v 'already installed' || true
 echo "=== kernel"
 KDIR=${KDIR:-$(scripts/build-kernel.sh debug)}
 echo "=== modules"
-make -C "$KDIR" M="$KOFI_ROOT" LLVM=1 -j"$KOFI_JOBS" modules 2>&1 |
-	grep -vE '^make(\[[0-9]+\])?: (Entering|Leaving)'
+mkdir -p "$KOFI_ROOT/build"
+make -C "$KDIR" M="$KOFI_ROOT" LLVM=1 -j"$KOFI_JOBS" modules >"$KOFI_ROOT/build/demo-build.log" 2>&1 ||
+	{ cat "$KOFI_ROOT/build/demo-build.log"; exit 1; }
+grep -vE '^make(\[[0-9]+\])?: (Entering|Leaving)' "$KOFI_ROOT/build/demo-build.log" || true
 echo "=== VM: load kofi, run the sample consumer, unload"
 rc=0
 scripts/vm-run.sh --kernel "$KDIR/arch/x86/boot/bzImage" --out "$KOFI_ROOT/build/demo" \

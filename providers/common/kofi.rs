@@ -221,54 +221,85 @@ impl Drop for MrHold {
     }
 }
 
-/// The consumer's kvecs of an operation, valid until its completion is
-/// reported (the consumer's promise under the ABI).
-fn kvecs<'a>(
-    iov: *const abi::kvec,
-    bvec: *const abi::bio_vec,
-    count: usize,
-) -> Result<&'a [abi::kvec]> {
-    if count == 0 {
-        return Ok(&[]);
-    }
-    if iov.is_null() || !bvec.is_null() {
-        // Page-based buffers need a provider that maps pages.
-        return Err(fi_error(abi::FI_EOPNOTSUPP));
-    }
-    // SAFETY: The core checked `iov` holds `count` kvecs.
-    Ok(unsafe { core::slice::from_raw_parts(iov, count) })
+/// The consumer's buffers of an operation, kvecs or bio_vecs (pages), valid
+/// until its completion is reported (the consumer's promise under the ABI).
+enum Buffers {
+    Kvec(KVec<abi::kvec>),
+    Bvec(KVec<abi::bio_vec>),
 }
 
-fn gather_kvecs(iov: &[abi::kvec], out: &mut KVec<u8>) -> Result {
-    for k in iov {
-        if k.iov_len == 0 {
-            continue;
-        }
-        // SAFETY: The core checked each kvec with a length has a base, and
-        // the consumer keeps the buffer valid during the operation.
-        let bytes = unsafe { core::slice::from_raw_parts(k.iov_base.cast::<u8>(), k.iov_len) };
-        out.extend_from_slice(bytes, GFP_KERNEL)?;
-    }
-    Ok(())
-}
+// SAFETY: Descriptors of buffers the consumer lends to the provider until the
+// operation completes, from whichever thread completes it.
+unsafe impl Send for Buffers {}
 
-/// Copies `src` into `iov` as far as it fits; returns the bytes copied.
-fn scatter_kvecs(iov: &[abi::kvec], src: &[u8]) -> usize {
-    let mut done = 0;
-    for k in iov {
-        if done == src.len() {
-            break;
+impl Buffers {
+    /// A copy of the arrays (not the data) the core checked.
+    fn of(iov: *const abi::kvec, bvec: *const abi::bio_vec, count: usize) -> Result<Buffers> {
+        if count == 0 || !iov.is_null() {
+            let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
+            if count != 0 {
+                // SAFETY: The core checked `iov` holds `count` kvecs.
+                let src = unsafe { core::slice::from_raw_parts(iov, count) };
+                v.extend_from_slice(src, GFP_KERNEL)?;
+            }
+            return Ok(Buffers::Kvec(v));
         }
-        let n = k.iov_len.min(src.len() - done);
-        if n == 0 {
-            continue;
-        }
-        // SAFETY: The buffer is the consumer's, writable for `iov_len` bytes
-        // until the operation completes; `src` has `n` more bytes.
-        unsafe { ptr::copy_nonoverlapping(src[done..].as_ptr(), k.iov_base.cast::<u8>(), n) };
-        done += n;
+        let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
+        // SAFETY: The core checked exactly one array is given: `bvec` holds
+        // `count` bio_vecs.
+        let src = unsafe { core::slice::from_raw_parts(bvec, count) };
+        v.extend_from_slice(src, GFP_KERNEL)?;
+        Ok(Buffers::Bvec(v))
     }
-    done
+
+    fn len(&self) -> usize {
+        match self {
+            Buffers::Kvec(v) => v.iter().map(|k| k.iov_len).sum(),
+            Buffers::Bvec(v) => v.iter().map(|b| b.bv_len as usize).sum(),
+        }
+    }
+
+    /// An iov_iter over the buffers.
+    fn iter(&self, direction: u32) -> abi::iov_iter {
+        let mut iter = abi::iov_iter::default();
+        let len = self.len();
+        // SAFETY: The arrays describe the consumer's buffers, which stay
+        // valid while the operation is in progress.
+        unsafe {
+            match self {
+                Buffers::Kvec(v) => {
+                    abi::iov_iter_kvec(&mut iter, direction, v.as_ptr(), v.len() as _, len)
+                }
+                Buffers::Bvec(v) => {
+                    abi::iov_iter_bvec(&mut iter, direction, v.as_ptr(), v.len() as _, len)
+                }
+            }
+        }
+        iter
+    }
+
+    /// Appends the bytes of the buffers to `out`.
+    fn gather(&self, out: &mut KVec<u8>) -> Result {
+        let len = self.len();
+        let at = out.len();
+        out.extend_with(len, 0, GFP_KERNEL)?;
+        let mut iter = self.iter(abi::ITER_SOURCE);
+        // SAFETY: `out` has `len` writable bytes from `at`; `iter` covers `len`.
+        let n = unsafe { abi::_copy_from_iter(out.as_mut_ptr().add(at).cast(), len, &mut iter) };
+        if n == len {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+
+    /// Copies `src` into the buffers as far as it fits; the bytes copied.
+    fn scatter(&self, src: &[u8]) -> usize {
+        let n = src.len().min(self.len());
+        let mut iter = self.iter(abi::ITER_DEST);
+        // SAFETY: `src` has `n` readable bytes; `iter` covers at least `n`.
+        unsafe { abi::_copy_to_iter(src.as_ptr().cast(), n, &mut iter) }
+    }
 }
 
 /// A message operation's arguments, borrowed for the op call.
@@ -286,47 +317,42 @@ impl Msg<'_> {
         self.raw.data
     }
 
-    /// Appends the message's bytes to `out`.
+    fn buffers(&self) -> Result<Buffers> {
+        Buffers::of(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)
+    }
+
+    /// Appends the message's bytes (from kvecs or pages) to `out`.
     pub(crate) fn gather(&self, out: &mut KVec<u8>) -> Result {
-        gather_kvecs(
-            kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?,
-            out,
-        )
+        self.buffers()?.gather(out)
     }
 
     /// An owned description of the receive buffers, to fill later.
     pub(crate) fn to_posted(&self, flags: u64) -> Result<PostedRecv> {
-        let iov = kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?;
-        let mut copy = KVec::with_capacity(iov.len(), GFP_KERNEL)?;
-        copy.extend_from_slice(iov, GFP_KERNEL)?;
         Ok(PostedRecv {
-            iov: copy,
+            buffers: self.buffers()?,
             context: Context(self.raw.context),
             flags,
         })
     }
 }
 
-/// A posted receive: the consumer's buffers, its context and flags.
+/// A posted receive (or a read's local buffers): the consumer's buffers,
+/// its context and flags.
 pub(crate) struct PostedRecv {
-    iov: KVec<abi::kvec>,
+    buffers: Buffers,
     pub(crate) context: Context,
     pub(crate) flags: u64,
 }
 
-// SAFETY: The buffers are the consumer's, lent to the provider until the
-// receive completes, from whichever thread completes it.
-unsafe impl Send for PostedRecv {}
-
 impl PostedRecv {
     /// The buffers' total size.
     pub(crate) fn capacity(&self) -> usize {
-        self.iov.iter().map(|k| k.iov_len).sum()
+        self.buffers.len()
     }
 
     /// Copies a message into the buffers; returns the bytes that fit.
     pub(crate) fn fill(&self, src: &[u8]) -> usize {
-        scatter_kvecs(&self.iov, src)
+        self.buffers.scatter(src)
     }
 }
 
@@ -350,22 +376,20 @@ impl RmaMsg<'_> {
         unsafe { core::slice::from_raw_parts(self.raw.rma_iov, self.raw.rma_iov_count) }
     }
 
+    fn buffers(&self) -> Result<Buffers> {
+        Buffers::of(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)
+    }
+
     /// Appends the local bytes (of a write) to `out`.
     pub(crate) fn gather(&self, out: &mut KVec<u8>) -> Result {
-        gather_kvecs(
-            kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?,
-            out,
-        )
+        self.buffers()?.gather(out)
     }
 
     /// An owned description of the local buffers, to fill when a read's
     /// data arrives later.
     pub(crate) fn to_posted(&self, flags: u64) -> Result<PostedRecv> {
-        let iov = kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?;
-        let mut copy = KVec::with_capacity(iov.len(), GFP_KERNEL)?;
-        copy.extend_from_slice(iov, GFP_KERNEL)?;
         Ok(PostedRecv {
-            iov: copy,
+            buffers: self.buffers()?,
             context: Context(self.raw.context),
             flags,
         })
@@ -373,10 +397,7 @@ impl RmaMsg<'_> {
 
     /// Copies `src` into the local buffers (of a read); returns bytes copied.
     pub(crate) fn scatter(&self, src: &[u8]) -> Result<usize> {
-        Ok(scatter_kvecs(
-            kvecs(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)?,
-            src,
-        ))
+        Ok(self.buffers()?.scatter(src))
     }
 }
 

@@ -52,9 +52,11 @@ static void list_providers(void)
 		return;
 	}
 	for (i = info; i; i = i->next)
-		pr_info("kofi_sample_consumer: provider %s: %s, caps %#llx, domain %s\n",
-			i->fabric_attr->prov_name, ep_type_name(i->ep_attr->type), i->caps,
-			i->domain_attr->name ? i->domain_attr->name : "-");
+		pr_info("kofi_sample_consumer: provider %s: %s, %s, caps %#llx, domain %s\n",
+			i->fabric_attr->prov_name, ep_type_name(i->ep_attr->type),
+			i->addr_format == FI_SOCKADDR_IN6 ? "IPv6" :
+			i->addr_format == FI_SOCKADDR_IN ? "IPv4" : "other addresses",
+			i->caps, i->domain_attr->name ? i->domain_attr->name : "-");
 	fi_freeinfo(info);
 }
 

@@ -6,6 +6,8 @@
  */
 #include <kunit/test.h>
 #include <linux/delay.h>
+#include <linux/bvec.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -517,11 +519,77 @@ static void sock_many_connections(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/* Page-based storage I/O: bio_vec buffers for messages and for RMA. */
+static void sock_bio_vec_buffers(struct kunit *test)
+{
+	struct pair p = {};
+	struct page *pages[4];
+	struct bio_vec src[2], dst[2], back;
+	struct fi_cq_data_entry e;
+	struct fid_mr *mr;
+	u8 *region = kunit_kzalloc(test, 8192, GFP_KERNEL);
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	for (i = 0; i < 4; i++) {
+		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		KUNIT_ASSERT_NOT_NULL(test, pages[i]);
+	}
+	fill(page_address(pages[0]), PAGE_SIZE, 11);
+	fill(page_address(pages[1]), PAGE_SIZE, 12);
+	bvec_set_page(&src[0], pages[0], 3000, 100);
+	bvec_set_page(&src[1], pages[1], 2000, 0);
+	bvec_set_page(&dst[0], pages[2], 2500, 0);
+	bvec_set_page(&dst[1], pages[3], 2500, 1000);
+	pair_open(test, &p, "127.0.0.1", "7480");
+	{
+		struct fi_msg rmsg = { .msg_bvec = dst, .iov_count = 2 };
+		struct fi_msg smsg = { .msg_bvec = src, .iov_count = 2 };
+
+		KUNIT_ASSERT_EQ(test, fi_recvmsg(p.server.ep, &rmsg, 0), 0);
+		KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &smsg, 0), 0);
+	}
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)5000);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	/* 3000 bytes of page 0 from offset 100, then 2000 of page 1. */
+	KUNIT_EXPECT_EQ(test, memcmp(page_address(pages[2]), page_address(pages[0]) + 100, 2500), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(page_address(pages[3]) + 1000, page_address(pages[0]) + 2600, 500), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(page_address(pages[3]) + 1500, page_address(pages[1]), 2000), 0);
+
+	/* RMA write from pages, read back into a page. */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 8192, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	{
+		struct fi_rma_iov rma = { .addr = 10, .len = 5000, .key = fi_mr_key(mr) };
+		struct fi_msg_rma w = { .msg_bvec = src, .iov_count = 2, .rma_iov = &rma,
+					.rma_iov_count = 1 };
+		struct fi_rma_iov rrma = { .addr = 10, .len = 3000, .key = fi_mr_key(mr) };
+		struct fi_msg_rma r = { .msg_bvec = &back, .iov_count = 1, .rma_iov = &rrma,
+					.rma_iov_count = 1 };
+
+		KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &w, 0), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, memcmp(region + 10, page_address(pages[0]) + 100, 3000), 0);
+		KUNIT_EXPECT_EQ(test, memcmp(region + 3010, page_address(pages[1]), 2000), 0);
+		memset(page_address(pages[2]), 0, PAGE_SIZE);
+		bvec_set_page(&back, pages[2], 3000, 500);
+		KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &r, 0), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, memcmp(page_address(pages[2]) + 500, region + 10, 3000), 0);
+	}
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	for (i = 0; i < 4; i++)
+		__free_page(pages[i]);
+}
+
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_connect_and_messages),
 	KUNIT_CASE(sock_ipv6),
 	KUNIT_CASE(sock_vectors_truncation_data),
 	KUNIT_CASE(sock_rma),
+	KUNIT_CASE(sock_bio_vec_buffers),
 	KUNIT_CASE(sock_shutdown_both_sides),
 	KUNIT_CASE(sock_refused_and_rejected),
 	KUNIT_CASE(sock_peer_gone),
