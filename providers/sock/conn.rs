@@ -446,6 +446,14 @@ fn errnum(e: Error) -> u32 {
     e.to_errno().unsigned_abs()
 }
 
+/// The status a WriteAck or ReadResp carries for `r`.
+fn status_of(r: Result) -> u32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => errnum(e),
+    }
+}
+
 impl Inner {
     /// Queues a frame: `header` (its length set) and `payload`.
     fn queue(
@@ -650,19 +658,21 @@ impl Inner {
                 }
             }
             (Phase::Connected, Op::Write) => {
-                let status = self.rma_write(&h, &payload);
-                let ack = Header {
-                    status,
-                    id: h.id,
-                    ..Header::new(Op::WriteAck)
-                };
-                self.queue(ack, &[], None)?;
-                if status == 0 && h.flags & wire::FLAG_CQ_DATA != 0 {
+                let written = self.rma_write(&h, &payload);
+                // The target's completion first (remote CQ data), then the
+                // answer; the decision comes from the result itself.
+                if let (Ok(()), true) = (&written, h.flags & wire::FLAG_CQ_DATA != 0) {
                     if let Some(ep) = &self.ep {
                         let flags = FI_REMOTE_WRITE | FI_RMA | FI_REMOTE_CQ_DATA;
                         let _ = ep.complete(flags, Context::NONE, payload.len(), h.data);
                     }
                 }
+                let ack = Header {
+                    status: status_of(written),
+                    id: h.id,
+                    ..Header::new(Op::WriteAck)
+                };
+                self.queue(ack, &[], None)?;
             }
             (Phase::Connected, Op::ReadReq) => {
                 let (status, data) = self.rma_read(&h);
@@ -688,15 +698,14 @@ impl Inner {
         Ok(())
     }
 
-    /// Writes an incoming RMA into the region; the status to answer with.
-    fn rma_write(&self, h: &Header, payload: &[u8]) -> u32 {
-        let Some(domain) = &self.domain else {
-            return abi::ENOTCONN;
-        };
-        let result = domain
-            .mr_get(h.key, h.addr, payload.len(), FI_REMOTE_WRITE)
-            .and_then(|held| held.write(0, payload));
-        result.err().map_or(0, errnum)
+    /// Writes an incoming RMA into the region.
+    fn rma_write(&self, h: &Header, payload: &[u8]) -> Result {
+        let domain = self
+            .domain
+            .as_ref()
+            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+        let held = domain.mr_get(h.key, h.addr, payload.len(), FI_REMOTE_WRITE)?;
+        held.write(0, payload)
     }
 
     /// Reads the bytes a peer asks for; the status and the bytes.
