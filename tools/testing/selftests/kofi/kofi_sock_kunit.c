@@ -584,6 +584,51 @@ static void sock_bio_vec_buffers(struct kunit *test)
 		__free_page(pages[i]);
 }
 
+/* The peer resets while sends are backed up behind flow control: every send
+ * completes (the unsent ones with errors) and FI_SHUTDOWN arrives. */
+static void sock_reset_mid_transfer(struct kunit *test)
+{
+	struct pair p = {};
+	struct cm_event ev;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	const size_t len = 1 << 20;
+	u8 *buf = vzalloc(len);
+	int i, ok = 0, failed = 0, posted = 0;
+	u32 event;
+	ssize_t n;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	pair_open(test, &p, "127.0.0.1", "7481");
+	/* No receives: 8 MiB are held, the rest wait in the client. */
+	for (i = 0; i < 20; i++)
+		if (!fi_send(p.client.ep, buf, len, NULL, 0, NULL))
+			posted++;
+	KUNIT_EXPECT_EQ(test, posted, 20);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, fi_close(&p.server.ep->fid), 0);
+	p.server.ep = NULL;
+	while (ok + failed < posted) {
+		n = fi_cq_sread(p.client.cq, &e, 1, NULL, WAIT_MS);
+		if (n == 1) {
+			ok++;
+		} else if (n == -FI_EAVAIL) {
+			KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+			KUNIT_EXPECT_EQ(test, err.err, FI_ECONNRESET);
+			failed++;
+		} else {
+			KUNIT_FAIL(test, "sread: %zd after %d ok, %d failed", n, ok, failed);
+			break;
+		}
+	}
+	KUNIT_EXPECT_GT(test, failed, 0);
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
+			(ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, event, (u32)FI_SHUTDOWN);
+	pair_close(test, &p);
+	vfree(buf);
+}
+
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_connect_and_messages),
 	KUNIT_CASE(sock_ipv6),
@@ -593,6 +638,7 @@ static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_shutdown_both_sides),
 	KUNIT_CASE(sock_refused_and_rejected),
 	KUNIT_CASE(sock_peer_gone),
+	KUNIT_CASE(sock_reset_mid_transfer),
 	KUNIT_CASE(sock_garbage_from_a_raw_client),
 	KUNIT_CASE(sock_many_connections),
 	{}
