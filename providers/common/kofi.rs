@@ -326,6 +326,15 @@ impl Msg<'_> {
         self.buffers()?.gather(out)
     }
 
+    /// The pages of a page-based message (None for kvecs), to send without
+    /// copying; they stay the consumer's until the send completes.
+    pub(crate) fn pages(&self) -> Result<Option<Pages>> {
+        Ok(match self.buffers()? {
+            Buffers::Bvec(bvecs) => Some(Pages { bvecs }),
+            Buffers::Kvec(_) => None,
+        })
+    }
+
     /// An owned description of the receive buffers, to fill later.
     pub(crate) fn to_posted(&self, flags: u64) -> Result<PostedRecv> {
         Ok(PostedRecv {
@@ -333,6 +342,24 @@ impl Msg<'_> {
             context: Context(self.raw.context),
             flags,
         })
+    }
+}
+
+/// The pages of a message, lent by the consumer until its send completes.
+pub(crate) struct Pages {
+    bvecs: KVec<abi::bio_vec>,
+}
+
+// SAFETY: Descriptors of pages the consumer lends until the send completes.
+unsafe impl Send for Pages {}
+
+impl Pages {
+    pub(crate) fn bvecs(&self) -> &[abi::bio_vec] {
+        &self.bvecs
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.bvecs.iter().map(|b| b.bv_len as usize).sum()
     }
 }
 

@@ -16,7 +16,7 @@
 
 use crate::abi;
 use crate::flags::*;
-use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, PepRef, PostedRecv};
+use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, Pages, PepRef, PostedRecv};
 use crate::ring::Ring;
 use crate::socket::{Received, SockAddr, Socket};
 use crate::wire::{self, Header, Op, HEADER_LEN};
@@ -51,9 +51,12 @@ enum Phase {
     Closed,
 }
 
-/// A frame to send, and what to report once it is out.
+/// A frame to send, and what to report once it is out: its bytes (the
+/// header, and the payload when copied), then its pages (a page-based
+/// payload, spliced without copying).
 struct TxFrame {
     bytes: KVec<u8>,
+    pages: Option<Pages>,
     /// A send's completion: its context and flags.
     done: Option<(Context, u64)>,
 }
@@ -335,6 +338,25 @@ impl Conn {
             .name(peer)
     }
 
+    /// Queues a message whose payload is `pages` (zero-copy), then pushes.
+    pub(crate) fn post_pages(
+        self: &Arc<Self>,
+        header: Header,
+        pages: Pages,
+        done: Option<(Context, u64)>,
+    ) -> Result {
+        {
+            let mut g = self.inner.lock();
+            if g.phase != Phase::Connected {
+                return Err(fi_error(abi::FI_ENOTCONN));
+            }
+            g.queue_pages(header, pages, done)?;
+            g.flush();
+        }
+        self.kick();
+        Ok(())
+    }
+
     /// Queues a message (`op` Send) or an RMA, then pushes what it can.
     pub(crate) fn post(
         self: &Arc<Self>,
@@ -467,7 +489,30 @@ impl Inner {
         bytes.extend_from_slice(&header.encode(), GFP_KERNEL)?;
         bytes.extend_from_slice(payload, GFP_KERNEL)?;
         self.tx
-            .push(TxFrame { bytes, done })
+            .push(TxFrame {
+                bytes,
+                pages: None,
+                done,
+            })
+            .map_err(|_| fi_error(abi::FI_EAGAIN))
+    }
+
+    /// Queues a frame whose payload is `pages`, sent without copying.
+    fn queue_pages(
+        &mut self,
+        mut header: Header,
+        pages: Pages,
+        done: Option<(Context, u64)>,
+    ) -> Result {
+        header.len = pages.len() as u64;
+        let mut bytes = KVec::with_capacity(HEADER_LEN, GFP_KERNEL)?;
+        bytes.extend_from_slice(&header.encode(), GFP_KERNEL)?;
+        self.tx
+            .push(TxFrame {
+                bytes,
+                pages: Some(pages),
+                done,
+            })
             .map_err(|_| fi_error(abi::FI_EAGAIN))
     }
 
@@ -499,8 +544,18 @@ impl Inner {
             let Some(front) = self.tx.front() else {
                 return moved;
             };
+            let page_len = front.pages.as_ref().map_or(0, |p| p.len());
+            let total = front.bytes.len() + page_len;
             let more = self.tx.len() > 1;
-            let sent = match sock.send(&front.bytes[self.tx_sent..], more) {
+            let result = if self.tx_sent < front.bytes.len() {
+                sock.send(&front.bytes[self.tx_sent..], more || page_len != 0)
+            } else {
+                match &front.pages {
+                    Some(pages) => sock.send_pages(pages, self.tx_sent - front.bytes.len(), more),
+                    None => Ok(0),
+                }
+            };
+            let sent = match result {
                 Ok(n) => n,
                 Err(e) => {
                     self.fail(e);
@@ -512,7 +567,7 @@ impl Inner {
             }
             moved = true;
             self.tx_sent += sent;
-            if self.tx_sent < front.bytes.len() {
+            if self.tx_sent < total {
                 continue;
             }
             self.tx_sent = 0;

@@ -9,6 +9,7 @@
 
 #include <linux/socket.h>
 #include <linux/uio.h>
+#include <linux/bvec.h>
 
 struct socket;
 struct workqueue_struct;
@@ -26,6 +27,11 @@ int ksock_state(struct socket *sock);
 /* Bytes sent or received, -EAGAIN when it would block, 0 on EOF (recv). */
 int ksock_send(struct socket *sock, const struct kvec *iov, size_t nr, size_t len, bool more);
 int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t len);
+/* Sends bytes [@skip, @total) of the pages without copying (MSG_SPLICE_PAGES). */
+int ksock_send_pages(struct socket *sock, const struct bio_vec *bv, size_t nr, size_t total,
+		     size_t skip, bool more);
+/* Whether every page may be spliced into the network stack (sendpage_ok). */
+bool ksock_pages_ok(const struct bio_vec *bv, size_t nr);
 void ksock_shutdown(struct socket *sock);
 int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer);
 /* Parses @node (an IPv4 or IPv6 literal, or NULL for any) and @port. */

@@ -299,8 +299,6 @@ impl kofi::Endpoint for SockEp {
     }
 
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        let mut payload = KVec::new();
-        msg.gather(&mut payload)?;
         let mut h = Header::new(Op::Send);
         if flags & FI_REMOTE_CQ_DATA != 0 {
             h.flags = wire::FLAG_CQ_DATA;
@@ -309,6 +307,17 @@ impl kofi::Endpoint for SockEp {
         // An inject has no completion; the others report once sent.
         let done = (flags & FI_INJECT == 0 || flags & FI_COMPLETION != 0)
             .then_some((msg.context(), flags));
+        // Pages go out without a copy where the stack may splice them (not
+        // for an inject, whose buffer is the caller's again on return).
+        if flags & FI_INJECT == 0 {
+            if let Some(pages) = msg.pages()? {
+                if Socket::can_splice(&pages) {
+                    return self.conn()?.post_pages(h, pages, done);
+                }
+            }
+        }
+        let mut payload = KVec::new();
+        msg.gather(&mut payload)?;
         self.conn()?.post(h, &payload, done, None)
     }
 

@@ -4,6 +4,7 @@
 //! callbacks that wake an owner (a connection or a listener).
 
 use crate::abi;
+use crate::kofi::Pages;
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::prelude::*;
@@ -190,6 +191,29 @@ impl Socket {
         }
         to_result(ret.min(0))?;
         Ok(ret as usize)
+    }
+
+    /// Splices bytes `[skip, total)` of `pages` into the socket without
+    /// copying; 0 when the socket is full.
+    pub(crate) fn send_pages(&self, pages: &Pages, skip: usize, more: bool) -> Result<usize> {
+        let b = pages.bvecs();
+        // SAFETY: The socket is ours; the pages are lent until the send
+        // completes, and TCP takes references of its own on what it keeps.
+        let ret = unsafe {
+            abi::ksock_send_pages(self.raw(), b.as_ptr(), b.len(), pages.len(), skip, more)
+        };
+        if ret == -(abi::EAGAIN as i32) {
+            return Ok(0);
+        }
+        to_result(ret.min(0))?;
+        Ok(ret as usize)
+    }
+
+    /// Whether every page of `pages` may be spliced (sendpage_ok).
+    pub(crate) fn can_splice(pages: &Pages) -> bool {
+        let b = pages.bvecs();
+        // SAFETY: `b` describes `b.len()` valid bio_vecs.
+        unsafe { abi::ksock_pages_ok(b.as_ptr(), b.len()) }
     }
 
     /// Receives what is there, up to `buf.len()` bytes.

@@ -629,12 +629,74 @@ static void sock_reset_mid_transfer(struct kunit *test)
 	vfree(buf);
 }
 
+/* 1 MiB of separate pages, spliced; and slab memory, which cannot be spliced
+ * and is copied instead. Both arrive intact. */
+static void sock_zero_copy_and_fallback(struct kunit *test)
+{
+	enum { NPAGES = 256 };
+	struct pair p = {};
+	struct page **pages = kunit_kcalloc(test, NPAGES, sizeof(*pages), GFP_KERNEL);
+	struct bio_vec *bv = kunit_kcalloc(test, NPAGES, sizeof(*bv), GFP_KERNEL);
+	u8 *dst = vzalloc(NPAGES * PAGE_SIZE), *slab = kmalloc(3000, GFP_KERNEL);
+	struct fi_cq_data_entry e;
+	struct bio_vec sbv;
+	int i;
+
+	KUNIT_ASSERT_TRUE(test, pages && bv && dst && slab);
+	for (i = 0; i < NPAGES; i++) {
+		pages[i] = alloc_page(GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, pages[i]);
+		fill(page_address(pages[i]), PAGE_SIZE, (u8)i);
+		bvec_set_page(&bv[i], pages[i], PAGE_SIZE, 0);
+	}
+	pair_open(test, &p, "127.0.0.1", "7482");
+	{
+		/* More pages than iov_limit need the pages in one bio_vec array:
+		 * send them 16 at a time. */
+		struct kvec r = { dst, NPAGES * PAGE_SIZE };
+
+		for (i = 0; i < NPAGES; i += 16) {
+			struct fi_msg m = { .msg_bvec = &bv[i], .iov_count = 16 };
+
+			r.iov_base = dst + i * PAGE_SIZE;
+			r.iov_len = 16 * PAGE_SIZE;
+			KUNIT_ASSERT_EQ(test, fi_recvv(p.server.ep, &r, NULL, 1, 0, NULL), 0);
+			KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &m, 0), 0);
+		}
+		for (i = 0; i < NPAGES; i += 16) {
+			KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+			KUNIT_EXPECT_EQ(test, e.len, (size_t)(16 * PAGE_SIZE));
+			KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		}
+	}
+	for (i = 0; i < NPAGES; i++)
+		KUNIT_EXPECT_EQ(test, memcmp(dst + i * PAGE_SIZE, page_address(pages[i]), PAGE_SIZE), 0);
+
+	fill(slab, 3000, 77);
+	bvec_set_virt(&sbv, slab, 3000);
+	{
+		struct fi_msg m = { .msg_bvec = &sbv, .iov_count = 1 };
+
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 3000, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &m, 0), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, memcmp(dst, slab, 3000), 0);
+	}
+	pair_close(test, &p);
+	for (i = 0; i < NPAGES; i++)
+		__free_page(pages[i]);
+	kfree(slab);
+	vfree(dst);
+}
+
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_connect_and_messages),
 	KUNIT_CASE(sock_ipv6),
 	KUNIT_CASE(sock_vectors_truncation_data),
 	KUNIT_CASE(sock_rma),
 	KUNIT_CASE(sock_bio_vec_buffers),
+	KUNIT_CASE(sock_zero_copy_and_fallback),
 	KUNIT_CASE(sock_shutdown_both_sides),
 	KUNIT_CASE(sock_refused_and_rejected),
 	KUNIT_CASE(sock_peer_gone),
