@@ -12,7 +12,7 @@ quiet_cmd_kofi_provider_bindgen = BINDGEN $@
 		$(shell grep -Ev '^\#|^$$' $(srctree)/rust/bindgen_parameters) \
 		--allowlist-var 'FI_.*|KOFI_.*|ITER_.*' \
 		--allowlist-type 'fi_.*|fid.*|kofi_.*' \
-		--allowlist-function 'fi_.*|kofi_.*|_copy_to_iter|_copy_from_iter|iov_iter_kvec|iov_iter_bvec|kstrdup|kfree' \
+		--allowlist-function 'fi_.*|kofi_.*|_copy_to_iter|_copy_from_iter|iov_iter_kvec|iov_iter_bvec|iov_iter_advance|kstrdup|kfree' \
 		--opaque-type 'module|page|spinlock|lock_class_key|iov_iter|seq_file' \
 		$(KOFI_BINDGEN_EXTRA) \
 		-o $@ -- $(c_flags) -I$(src) -D__BINDGEN__ -DMODULE

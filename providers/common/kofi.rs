@@ -295,10 +295,23 @@ impl Buffers {
 
     /// Copies `src` into the buffers as far as it fits; the bytes copied.
     fn scatter(&self, src: &[u8]) -> usize {
-        let n = src.len().min(self.len());
+        self.scatter_at(0, src)
+    }
+
+    /// As [`Buffers::scatter`], from byte `offset` of the buffers on.
+    fn scatter_at(&self, offset: usize, src: &[u8]) -> usize {
+        let len = self.len();
+        if offset >= len {
+            return 0;
+        }
+        let n = src.len().min(len - offset);
         let mut iter = self.iter(abi::ITER_DEST);
-        // SAFETY: `src` has `n` readable bytes; `iter` covers at least `n`.
-        unsafe { abi::_copy_to_iter(src.as_ptr().cast(), n, &mut iter) }
+        // SAFETY: `iter` covers `len > offset` bytes; advancing within them
+        // is valid; `src` has `n` readable bytes and `n <= len - offset`.
+        unsafe {
+            abi::iov_iter_advance(&mut iter, offset);
+            abi::_copy_to_iter(src.as_ptr().cast(), n, &mut iter)
+        }
     }
 }
 
@@ -380,6 +393,12 @@ impl PostedRecv {
     /// Copies a message into the buffers; returns the bytes that fit.
     pub(crate) fn fill(&self, src: &[u8]) -> usize {
         self.buffers.scatter(src)
+    }
+
+    /// Copies `src` into the buffers from byte `offset` on (a part of a read
+    /// of several remote buffers); returns the bytes that fit.
+    pub(crate) fn fill_at(&self, offset: usize, src: &[u8]) -> usize {
+        self.buffers.scatter_at(offset, src)
     }
 }
 

@@ -61,8 +61,9 @@ struct TxFrame {
     done: Option<(Context, u64)>,
 }
 
-/// An RMA waiting for the peer's answer.
-pub(crate) struct PendingRma {
+/// One RMA call: one part per remote buffer, answered in order; the call
+/// completes (once) when its last part is answered.
+pub(crate) struct RmaCall {
     id: u64,
     write: bool,
     context: Context,
@@ -70,6 +71,27 @@ pub(crate) struct PendingRma {
     len: usize,
     /// A read's local buffers.
     local: Option<PostedRecv>,
+    /// The first part's failure, if any.
+    status: u32,
+    parts_left: usize,
+}
+
+/// A part of an RMA call waiting for the peer's answer.
+struct PendingRma {
+    id: u64,
+    call: u64,
+    /// Where the part's bytes go in the call's local buffers (reads).
+    offset: usize,
+    len: usize,
+}
+
+/// A part of an RMA call to post: a remote buffer and where its bytes are
+/// in the call's local buffers.
+pub(crate) struct RmaPart {
+    pub(crate) key: u64,
+    pub(crate) addr: u64,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
 }
 
 /// A message that arrived before a receive was posted for it.
@@ -128,6 +150,7 @@ struct Inner {
     unexpected: Held,
     unexpected_bytes: usize,
     rma: KVec<PendingRma>,
+    calls: KVec<RmaCall>,
     next_id: u64,
     /// FI_SHUTDOWN (or a connection error) was reported.
     ended: bool,
@@ -190,6 +213,7 @@ impl Conn {
             unexpected: Ring::new(slots(RX_DEPTH)?),
             unexpected_bytes: 0,
             rma: KVec::new(),
+            calls: KVec::new(),
             next_id: 1,
             ended: false,
             connreq_data: None,
@@ -357,32 +381,78 @@ impl Conn {
         Ok(())
     }
 
-    /// Queues a message (`op` Send) or an RMA, then pushes what it can.
+    /// Queues a message, then pushes what it can.
     pub(crate) fn post(
         self: &Arc<Self>,
         header: Header,
         payload: &[u8],
         done: Option<(Context, u64)>,
-        rma: Option<PendingRma>,
     ) -> Result {
         {
             let mut g = self.inner.lock();
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
-            let mut header = header;
-            if let Some(mut pending) = rma {
-                header.id = g.next_id;
-                pending.id = g.next_id;
-                g.next_id += 1;
-                g.rma.push(pending, GFP_KERNEL)?;
-                if let Err(e) = g.queue(header, payload, None) {
-                    let _ = pop_rma(&mut g.rma, header.id);
-                    return Err(e);
-                }
-            } else {
-                g.queue(header, payload, done)?;
+            g.queue(header, payload, done)?;
+            g.flush();
+        }
+        self.kick();
+        Ok(())
+    }
+
+    /// Queues an RMA call, a frame per part (Write with its bytes of
+    /// `payload`, or ReadReq), all or none; the last Write carries `cq_data`.
+    pub(crate) fn post_rma(
+        self: &Arc<Self>,
+        mut call: RmaCall,
+        parts: &[RmaPart],
+        payload: &[u8],
+        cq_data: Option<u64>,
+    ) -> Result {
+        {
+            let mut g = self.inner.lock();
+            if g.phase != Phase::Connected {
+                return Err(fi_error(abi::FI_ENOTCONN));
             }
+            if TX_DEPTH - g.tx.len() < parts.len() {
+                return Err(fi_error(abi::FI_EAGAIN));
+            }
+            g.rma.reserve(parts.len(), GFP_KERNEL)?;
+            g.calls.reserve(1, GFP_KERNEL)?;
+            call.id = g.next_id;
+            call.parts_left = parts.len();
+            g.next_id += 1;
+            for (i, part) in parts.iter().enumerate() {
+                let id = g.next_id;
+                g.next_id += 1;
+                let op = if call.write { Op::Write } else { Op::ReadReq };
+                let mut h = Header::new(op);
+                h.key = part.key;
+                h.addr = part.addr;
+                h.rma_len = part.len as u64;
+                h.id = id;
+                if let (Some(data), true) = (cq_data, i + 1 == parts.len()) {
+                    h.flags = wire::FLAG_CQ_DATA;
+                    h.data = data;
+                }
+                let bytes = if call.write {
+                    &payload[part.offset..part.offset + part.len]
+                } else {
+                    &[]
+                };
+                // Room in the queue and the vectors was checked above.
+                g.queue(h, bytes, None)?;
+                g.rma.push(
+                    PendingRma {
+                        id,
+                        call: call.id,
+                        offset: part.offset,
+                        len: part.len,
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+            g.calls.push(call, GFP_KERNEL)?;
             g.flush();
         }
         self.kick();
@@ -452,14 +522,17 @@ impl Conn {
 
 fn pop_rma(v: &mut KVec<PendingRma>, id: u64) -> Option<PendingRma> {
     let i = v.iter().position(|p| p.id == id)?;
+    Some(swap_remove(v, i))
+}
+
+/// Removes element `i` of `v`, moving the last one into its place.
+fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
     let last = v.len() - 1;
     v.swap(i, last);
-    let len = v.len();
-    // SAFETY: Element `len - 1` is initialised; shrinking the length first
-    // hands its ownership to us.
-    unsafe {
-        v.set_len(len - 1);
-        Some(core::ptr::read(v.as_ptr().add(len - 1)))
+    match pop_last(v) {
+        Some(x) => x,
+        // `v` held element `i`, so it is not empty.
+        None => unreachable!(),
     }
 }
 
@@ -740,10 +813,7 @@ impl Inner {
             }
             (Phase::Connected, Op::WriteAck | Op::ReadResp) => {
                 let pending = pop_rma(&mut self.rma, h.id).ok_or_else(proto)?;
-                if pending.write != (op == Op::WriteAck) {
-                    return Err(proto());
-                }
-                self.finish_rma(pending, h.status, &payload)?;
+                self.finish_rma(pending, op == Op::WriteAck, h.status, &payload)?;
             }
             (Phase::Connected, Op::Shutdown) => {
                 self.end(abi::FI_ECONNRESET, true);
@@ -782,27 +852,48 @@ impl Inner {
         }
     }
 
-    fn finish_rma(&mut self, pending: PendingRma, status: u32, payload: &[u8]) -> Result {
-        let Some(ep) = &self.ep else {
-            return Ok(());
-        };
-        let kind = FI_RMA | if pending.write { FI_WRITE } else { FI_READ };
-        if status != 0 {
-            let _ = ep.complete_error(kind, pending.context, status, 0, 0, -(status as i32));
-            return Ok(());
+    /// A part of an RMA call was answered (`write`: by WriteAck).
+    fn finish_rma(
+        &mut self,
+        pending: PendingRma,
+        write: bool,
+        status: u32,
+        payload: &[u8],
+    ) -> Result {
+        let i = self
+            .calls
+            .iter()
+            .position(|c| c.id == pending.call)
+            .ok_or_else(|| fi_error(abi::FI_EPROTO))?;
+        let call = &mut self.calls[i];
+        if call.write != write {
+            return Err(fi_error(abi::FI_EPROTO));
         }
-        if let Some(local) = &pending.local {
+        if status != 0 {
+            if call.status == 0 {
+                call.status = status;
+            }
+        } else if let Some(local) = &call.local {
             if payload.len() != pending.len {
                 return Err(fi_error(abi::FI_EPROTO));
             }
-            local.fill(payload);
+            local.fill_at(pending.offset, payload);
         }
-        let _ = ep.complete(
-            kind | (pending.flags & FI_COMPLETION),
-            pending.context,
-            pending.len,
-            0,
-        );
+        call.parts_left -= 1;
+        if call.parts_left != 0 {
+            return Ok(());
+        }
+        let call = swap_remove(&mut self.calls, i);
+        if let Some(ep) = &self.ep {
+            let kind = FI_RMA | if call.write { FI_WRITE } else { FI_READ };
+            if call.status != 0 {
+                let err = call.status;
+                let _ = ep.complete_error(kind, call.context, err, 0, 0, -(err as i32));
+            } else {
+                let flags = kind | (call.flags & FI_COMPLETION);
+                let _ = ep.complete(flags, call.context, call.len, 0);
+            }
+        }
         Ok(())
     }
 
@@ -859,10 +950,11 @@ impl Inner {
                     let _ = ep.complete_error(FI_SEND | FI_MSG, ctx, err, 0, 0, 0);
                 }
             }
-            while let Some(p) = pop_last(&mut self.rma) {
-                let kind = FI_RMA | if p.write { FI_WRITE } else { FI_READ };
-                let _ = ep.complete_error(kind, p.context, err, 0, 0, 0);
+            while let Some(call) = pop_last(&mut self.calls) {
+                let kind = FI_RMA | if call.write { FI_WRITE } else { FI_READ };
+                let _ = ep.complete_error(kind, call.context, err, 0, 0, 0);
             }
+            self.rma = KVec::new();
             if report && !self.ended {
                 let _ = ep.event(abi::FI_SHUTDOWN, &[]);
             }
@@ -911,21 +1003,24 @@ fn pop_last<T>(v: &mut KVec<T>) -> Option<T> {
     }
 }
 
-/// Makes an RMA record for `post`.
-pub(crate) fn pending_rma(
+/// An RMA call for `post_rma`: `len` bytes in all, `local` the buffers a
+/// read fills.
+pub(crate) fn rma_call(
     write: bool,
     context: Context,
     flags: u64,
     len: usize,
     local: Option<PostedRecv>,
-) -> PendingRma {
-    PendingRma {
+) -> RmaCall {
+    RmaCall {
         id: 0,
         write,
         context,
         flags,
         len,
         local,
+        status: 0,
+        parts_left: 0,
     }
 }
 

@@ -31,9 +31,7 @@ mod wire;
 
 use conn::Conn;
 use flags::*;
-use kofi::{
-    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg,
-};
+use kofi::{fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg};
 use socket::{SockAddr, Socket};
 use wire::{Header, Op};
 
@@ -318,7 +316,7 @@ impl kofi::Endpoint for SockEp {
         }
         let mut payload = KVec::new();
         msg.gather(&mut payload)?;
-        self.conn()?.post(h, &payload, done, None)
+        self.conn()?.post(h, &payload, done)
     }
 
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
@@ -329,48 +327,44 @@ impl kofi::Endpoint for SockEp {
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
         let mut payload = KVec::new();
         msg.gather(&mut payload)?;
-        let conn = self.conn()?;
-        // Each remote buffer is one WRITE; the last one completes the call.
-        let mut offset = 0;
-        let remote = msg.remote();
-        for (i, r) in remote.iter().enumerate() {
-            let last = i + 1 == remote.len();
-            let mut h = Header::new(Op::Write);
-            h.key = r.key;
-            h.addr = r.addr;
-            h.rma_len = r.len as u64;
-            if last && flags & FI_REMOTE_CQ_DATA != 0 {
-                h.flags = wire::FLAG_CQ_DATA;
-                h.data = msg.data();
-            }
-            let (ctx, f) = if last {
-                (msg.context(), flags)
-            } else {
-                (Context::NONE, 0)
-            };
-            let pending =
-                conn::pending_rma(true, ctx, f, if last { payload.len() } else { r.len }, None);
-            conn.post(h, &payload[offset..offset + r.len], None, Some(pending))?;
-            offset += r.len;
-        }
-        Ok(())
+        let parts = rma_parts(msg)?;
+        let call = conn::rma_call(true, msg.context(), flags, payload.len(), None);
+        let cq_data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
+        self.conn()?.post_rma(call, &parts, &payload, cq_data)
     }
 
     fn readmsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
-        let remote = msg.remote();
-        if remote.len() != 1 {
-            // One READ per call: the answer fills the local buffers at once.
-            return Err(fi_error(abi::FI_EOPNOTSUPP));
-        }
-        let r = remote[0];
-        let local = msg.to_posted(flags)?;
-        let mut h = Header::new(Op::ReadReq);
-        h.key = r.key;
-        h.addr = r.addr;
-        h.rma_len = r.len as u64;
-        let pending = conn::pending_rma(false, msg.context(), flags, r.len, Some(local));
-        self.conn()?.post(h, &[], None, Some(pending))
+        let parts = rma_parts(msg)?;
+        let len = parts.iter().map(|p| p.len).sum();
+        let call = conn::rma_call(
+            false,
+            msg.context(),
+            flags,
+            len,
+            Some(msg.to_posted(flags)?),
+        );
+        self.conn()?.post_rma(call, &parts, &[], None)
     }
+}
+
+/// The parts of an RMA call: each remote buffer, and where its bytes are in
+/// the local ones (the core checked the lengths add up).
+fn rma_parts(msg: &RmaMsg<'_>) -> Result<KVec<conn::RmaPart>> {
+    let mut parts = KVec::with_capacity(msg.remote().len(), GFP_KERNEL)?;
+    let mut offset = 0;
+    for r in msg.remote() {
+        parts.push(
+            conn::RmaPart {
+                key: r.key,
+                addr: r.addr,
+                offset,
+                len: r.len,
+            },
+            GFP_KERNEL,
+        )?;
+        offset += r.len;
+    }
+    Ok(parts)
 }
 
 /// The provider's state of a connection request: the server connection.

@@ -690,11 +690,74 @@ static void sock_zero_copy_and_fallback(struct kunit *test)
 	vfree(dst);
 }
 
+/* RMA calls with several remote buffers: each completes once, and a part the
+ * target refuses fails the call (once), with the call's context. */
+static void sock_rma_several_buffers(struct kunit *test)
+{
+	struct pair p = {};
+	struct fid_mr *mr;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	u8 *region = kunit_kzalloc(test, 8192, GFP_KERNEL), src[300], back[300] = {};
+	struct kvec iov = { back, 300 }, siov = { src, 300 };
+	struct fi_rma_iov rma[3];
+	struct fi_msg_rma msg = { .iov_count = 1, .rma_iov = rma, .context = back };
+	u64 key;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	fill(region, 8192, 21);
+	fill(src, sizeof(src), 22);
+	pair_open(test, &p, "127.0.0.1", "7483");
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 8192, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+
+	/* Read 100 bytes at 10 and 200 at 5000 into one local buffer. */
+	rma[0] = (struct fi_rma_iov){ 10, 100, key };
+	rma[1] = (struct fi_rma_iov){ 5000, 200, key };
+	msg.msg_iov = &iov;
+	msg.rma_iov_count = 2;
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)back);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)300);
+	KUNIT_EXPECT_EQ(test, memcmp(back, region + 10, 100), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(back + 100, region + 5000, 200), 0);
+
+	/* Write into three places. */
+	rma[0] = (struct fi_rma_iov){ 0, 100, key };
+	rma[1] = (struct fi_rma_iov){ 4000, 100, key };
+	rma[2] = (struct fi_rma_iov){ 8000, 100, key };
+	msg.msg_iov = &siov;
+	msg.rma_iov_count = 3;
+	msg.context = src;
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	KUNIT_EXPECT_EQ(test, memcmp(region, src, 100), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 4000, src + 100, 100), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 8000, src + 200, 100), 0);
+
+	/* The middle part names no region: one error, for the whole call. */
+	rma[1].key = key ^ 0x10;
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &msg, 0), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_ENOKEY);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)src);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
+	exchange(test, &p, 64, 23);
+
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+}
+
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_connect_and_messages),
 	KUNIT_CASE(sock_ipv6),
 	KUNIT_CASE(sock_vectors_truncation_data),
 	KUNIT_CASE(sock_rma),
+	KUNIT_CASE(sock_rma_several_buffers),
 	KUNIT_CASE(sock_bio_vec_buffers),
 	KUNIT_CASE(sock_zero_copy_and_fallback),
 	KUNIT_CASE(sock_shutdown_both_sides),
