@@ -39,11 +39,19 @@ MODULE_PARM_DESC(size, "message size in bytes");
 static unsigned int iters = 100;
 module_param(iters, uint, 0444);
 MODULE_PARM_DESC(iters, "round trips");
+static bool reject;
+module_param(reject, bool, 0444);
+MODULE_PARM_DESC(reject, "server: refuse the client; client: expect to be refused");
 static int timeout_ms = 30000;
 module_param(timeout_ms, int, 0444);
 MODULE_PARM_DESC(timeout_ms, "how long to wait for any one event");
 
 #define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+
+/* Private data each side sends, and checks it got from the other. */
+static const char hello[] = "kofi-pingpong hello";
+static const char welcome[] = "kofi-pingpong welcome";
+static const char refusal[] = "kofi-pingpong no";
 
 struct cm_event {
 	struct fi_eq_cm_entry entry;
@@ -163,10 +171,20 @@ static int serve(struct completion *listening)
 		complete(listening);
 	if (!ret)
 		ret = wait_cm(e.eq, FI_CONNREQ, &ev);
+	if (!ret && memcmp(ev.data, hello, sizeof(hello))) {
+		pr_err("kofi_pingpong: server: the client's private data is wrong\n");
+		ret = -EPROTO;
+	}
+	if (!ret && reject) {
+		ret = fi_reject(e.pep, ev.entry.info->handle, refusal, sizeof(refusal));
+		fi_freeinfo(ev.entry.info);
+		close_end(&e);
+		return ret;
+	}
 	if (!ret) {
 		ret = enable(&e, ev.entry.info);
 		if (!ret)
-			ret = fi_accept(e.ep, NULL, 0);
+			ret = fi_accept(e.ep, welcome, sizeof(welcome));
 		fi_freeinfo(ev.entry.info);
 	}
 	if (!ret)
@@ -199,9 +217,27 @@ static int client(void)
 	if (!ret)
 		ret = enable(&e, e.info);
 	if (!ret)
-		ret = fi_connect(e.ep, NULL, NULL, 0);
+		ret = fi_connect(e.ep, NULL, hello, sizeof(hello));
 	if (!ret)
 		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+	if (reject) {
+		struct fi_eq_err_entry err = {};
+
+		/* Refused is the expected outcome. */
+		if (ret == -FI_EAVAIL && fi_eq_readerr(e.eq, &err, 0) > 0 &&
+		    err.err == FI_ECONNREFUSED) {
+			pr_info("kofi_pingpong: %s: refused, as expected\n", prov);
+			ret = 0;
+		} else {
+			ret = ret ?: -EPROTO;
+		}
+		close_end(&e);
+		return ret;
+	}
+	if (!ret && memcmp(ev.data, welcome, sizeof(welcome))) {
+		pr_err("kofi_pingpong: client: the server's private data is wrong\n");
+		ret = -EPROTO;
+	}
 	start = ktime_get();
 	for (i = 0; !ret && i < iters; i++) {
 		for (j = 0; j < size; j++)

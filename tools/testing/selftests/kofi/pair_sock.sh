@@ -1,41 +1,43 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# kofi_sock across two VMs: node 0 serves, node 1 runs the pingpong client
-# against it, over IPv4 and then IPv6.
+# kofi_sock across two VMs: node 0 serves, node 1 connects. Private data
+# both ways (checked by the pingpong), messages of 1 B, 4 KiB and 1 MiB
+# over IPv4, 4 KiB over IPv6, every byte checked, and a refused connect.
 . "$(dirname "$0")/ktap_helpers.sh"
 MODDIR=/kofi/modules
 
-ktap_plan 4
+# The runs: port, address family, size, iterations, extra parameters.
+RUNS="7600:4:1:20: 7601:4:4096:20: 7602:4:1048576:4: 7603:6:4096:20: 7604:4:64:1:reject=1"
+
+ktap_plan 6
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko || { ktap_diag "loading failed"; exit 1; }
-if [ "$KOFI_NODE" = 0 ]; then
-	me4=10.0.2.10 me6=fd00::10
-	ktap_expect_ok "serve_ipv4" insmod $MODDIR/kofi_pingpong.ko mode=server addr=$me4 port=7600 size=65536 iters=20 timeout_ms=120000
-	rmmod kofi_pingpong
-	ktap_expect_ok "serve_ipv6" insmod $MODDIR/kofi_pingpong.ko mode=server addr=$me6 port=7601 size=4096 iters=20 timeout_ms=120000
-	rmmod kofi_pingpong
-else
-	# The server may still be booting: retry the first connect.
-	ok=1
-	for i in $(seq 1 60); do
-		if insmod $MODDIR/kofi_pingpong.ko mode=client addr=$KOFI_PEER port=7600 size=65536 iters=20 timeout_ms=2000 2>/dev/null; then
-			ok=0
-			break
-		fi
-		sleep 1
-	done
-	rmmod kofi_pingpong 2>/dev/null
-	if [ $ok = 0 ]; then ktap_ok "client_ipv4"; else ktap_not_ok "client_ipv4"; fi
-	ok=1
-	for i in $(seq 1 30); do
-		if insmod $MODDIR/kofi_pingpong.ko mode=client addr=$KOFI_PEER6 port=7601 size=4096 iters=20 timeout_ms=2000 2>/dev/null; then
-			ok=0
-			break
-		fi
-		sleep 1
-	done
-	rmmod kofi_pingpong 2>/dev/null
-	if [ $ok = 0 ]; then ktap_ok "client_ipv6"; else ktap_not_ok "client_ipv6"; fi
-fi
-ktap_expect_ok "sock_unloads" rmmod kofi_sock
-ktap_expect_ok "core_unloads" rmmod kofi
+for run in $RUNS; do
+	IFS=: read -r port fam size iters extra <<EOF2
+$run
+EOF2
+	name="size_${size}_ipv${fam}${extra:+_reject}"
+	if [ "$KOFI_NODE" = 0 ]; then
+		addr=10.0.2.10
+		[ "$fam" = 6 ] && addr=fd00::10
+		ktap_expect_ok "serve_$name" insmod $MODDIR/kofi_pingpong.ko mode=server \
+			addr=$addr port=$port size=$size iters=$iters timeout_ms=120000 $extra
+		rmmod kofi_pingpong 2>/dev/null
+	else
+		addr=$KOFI_PEER
+		[ "$fam" = 6 ] && addr=$KOFI_PEER6
+		# The server may still be booting or starting its next run: retry.
+		ok=1
+		for i in $(seq 1 90); do
+			if insmod $MODDIR/kofi_pingpong.ko mode=client addr=$addr port=$port \
+				size=$size iters=$iters timeout_ms=5000 $extra 2>/dev/null; then
+				ok=0
+				break
+			fi
+			sleep 1
+		done
+		rmmod kofi_pingpong 2>/dev/null
+		if [ $ok = 0 ]; then ktap_ok "client_$name"; else ktap_not_ok "client_$name"; fi
+	fi
+done
+ktap_expect_ok "sock_and_core_unload" sh -c "rmmod kofi_sock && rmmod kofi"
 ktap_finish
