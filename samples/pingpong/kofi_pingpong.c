@@ -69,11 +69,15 @@ struct end {
 	u8 *tx, *rx;
 };
 
+/* 0 when @want arrives; a connection error entry's error, negated. */
 static int wait_cm(struct fid_eq *eq, u32 want, struct cm_event *ev)
 {
+	struct fi_eq_err_entry err = {};
 	u32 event;
 	ssize_t ret = fi_eq_sread(eq, &event, ev, sizeof(*ev), timeout_ms, 0);
 
+	if (ret == -FI_EAVAIL && fi_eq_readerr(eq, &err, 0) > 0)
+		return -err.err;
 	if (ret < 0)
 		return ret;
 	return event == want ? 0 : -EPROTO;
@@ -221,11 +225,8 @@ static int client(void)
 	if (!ret)
 		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
 	if (reject) {
-		struct fi_eq_err_entry err = {};
-
 		/* Refused is the expected outcome. */
-		if (ret == -FI_EAVAIL && fi_eq_readerr(e.eq, &err, 0) > 0 &&
-		    err.err == FI_ECONNREFUSED) {
+		if (ret == -FI_ECONNREFUSED) {
 			pr_info("kofi_pingpong: %s: refused, as expected\n", prov);
 			ret = 0;
 		} else {
