@@ -698,15 +698,16 @@ static void sock_rma_several_buffers(struct kunit *test)
 	struct fid_mr *mr;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err = {};
-	u8 *region = kunit_kzalloc(test, 8192, GFP_KERNEL), src[300], back[300] = {};
+	u8 *region = kunit_kzalloc(test, 8192, GFP_KERNEL);
+	u8 *src = kunit_kzalloc(test, 300, GFP_KERNEL), *back = kunit_kzalloc(test, 300, GFP_KERNEL);
 	struct kvec iov = { back, 300 }, siov = { src, 300 };
 	struct fi_rma_iov rma[3];
 	struct fi_msg_rma msg = { .iov_count = 1, .rma_iov = rma, .context = back };
 	u64 key;
 
-	KUNIT_ASSERT_NOT_NULL(test, region);
+	KUNIT_ASSERT_TRUE(test, region && src && back);
 	fill(region, 8192, 21);
-	fill(src, sizeof(src), 22);
+	fill(src, 300, 22);
 	pair_open(test, &p, "127.0.0.1", "7483");
 	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 8192, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
