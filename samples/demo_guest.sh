@@ -25,7 +25,7 @@ case "$providers" in *kofi_sock*) prov=sock ;; esac
 
 set -- $providers
 pingpong=0
-[ "$prov" = sock ] && pingpong=2
+[ "$prov" = sock ] && pingpong=3
 ktap_plan $((4 + 2 * $# + pingpong))
 ktap_expect_ok "insmod kofi.ko" insmod $MODDIR/kofi.ko
 show
@@ -41,6 +41,9 @@ if [ "$prov" = sock ]; then
 	ktap_expect_ok "pingpong over kofi_sock, 1 MiB" \
 		insmod $MODDIR/kofi_pingpong.ko prov=sock size=1048576 iters=10 port=7501
 	rmmod kofi_pingpong
+	# The same through a consumer written in Rust.
+	ktap_expect_ok "pingpong from a Rust consumer" insmod $MODDIR/kofi_rust_pingpong.ko
+	rmmod kofi_rust_pingpong
 	show
 	ktap_expect_ok "insmod kofi_sample_consumer.ko prov=sock" \
 		insmod $MODDIR/kofi_sample_consumer.ko prov=sock
