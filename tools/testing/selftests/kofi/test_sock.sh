@@ -5,7 +5,7 @@
 . "$(dirname "$0")/ktap_helpers.sh"
 MODDIR=/kofi/modules
 
-ktap_plan 9
+ktap_plan 12
 insmod $MODDIR/kofi.ko || { ktap_diag "insmod kofi.ko failed"; exit 1; }
 ktap_expect_ok "sock_registers" insmod $MODDIR/kofi_sock.ko
 ktap_expect_ok "consumer_opens_sock_objects" insmod $MODDIR/kofi_sample_consumer.ko prov=sock
@@ -16,6 +16,13 @@ rmmod kofi_pingpong
 ktap_expect_ok "pingpong_ipv6_64k" insmod $MODDIR/kofi_pingpong.ko mode=both addr=::1 port=7501 size=65536 iters=20
 rmmod kofi_pingpong
 if dmesg | grep -q 'kofi_pingpong: sock: 20 round trips of 65536 bytes'; then ktap_ok "pingpong_reported"; else ktap_not_ok "pingpong_reported"; fi
+# Streaming bandwidth: messages, RMA writes and reads, all completing.
+n=0
+for t in msg write read; do
+	n=$((n + 1))
+	ktap_expect_ok "bandwidth_$t" insmod $MODDIR/kofi_bw.ko test=$t size=65536 iters=64 window=8 port=$((7510 + n))
+	rmmod kofi_bw
+done
 # A consumer written in Rust, through the same exported ABI.
 if insmod $MODDIR/kofi_rust_pingpong.ko && rmmod kofi_rust_pingpong &&
 	dmesg | grep -q 'kofi_rust_pingpong: 50 round trips of 4096 bytes through kofi from Rust'; then

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kofi_bw: streaming bandwidth, the kernel counterpart of fabtests'
+ * fi_msg_bw and fi_rma_bw.
+ *
+ * test=msg streams iters messages of size bytes with window of them in
+ * flight, and stops the clock when the receiver says it has them all;
+ * test=write and test=read stream RMA into and out of a region the server
+ * registers and names in its accept's private data (an RMA completes when
+ * the target has answered). mode=both runs the server in a thread. The
+ * module's init returns when the run is over (0: every operation
+ * succeeded) and prints one line:
+ *   kofi_bw: <prov> <test> <size> bytes x <iters>: <MB/s> MB/s
+ */
+#include <linux/completion.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <kofi/fabric.h>
+#include <kofi/fi_cm.h>
+#include <kofi/fi_domain.h>
+#include <kofi/fi_endpoint.h>
+#include <kofi/fi_eq.h>
+#include <kofi/fi_rma.h>
+
+static char *prov = "sock";
+module_param(prov, charp, 0444);
+static char *mode = "both";
+module_param(mode, charp, 0444);
+static char *test = "msg";
+module_param(test, charp, 0444);
+MODULE_PARM_DESC(test, "msg, write or read");
+static char *addr = "127.0.0.1";
+module_param(addr, charp, 0444);
+static char *port = "7510";
+module_param(port, charp, 0444);
+static unsigned int size = 65536;
+module_param(size, uint, 0444);
+static unsigned int iters = 200;
+module_param(iters, uint, 0444);
+static unsigned int window = 16;
+module_param(window, uint, 0444);
+MODULE_PARM_DESC(window, "operations in flight");
+
+#define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+#define WAIT_MS 60000
+
+struct cm_event {
+	struct fi_eq_cm_entry entry;
+	u8 data[KOFI_CM_DATA_MAX];
+};
+
+/* What the server's accept tells the client: its region. */
+struct region_desc {
+	u64 key;
+	u64 addr;
+};
+
+struct end {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_pep *pep;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct fid_mr *mr;
+	u8 *buf;
+};
+
+static bool is_rma(void)
+{
+	return strcmp(test, "msg");
+}
+
+static int wait_cm(struct fid_eq *eq, u32 want, struct cm_event *ev)
+{
+	struct fi_eq_err_entry err = {};
+	u32 event;
+	ssize_t ret = fi_eq_sread(eq, &event, ev, sizeof(*ev), WAIT_MS, 0);
+
+	if (ret == -FI_EAVAIL && fi_eq_readerr(eq, &err, 0) > 0)
+		return -err.err;
+	if (ret < 0)
+		return ret;
+	return event == want ? 0 : -EPROTO;
+}
+
+static int wait_cq(struct fid_cq *cq)
+{
+	struct fi_cq_entry e;
+	ssize_t ret = fi_cq_sread(cq, &e, 1, NULL, WAIT_MS);
+
+	if (ret == -FI_EAVAIL) {
+		struct fi_cq_err_entry err = {};
+
+		fi_cq_readerr(cq, &err, 0);
+		return -err.err;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+static int open_end(struct end *e, u64 flags)
+{
+	struct fi_info *hints = fi_allocinfo();
+	struct fi_eq_attr eq_attr = {};
+	struct fi_cq_attr cq_attr = { .size = 4 * window + 8 };
+	int ret;
+
+	if (!hints)
+		return -ENOMEM;
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | (is_rma() ? FI_RMA : 0);
+	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
+	ret = fi_getinfo(V, addr, port, flags, hints, &e->info);
+	fi_freeinfo(hints);
+	if (!ret)
+		ret = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
+	if (!ret)
+		ret = fi_domain(e->fabric, e->info, &e->domain, NULL);
+	if (!ret)
+		ret = fi_eq_open(e->fabric, &eq_attr, &e->eq, NULL);
+	if (!ret)
+		ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
+	e->buf = vzalloc((size_t)size * window);
+	return ret ?: (e->buf ? 0 : -ENOMEM);
+}
+
+static int enable(struct end *e, struct fi_info *info)
+{
+	int ret = fi_endpoint(e->domain, info, &e->ep, NULL);
+
+	if (!ret)
+		ret = fi_ep_bind(e->ep, &e->eq->fid, 0);
+	if (!ret)
+		ret = fi_ep_bind(e->ep, &e->cq->fid, FI_SEND | FI_RECV);
+	return ret ?: fi_enable(e->ep);
+}
+
+static void close_end(struct end *e)
+{
+	if (e->ep)
+		fi_close(&e->ep->fid);
+	if (e->mr)
+		fi_close(&e->mr->fid);
+	if (e->pep)
+		fi_close(&e->pep->fid);
+	if (e->cq)
+		fi_close(&e->cq->fid);
+	if (e->eq)
+		fi_close(&e->eq->fid);
+	if (e->domain)
+		fi_close(&e->domain->fid);
+	if (e->fabric)
+		fi_close(&e->fabric->fid);
+	fi_freeinfo(e->info);
+	vfree(e->buf);
+}
+
+static int serve(struct completion *listening)
+{
+	struct end e = {};
+	struct cm_event ev;
+	struct region_desc rd = {};
+	unsigned int i, got = 0;
+	int ret;
+
+	ret = open_end(&e, FI_SOURCE);
+	if (!ret && is_rma()) {
+		ret = fi_mr_reg(e.domain, e.buf, (size_t)size * window,
+				FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &e.mr, NULL);
+		rd.key = ret ? 0 : fi_mr_key(e.mr);
+	}
+	if (!ret)
+		ret = fi_passive_ep(e.fabric, e.info, &e.pep, NULL);
+	if (!ret)
+		ret = fi_pep_bind(e.pep, &e.eq->fid, 0);
+	if (!ret)
+		ret = fi_listen(e.pep);
+	if (listening)
+		complete(listening);
+	if (!ret)
+		ret = wait_cm(e.eq, FI_CONNREQ, &ev);
+	if (!ret) {
+		ret = enable(&e, ev.entry.info);
+		fi_freeinfo(ev.entry.info);
+	}
+	/* Receives before the accept: nothing the client sends waits. */
+	for (i = 0; !ret && i < (is_rma() ? 1 : window); i++)
+		ret = fi_recv(e.ep, e.buf + (size_t)i * size, size, NULL, 0, NULL);
+	if (!ret)
+		ret = fi_accept(e.ep, &rd, sizeof(rd));
+	if (!ret)
+		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+	if (is_rma()) {
+		/* The client's "done" message. */
+		if (!ret)
+			ret = wait_cq(e.cq);
+	} else {
+		while (!ret && got < iters) {
+			ret = wait_cq(e.cq);
+			got++;
+			if (!ret && got + window <= iters)
+				ret = fi_recv(e.ep, e.buf + (size_t)(got % window) * size, size, NULL, 0, NULL);
+		}
+		/* Tell the client everything arrived. */
+		if (!ret)
+			ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
+		if (!ret)
+			ret = wait_cq(e.cq);
+	}
+	if (ret)
+		pr_err("kofi_bw: server: %s (%d)\n", fi_strerror(ret), ret);
+	close_end(&e);
+	return ret;
+}
+
+static int post(struct end *e, const struct region_desc *rd, unsigned int i)
+{
+	u8 *buf = e->buf + (size_t)(i % window) * size;
+	u64 raddr = rd->addr + (u64)(i % window) * size;
+
+	if (!strcmp(test, "write"))
+		return fi_write(e->ep, buf, size, NULL, 0, raddr, rd->key, NULL);
+	if (!strcmp(test, "read"))
+		return fi_read(e->ep, buf, size, NULL, 0, raddr, rd->key, NULL);
+	return fi_send(e->ep, buf, size, NULL, 0, NULL);
+}
+
+static int client(void)
+{
+	struct end e = {};
+	struct cm_event ev;
+	struct region_desc rd = {};
+	unsigned int posted = 0, done = 0;
+	ktime_t start;
+	s64 ns;
+	u8 ack;
+	int ret;
+
+	ret = open_end(&e, 0);
+	if (!ret)
+		ret = enable(&e, e.info);
+	if (!ret)
+		ret = fi_connect(e.ep, NULL, NULL, 0);
+	if (!ret)
+		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+	if (!ret && is_rma())
+		memcpy(&rd, ev.data, sizeof(rd));
+	if (!ret && !is_rma())
+		ret = fi_recv(e.ep, &ack, 1, NULL, 0, &ack);
+	start = ktime_get();
+	while (!ret && done < iters) {
+		while (!ret && posted < iters && posted - done < window) {
+			ret = post(&e, &rd, posted);
+			posted++;
+		}
+		if (!ret)
+			ret = wait_cq(e.cq);
+		done++;
+	}
+	/* msg: the receiver's word that everything arrived; RMA: release it. */
+	if (!ret && !is_rma())
+		ret = wait_cq(e.cq);
+	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	if (!ret && is_rma()) {
+		ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
+		if (!ret)
+			ret = wait_cq(e.cq);
+	}
+	if (!ret)
+		pr_info("kofi_bw: %s %s %u bytes x %u: %lld MB/s\n", prov, test, size, iters,
+			ns ? (s64)size * iters * 1000 / ns : 0);
+	else
+		pr_err("kofi_bw: client: %s (%d)\n", fi_strerror(ret), ret);
+	close_end(&e);
+	return ret;
+}
+
+struct server_run {
+	struct completion listening, done;
+	int ret;
+};
+
+static int server_thread(void *arg)
+{
+	struct server_run *run = arg;
+
+	run->ret = serve(&run->listening);
+	complete(&run->done);
+	return 0;
+}
+
+static int __init kofi_bw_init(void)
+{
+	struct server_run run;
+	struct task_struct *t;
+	int ret;
+
+	if (!size || size > (16 << 20) || !iters || !window || window > 256)
+		return -EINVAL;
+	if (strcmp(test, "msg") && strcmp(test, "write") && strcmp(test, "read"))
+		return -EINVAL;
+	if (!strcmp(mode, "server"))
+		return serve(NULL);
+	if (!strcmp(mode, "client"))
+		return client();
+	if (strcmp(mode, "both"))
+		return -EINVAL;
+	init_completion(&run.listening);
+	init_completion(&run.done);
+	t = kthread_run(server_thread, &run, "kofi_bw");
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	wait_for_completion(&run.listening);
+	ret = client();
+	wait_for_completion(&run.done);
+	return ret ?: run.ret;
+}
+
+static void __exit kofi_bw_exit(void)
+{
+}
+
+module_init(kofi_bw_init);
+module_exit(kofi_bw_exit);
+MODULE_IMPORT_NS(KOFI);
+MODULE_DESCRIPTION("kofi bandwidth: streaming messages, RMA writes or reads");
+MODULE_LICENSE("GPL");
