@@ -4,6 +4,7 @@
 #   make          build every module against KDIR (default: kofi's cached kernel)
 #   make check    the whole test suite (sets up and builds what it needs)
 #   make demo     boot a VM, load kofi, run a sample consumer, show it
+#   make bench    kofi_sock against raw kernel TCP on the perf kernel
 #   make setup    install the toolchain (Debian 12)
 #   make kernel   build (or reuse) the cached kernel; PROFILE=debug|perf
 #   make clean
@@ -19,7 +20,7 @@ endif
 
 KBUILD_ARGS = -C $(KDIR) M=$(CURDIR) LLVM=1
 
-.PHONY: all modules check demo setup kernel clean
+.PHONY: all modules check demo bench setup kernel clean
 
 all: modules
 
@@ -31,6 +32,9 @@ check:
 
 demo:
 	scripts/demo.sh
+
+bench:
+	scripts/bench.sh
 
 setup:
 	scripts/setup.sh

@@ -9,6 +9,8 @@
 #   --vms N        boot N VMs (1 or 2) on one virtual network
 #   --mem M        guest memory (default 1G)
 #   --extra-modules DIR   also pack DIR's .ko files (and *.sh, under /kofi/tests)
+#   --modules-root DIR    take the built .ko files from DIR, a copy of the tree
+#                         built against another kernel (default: the tree)
 #
 # Each VM writes DIR/vmI/console.log (kernel console, first serial port) and
 # DIR/vmI/results.ktap (the guest command's stdout, second serial port). The
@@ -22,7 +24,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 
-kernel= out="$KOFI_ROOT/build/vm" timeout_s=600 vms=1 mem=1G extra=
+kernel= out="$KOFI_ROOT/build/vm" timeout_s=600 vms=1 mem=1G extra= modroot=$KOFI_ROOT
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
@@ -31,6 +33,7 @@ while [ $# -gt 0 ]; do
 	--vms) vms=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
 	--extra-modules) extra=$(cd "$2" && pwd); shift 2 ;;
+	--modules-root) modroot=$(cd "$2" && pwd); shift 2 ;;
 	--) shift; break ;;
 	*) die "vm-run: unknown option $1" ;;
 	esac
@@ -54,11 +57,12 @@ if rdma_bin=$(command -v rdma 2>/dev/null || ls /sbin/rdma /usr/sbin/rdma 2>/dev
 		cp -L "$lib" "$root$lib"
 	done
 fi
-find "$KOFI_ROOT" -path "$KOFI_ROOT/build" -prune -o -name '*.ko' -print |
+find "$modroot" -path "$modroot/build" -prune -o -name '*.ko' -print |
 	xargs -r cp -t "$root/kofi/modules"
 cp "$KOFI_ROOT"/tools/testing/selftests/kofi/*.sh "$root/kofi/tests/"
-mkdir -p "$root/kofi/samples"
+mkdir -p "$root/kofi/samples" "$root/kofi/bench"
 cp "$KOFI_ROOT"/samples/*.sh "$root/kofi/samples/"
+cp "$KOFI_ROOT"/tools/bench/*.sh "$root/kofi/bench/"
 if [ -n "$extra" ]; then
 	find "$extra" -name '*.ko' -print | xargs -r cp -t "$root/kofi/modules"
 	find "$extra" -maxdepth 1 -name '*.sh' -print | xargs -r cp -t "$root/kofi/tests"

@@ -685,10 +685,7 @@ impl Inner {
                 };
                 let h = Header::parse(&self.rx.header, &limits)
                     .map_err(|_| fi_error(abi::FI_EPROTO))?;
-                if h.op == Some(Op::Send)
-                    && self.posted.len() == 0
-                    && self.unexpected_bytes + h.len as usize > UNEXPECTED_MAX
-                {
+                if h.op == Some(Op::Send) && self.posted.len() == 0 && self.hold_full(h.len) {
                     // Keep the header, read the payload later.
                     self.rx.parsed = Some(h);
                     self.rx.payload = KVec::new();
@@ -699,8 +696,7 @@ impl Inner {
             let h = self.rx.parsed.ok_or(EINVAL)?;
             if self.rx.payload.len() != h.len as usize {
                 // A held-back Send: room now?
-                if self.posted.len() == 0 && self.unexpected_bytes + h.len as usize > UNEXPECTED_MAX
-                {
+                if self.posted.len() == 0 && self.hold_full(h.len) {
                     return Ok(moved);
                 }
                 self.start_payload(h)?;
@@ -724,6 +720,13 @@ impl Inner {
             self.rx = Incoming::new();
             self.dispatch(h, payload)?;
         }
+    }
+
+    /// Whether a message of `len` bytes with no receive posted for it would
+    /// overfill the hold (bytes or slots): then reading stops until a
+    /// receive is posted, and TCP holds the sender back.
+    fn hold_full(&self, len: u64) -> bool {
+        self.unexpected_bytes + len as usize > UNEXPECTED_MAX || self.unexpected.len() == RX_DEPTH
     }
 
     /// Reads header bytes from `at`; None when nothing is there.
@@ -779,6 +782,7 @@ impl Inner {
                             data: payload,
                             cq_data,
                         };
+                        // Cannot fail: `hold_full` kept a slot free.
                         if self.unexpected.push(held).is_err() {
                             return Err(proto());
                         }

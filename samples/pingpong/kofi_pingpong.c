@@ -255,9 +255,9 @@ static int client(void)
 	}
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
 	if (!ret)
-		pr_info("kofi_pingpong: %s: %u round trips of %u bytes: %lld us each, %lld MB/s\n",
+		pr_info("kofi_pingpong: %s: %u round trips of %u bytes: %lld us each, %lld MB/s, %lld ns\n",
 			prov, iters, size, iters ? ns / 1000 / iters : 0,
-			ns ? (s64)2 * size * iters * 1000 / ns : 0);
+			ns ? (s64)2 * size * iters * 1000 / ns : 0, iters ? ns / iters : 0);
 	else
 		pr_err("kofi_pingpong: client: %s (%d)\n", fi_strerror(ret), ret);
 	close_end(&e);

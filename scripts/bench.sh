@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# `make bench`: kofi_sock against a raw in-kernel TCP baseline on the perf
+# kernel, in one VM run: pingpong round trip and streaming bandwidth for
+# 64 B to 1 MiB, and the cost of one call through the core. Prints a table
+# with the ratio kofi/raw and writes build/bench/results.csv and, when
+# gnuplot is there, build/bench/bench.png.
+set -euo pipefail
+. "$(dirname "$0")/lib/env.sh"
+cd "$KOFI_ROOT"
+
+scripts/setup.sh | grep -v 'already installed' || true
+perf=$(scripts/build-kernel.sh perf)
+
+# The tree's own objects are built for the debug kernel: build a copy.
+src="$KOFI_ROOT/build/bench-src"
+rm -rf "$src"
+mkdir -p "$src"
+git ls-files -co --exclude-standard | grep -v '^build/' | cpio -pdm --quiet "$src"
+echo "=== modules for the perf kernel"
+make -C "$perf" M="$src" LLVM=1 -j"$KOFI_JOBS" modules >"$KOFI_ROOT/build/bench-build.log" 2>&1 ||
+	{ tail -30 "$KOFI_ROOT/build/bench-build.log"; exit 1; }
+
+echo "=== VM run (perf kernel)"
+out="$KOFI_ROOT/build/bench"
+rc=0
+scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" --out "$out" \
+	--timeout 1800 -- /kofi/bench/bench_guest.sh >"$out.verdict" 2>&1 || rc=$?
+python3 - "$out/vm0/results.ktap" "$out/results.csv" <<'PY'
+import sys, csv
+rows = [l.strip()[2:].split(',') for l in open(sys.argv[1], errors='replace') if l.strip().startswith('# bench,')]
+data = {}
+with open(sys.argv[2], 'w', newline='') as f:
+    w = csv.writer(f)
+    w.writerow(['measure', 'impl', 'size', 'value'])
+    for r in rows:
+        if len(r) == 5 and r[4].isdigit():
+            w.writerow(r[1:])
+            data[(r[1], r[2], int(r[3]))] = int(r[4])
+calls = [(k[1], v) for k, v in data.items() if k[0] == 'call_ns']
+for name, v in calls:
+    print(f"one call through the core, {name}: {v} ns")
+sizes = sorted({k[2] for k in data if k[0] != 'call_ns'})
+print(f"{'size':>8} | {'rtt raw us':>10} {'rtt kofi us':>11} {'kofi/raw':>8} | {'bw raw MB/s':>11} {'bw kofi MB/s':>12} {'kofi/raw':>8}")
+for s in sizes:
+    rr, rk = data.get(('rtt_ns', 'raw', s)), data.get(('rtt_ns', 'kofi', s))
+    br, bk = data.get(('bw_mbs', 'raw', s)), data.get(('bw_mbs', 'kofi', s))
+    f = lambda x: '-' if x is None else f"{x / 1000:.1f}"
+    g = lambda x: '-' if x is None else str(x)
+    r1 = f"{rk / rr:.2f}" if rr and rk else '-'
+    r2 = f"{bk / br:.2f}" if br and bk else '-'
+    print(f"{s:>8} | {f(rr):>10} {f(rk):>11} {r1:>8} | {g(br):>11} {g(bk):>12} {r2:>8}")
+PY
+if command -v gnuplot >/dev/null 2>&1; then
+	awk -F, 'NR > 1 && $1 == "rtt_ns" { print $2, $3, $4 / 1000 } ' "$out/results.csv" >"$out/rtt.dat"
+	awk -F, 'NR > 1 && $1 == "bw_mbs" { print $2, $3, $4 }' "$out/results.csv" >"$out/bw.dat"
+	gnuplot <<GP
+set terminal pngcairo size 1200,480
+set output "$out/bench.png"
+set multiplot layout 1,2 title "kofi_sock against raw kernel TCP (perf kernel, one VM, TCG)"
+set logscale x 2
+set xlabel "message size (bytes)"
+set ylabel "round trip (us)"
+set logscale y
+plot "< grep '^raw' $out/rtt.dat" using 2:3 with linespoints title "raw TCP", \
+     "< grep '^kofi' $out/rtt.dat" using 2:3 with linespoints title "kofi_sock"
+unset logscale y
+set ylabel "bandwidth (MB/s)"
+plot "< grep '^raw' $out/bw.dat" using 2:3 with linespoints title "raw TCP", \
+     "< grep '^kofi' $out/bw.dat" using 2:3 with linespoints title "kofi_sock"
+unset multiplot
+GP
+	echo "plot: $out/bench.png"
+fi
+echo "results: $out/results.csv"
+grep -E 'passed,' "$out.verdict" || cat "$out.verdict"
+exit $rc
