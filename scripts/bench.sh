@@ -54,8 +54,9 @@ if command -v gnuplot >/dev/null 2>&1; then
 	awk -F, 'NR > 1 && $1 == "rtt_ns" { print $2, $3, $4 / 1000 } ' "$out/results.csv" >"$out/rtt.dat"
 	awk -F, 'NR > 1 && $1 == "bw_mbs" { print $2, $3, $4 }' "$out/results.csv" >"$out/bw.dat"
 	gnuplot <<GP
-set terminal pngcairo size 1200,480
+set terminal pngcairo size 1200,480 noenhanced
 set output "$out/bench.png"
+set xtics ("64" 64, "1K" 1024, "4K" 4096, "16K" 16384, "64K" 65536, "256K" 262144, "1M" 1048576)
 set multiplot layout 1,2 title "kofi_sock against raw kernel TCP (perf kernel, one VM, TCG)"
 set logscale x 2
 set xlabel "message size (bytes)"
