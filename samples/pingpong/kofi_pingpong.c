@@ -202,6 +202,9 @@ static int serve(struct completion *listening)
 		if (!ret)
 			ret = wait_cq(e.cq);
 	}
+	/* The client shuts the connection down; the server must hear it. */
+	if (!ret)
+		ret = wait_cm(e.eq, FI_SHUTDOWN, &ev);
 	if (ret)
 		pr_err("kofi_pingpong: server: %s (%d)\n", fi_strerror(ret), ret);
 	close_end(&e);
@@ -254,6 +257,10 @@ static int client(void)
 			ret = -EIO;
 	}
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	if (!ret)
+		ret = fi_shutdown(e.ep, 0);
+	if (!ret)
+		ret = wait_cm(e.eq, FI_SHUTDOWN, &ev);
 	if (!ret)
 		pr_info("kofi_pingpong: %s: %u round trips of %u bytes: %lld us each, %lld MB/s, %lld ns\n",
 			prov, iters, size, iters ? ns / 1000 / iters : 0,
