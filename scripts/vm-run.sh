@@ -117,12 +117,15 @@ for i in $(seq 0 $((vms - 1))); do
 		net=(-netdev "socket,id=n0,udp=127.0.0.1:$((base + 1 - i)),localaddr=127.0.0.1:$((base + i))"
 		     -device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:$((10 + i))")
 	fi
+	# no_timer_check: the IO-APIC timer check misfires on overloaded TCG
+	# vCPUs (seen once as a KASAN report in handle_edge_irq at boot, before
+	# any kofi module, with four guests on two cores).
 	(
 		rc=0
 		timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" \
 			-no-reboot -display none -monitor none \
 			-kernel "$kernel" -initrd "$out/initramfs.cpio" \
-			-append "console=ttyS0 panic=-1 kofi_node=$i kofi_vms=$vms" \
+			-append "console=ttyS0 panic=-1 no_timer_check kofi_node=$i kofi_vms=$vms" \
 			-serial "file:$dir/console.log" -serial "file:$dir/results.ktap" \
 			"${net[@]}" >"$dir/qemu.out" 2>&1 || rc=$?
 		[ $rc != 124 ] && [ $rc != 137 ] || touch "$dir/timed-out"
