@@ -395,6 +395,16 @@ impl PostedRecv {
         self.buffers.scatter(src)
     }
 
+    /// An iov_iter over the buffers from byte `offset` on (`offset` at most
+    /// the capacity), for a provider that receives straight into them.
+    pub(crate) fn iter_at(&self, offset: usize) -> abi::iov_iter {
+        let mut iter = self.buffers.iter(abi::ITER_DEST);
+        // SAFETY: `iter` covers the buffers; advancing by at most their
+        // length stays within them (iov_iter_advance also clamps).
+        unsafe { abi::iov_iter_advance(&mut iter, offset.min(self.buffers.len())) };
+        iter
+    }
+
     /// Copies `src` into the buffers from byte `offset` on (a part of a read
     /// of several remote buffers); returns the bytes that fit.
     pub(crate) fn fill_at(&self, offset: usize, src: &[u8]) -> usize {

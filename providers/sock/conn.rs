@@ -107,6 +107,15 @@ struct Incoming {
     parsed: Option<Header>,
     payload: KVec<u8>,
     payload_got: usize,
+    /// A message going straight into a posted receive (no copy).
+    direct: Option<Direct>,
+}
+
+/// A message received straight into the receive that was waiting for it.
+struct Direct {
+    recv: PostedRecv,
+    /// Bytes of the message received so far (into `recv`, then drained).
+    got: usize,
 }
 
 impl Incoming {
@@ -117,6 +126,7 @@ impl Incoming {
             parsed: None,
             payload: KVec::new(),
             payload_got: 0,
+            direct: None,
         }
     }
 }
@@ -685,6 +695,17 @@ impl Inner {
                 };
                 let h = Header::parse(&self.rx.header, &limits)
                     .map_err(|_| fi_error(abi::FI_EPROTO))?;
+                // A message with a receive waiting goes straight into it. (A
+                // posted receive means no message is held: posting one takes
+                // the oldest held message first.)
+                if h.op == Some(Op::Send) && self.phase == Phase::Connected && self.ep.is_some() {
+                    if let Some(recv) = self.posted.pop() {
+                        self.rx.parsed = Some(h);
+                        self.rx.direct = Some(Direct { recv, got: 0 });
+                        moved |= self.receive_direct()?;
+                        continue;
+                    }
+                }
                 if h.op == Some(Op::Send) && self.posted.len() == 0 && self.hold_full(h.len) {
                     // Keep the header, read the payload later.
                     self.rx.parsed = Some(h);
@@ -692,6 +713,13 @@ impl Inner {
                     return Ok(moved);
                 }
                 self.start_payload(h)?;
+            }
+            if self.rx.direct.is_some() {
+                if !self.receive_direct()? {
+                    return Ok(moved);
+                }
+                moved = true;
+                continue;
             }
             let h = self.rx.parsed.ok_or(EINVAL)?;
             if self.rx.payload.len() != h.len as usize {
@@ -720,6 +748,62 @@ impl Inner {
             self.rx = Incoming::new();
             self.dispatch(h, payload)?;
         }
+    }
+
+    /// Receives the direct message in progress as far as the socket allows,
+    /// and completes its receive when it is whole; whether any byte came.
+    fn receive_direct(&mut self) -> Result<bool> {
+        let (Some(h), Some(d)) = (self.rx.parsed, self.rx.direct.as_mut()) else {
+            return Ok(false);
+        };
+        let len = h.len as usize;
+        let cap = d.recv.capacity();
+        let sock = self
+            .sock
+            .as_ref()
+            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+        let mut moved = false;
+        while d.got < len {
+            let got = if d.got < cap {
+                sock.recv_into(&d.recv, d.got, len.min(cap) - d.got)?
+            } else {
+                // What does not fit is read and dropped (FI_ETRUNC below).
+                let mut scratch = [0u8; 256];
+                let n = (len - d.got).min(scratch.len());
+                sock.recv(&mut scratch[..n])?
+            };
+            match got {
+                Received::Bytes(n) => {
+                    d.got += n;
+                    moved = true;
+                }
+                Received::WouldBlock => return Ok(moved),
+                Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
+            }
+        }
+        let Some(d) = self.rx.direct.take() else {
+            return Ok(moved);
+        };
+        self.rx = Incoming::new();
+        if let Some(ep) = &self.ep {
+            if len > cap {
+                let _ = ep.complete_error(
+                    FI_RECV | FI_MSG,
+                    d.recv.context,
+                    abi::FI_ETRUNC,
+                    cap,
+                    len - cap,
+                    0,
+                );
+            } else {
+                let mut flags = FI_RECV | FI_MSG | (d.recv.flags & FI_COMPLETION);
+                if h.flags & wire::FLAG_CQ_DATA != 0 {
+                    flags |= FI_REMOTE_CQ_DATA;
+                }
+                let _ = ep.complete(flags, d.recv.context, len, h.data);
+            }
+        }
+        Ok(true)
     }
 
     /// Whether a message of `len` bytes with no receive posted for it would

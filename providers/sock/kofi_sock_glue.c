@@ -154,6 +154,15 @@ int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t le
 	return kernel_recvmsg(sock, &msg, (struct kvec *)iov, nr, len, MSG_DONTWAIT);
 }
 
+int ksock_recv_iter(struct socket *sock, const struct iov_iter *iter, size_t len)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+
+	msg.msg_iter = *iter;
+	iov_iter_truncate(&msg.msg_iter, len);
+	return sock_recvmsg(sock, &msg, MSG_DONTWAIT);
+}
+
 int ksock_send_pages(struct socket *sock, const struct bio_vec *bv, size_t nr, size_t total,
 		     size_t skip, bool more)
 {

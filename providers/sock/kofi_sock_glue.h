@@ -27,6 +27,8 @@ int ksock_state(struct socket *sock);
 /* Bytes sent or received, -EAGAIN when it would block, 0 on EOF (recv). */
 int ksock_send(struct socket *sock, const struct kvec *iov, size_t nr, size_t len, bool more);
 int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t len);
+/* Receives up to @len bytes into what @iter describes (which is not advanced). */
+int ksock_recv_iter(struct socket *sock, const struct iov_iter *iter, size_t len);
 /* Sends bytes [@skip, @total) of the pages without copying (MSG_SPLICE_PAGES). */
 int ksock_send_pages(struct socket *sock, const struct bio_vec *bv, size_t nr, size_t total,
 		     size_t skip, bool more);

@@ -4,7 +4,7 @@
 //! callbacks that wake an owner (a connection or a listener).
 
 use crate::abi;
-use crate::kofi::Pages;
+use crate::kofi::{Pages, PostedRecv};
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::prelude::*;
@@ -191,6 +191,26 @@ impl Socket {
         }
         to_result(ret.min(0))?;
         Ok(ret as usize)
+    }
+
+    /// Receives what is there, up to `len` bytes, straight into `recv`'s
+    /// buffers from byte `offset` on (`offset + len` within them).
+    pub(crate) fn recv_into(
+        &self,
+        recv: &PostedRecv,
+        offset: usize,
+        len: usize,
+    ) -> Result<Received> {
+        let iter = recv.iter_at(offset);
+        // SAFETY: The socket is ours; `iter` describes the consumer's
+        // receive buffers, lent until the receive completes.
+        let ret = unsafe { abi::ksock_recv_iter(self.raw(), &iter, len) };
+        Ok(match ret {
+            0 => Received::Eof,
+            n if n > 0 => Received::Bytes(n as usize),
+            n if n == -(abi::EAGAIN as i32) => Received::WouldBlock,
+            n => return Err(Error::from_errno(n)),
+        })
     }
 
     /// Splices bytes `[skip, total)` of `pages` into the socket without
