@@ -348,6 +348,15 @@ impl Msg<'_> {
         })
     }
 
+    /// The kvecs of a kvec message (None for pages), to send from the
+    /// consumer's buffers; they stay the consumer's until the send completes.
+    pub(crate) fn kvecs(&self) -> Result<Option<Kvecs>> {
+        Ok(match self.buffers()? {
+            Buffers::Kvec(iov) => Some(Kvecs { iov }),
+            Buffers::Bvec(_) => None,
+        })
+    }
+
     /// An owned description of the receive buffers, to fill later.
     pub(crate) fn to_posted(&self, flags: u64) -> Result<PostedRecv> {
         Ok(PostedRecv {
@@ -373,6 +382,24 @@ impl Pages {
 
     pub(crate) fn len(&self) -> usize {
         self.bvecs.iter().map(|b| b.bv_len as usize).sum()
+    }
+}
+
+/// The kvecs of a message, lent by the consumer until its send completes.
+pub(crate) struct Kvecs {
+    iov: KVec<abi::kvec>,
+}
+
+// SAFETY: Descriptors of buffers the consumer lends until the send completes.
+unsafe impl Send for Kvecs {}
+
+impl Kvecs {
+    pub(crate) fn kvecs(&self) -> &[abi::kvec] {
+        &self.iov
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.iov.iter().map(|k| k.iov_len).sum()
     }
 }
 

@@ -16,7 +16,7 @@
 
 use crate::abi;
 use crate::flags::*;
-use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, Pages, PepRef, PostedRecv};
+use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, Kvecs, Pages, PepRef, PostedRecv};
 use crate::ring::Ring;
 use crate::socket::{Received, SockAddr, Socket};
 use crate::wire::{self, Header, Op, HEADER_LEN};
@@ -52,13 +52,28 @@ enum Phase {
 }
 
 /// A frame to send, and what to report once it is out: its bytes (the
-/// header, and the payload when copied), then its pages (a page-based
-/// payload, spliced without copying).
+/// header, and the payload when copied), then the consumer's buffers when
+/// the payload is sent from them.
 struct TxFrame {
     bytes: KVec<u8>,
-    pages: Option<Pages>,
+    payload: Option<Payload>,
     /// A send's completion: its context and flags.
     done: Option<(Context, u64)>,
+}
+
+/// A payload sent from the consumer's buffers: pages (spliced) or kvecs.
+pub(crate) enum Payload {
+    Pages(Pages),
+    Kvecs(Kvecs),
+}
+
+impl Payload {
+    fn len(&self) -> usize {
+        match self {
+            Payload::Pages(p) => p.len(),
+            Payload::Kvecs(k) => k.len(),
+        }
+    }
 }
 
 /// One RMA call: one part per remote buffer, answered in order; the call
@@ -372,11 +387,12 @@ impl Conn {
             .name(peer)
     }
 
-    /// Queues a message whose payload is `pages` (zero-copy), then pushes.
-    pub(crate) fn post_pages(
+    /// Queues a message whose payload goes out from the consumer's buffers
+    /// (pages spliced, kvecs copied by TCP alone), then pushes.
+    pub(crate) fn post_payload(
         self: &Arc<Self>,
         header: Header,
-        pages: Pages,
+        payload: Payload,
         done: Option<(Context, u64)>,
     ) -> Result {
         {
@@ -384,7 +400,7 @@ impl Conn {
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
-            g.queue_pages(header, pages, done)?;
+            g.queue_payload(header, payload, done)?;
             g.flush();
         }
         self.kick();
@@ -574,26 +590,26 @@ impl Inner {
         self.tx
             .push(TxFrame {
                 bytes,
-                pages: None,
+                payload: None,
                 done,
             })
             .map_err(|_| fi_error(abi::FI_EAGAIN))
     }
 
-    /// Queues a frame whose payload is `pages`, sent without copying.
-    fn queue_pages(
+    /// Queues a frame whose payload goes out from the consumer's buffers.
+    fn queue_payload(
         &mut self,
         mut header: Header,
-        pages: Pages,
+        payload: Payload,
         done: Option<(Context, u64)>,
     ) -> Result {
-        header.len = pages.len() as u64;
+        header.len = payload.len() as u64;
         let mut bytes = KVec::with_capacity(HEADER_LEN, GFP_KERNEL)?;
         bytes.extend_from_slice(&header.encode(), GFP_KERNEL)?;
         self.tx
             .push(TxFrame {
                 bytes,
-                pages: Some(pages),
+                payload: Some(payload),
                 done,
             })
             .map_err(|_| fi_error(abi::FI_EAGAIN))
@@ -627,14 +643,16 @@ impl Inner {
             let Some(front) = self.tx.front() else {
                 return moved;
             };
-            let page_len = front.pages.as_ref().map_or(0, |p| p.len());
-            let total = front.bytes.len() + page_len;
+            let payload_len = front.payload.as_ref().map_or(0, |p| p.len());
+            let total = front.bytes.len() + payload_len;
             let more = self.tx.len() > 1;
             let result = if self.tx_sent < front.bytes.len() {
-                sock.send(&front.bytes[self.tx_sent..], more || page_len != 0)
+                sock.send(&front.bytes[self.tx_sent..], more || payload_len != 0)
             } else {
-                match &front.pages {
-                    Some(pages) => sock.send_pages(pages, self.tx_sent - front.bytes.len(), more),
+                let skip = self.tx_sent - front.bytes.len();
+                match &front.payload {
+                    Some(Payload::Pages(p)) => sock.send_pages(p, skip, more),
+                    Some(Payload::Kvecs(k)) => sock.send_kvecs(k, skip, more),
                     None => Ok(0),
                 }
             };

@@ -175,6 +175,18 @@ int ksock_send_pages(struct socket *sock, const struct bio_vec *bv, size_t nr, s
 	return sock_sendmsg(sock, &msg);
 }
 
+int ksock_send_kvecs(struct socket *sock, const struct kvec *iov, size_t nr, size_t total,
+		     size_t skip, bool more)
+{
+	struct msghdr msg = {
+		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
+	};
+
+	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, iov, nr, total);
+	iov_iter_advance(&msg.msg_iter, skip);
+	return sock_sendmsg(sock, &msg);
+}
+
 bool ksock_pages_ok(const struct bio_vec *bv, size_t nr)
 {
 	size_t i;

@@ -305,12 +305,20 @@ impl kofi::Endpoint for SockEp {
         // An inject has no completion; the others report once sent.
         let done = (flags & FI_INJECT == 0 || flags & FI_COMPLETION != 0)
             .then_some((msg.context(), flags));
-        // Pages go out without a copy where the stack may splice them (not
-        // for an inject, whose buffer is the caller's again on return).
+        // The payload goes out from the consumer's buffers (pages spliced
+        // where the stack allows), except an inject's, whose buffer is the
+        // caller's again on return, and pages that cannot be spliced.
         if flags & FI_INJECT == 0 {
+            if let Some(kvecs) = msg.kvecs()? {
+                return self
+                    .conn()?
+                    .post_payload(h, conn::Payload::Kvecs(kvecs), done);
+            }
             if let Some(pages) = msg.pages()? {
                 if Socket::can_splice(&pages) {
-                    return self.conn()?.post_pages(h, pages, done);
+                    return self
+                        .conn()?
+                        .post_payload(h, conn::Payload::Pages(pages), done);
                 }
             }
         }

@@ -4,7 +4,7 @@
 //! callbacks that wake an owner (a connection or a listener).
 
 use crate::abi;
-use crate::kofi::{Pages, PostedRecv};
+use crate::kofi::{Kvecs, Pages, PostedRecv};
 use core::ptr::NonNull;
 use kernel::error::to_result;
 use kernel::prelude::*;
@@ -221,6 +221,22 @@ impl Socket {
         // completes, and TCP takes references of its own on what it keeps.
         let ret = unsafe {
             abi::ksock_send_pages(self.raw(), b.as_ptr(), b.len(), pages.len(), skip, more)
+        };
+        if ret == -(abi::EAGAIN as i32) {
+            return Ok(0);
+        }
+        to_result(ret.min(0))?;
+        Ok(ret as usize)
+    }
+
+    /// Sends bytes `[skip, total)` of the consumer's kvecs (TCP copies
+    /// them); 0 when the socket is full.
+    pub(crate) fn send_kvecs(&self, kvecs: &Kvecs, skip: usize, more: bool) -> Result<usize> {
+        let k = kvecs.kvecs();
+        // SAFETY: The socket is ours; the buffers are lent until the send
+        // completes, and TCP copies what it takes before returning.
+        let ret = unsafe {
+            abi::ksock_send_kvecs(self.raw(), k.as_ptr(), k.len(), kvecs.len(), skip, more)
         };
         if ret == -(abi::EAGAIN as i32) {
             return Ok(0);
