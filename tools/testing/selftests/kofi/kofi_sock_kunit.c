@@ -762,14 +762,18 @@ static void sock_many_unexpected_messages(struct kunit *test)
 	enum { COUNT = 600 };
 	struct pair p = {};
 	struct fi_cq_data_entry e;
+	/* A send's buffer is the provider's until it completes: one each. */
+	u32 *sent = kunit_kcalloc(test, COUNT, sizeof(*sent), GFP_KERNEL);
 	u32 i, got;
 
+	KUNIT_ASSERT_NOT_NULL(test, sent);
 	pair_open(test, &p, "127.0.0.1", "7484");
 	for (i = 0; i < COUNT; i++) {
 		ssize_t ret;
 
+		sent[i] = i;
 		do {
-			ret = fi_send(p.client.ep, &i, sizeof(i), NULL, 0, NULL);
+			ret = fi_send(p.client.ep, &sent[i], sizeof(*sent), NULL, 0, NULL);
 			/* A full transmit queue: let completions drain it. */
 			if (ret == -FI_EAGAIN)
 				KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
@@ -785,11 +789,56 @@ static void sock_many_unexpected_messages(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/* Sends queued faster than TCP takes them go out from their own buffers, in
+ * order: 16 sendv calls of three kvecs (6 MiB) before any receive is posted.
+ * (That a send completes only once TCP took all of it, sock_reset_mid_transfer
+ * shows: sends still queued at the reset fail.) */
+static void sock_queued_kvec_sends(struct kunit *test)
+{
+	enum { COUNT = 16 };
+	const size_t part = 128 << 10, len = 3 * part;
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	u8 *src[COUNT], *dst = vzalloc(len);
+	int i, j;
+
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	pair_open(test, &p, "127.0.0.1", "7485");
+	for (i = 0; i < COUNT; i++) {
+		struct kvec iov[3];
+
+		src[i] = vmalloc(len);
+		KUNIT_ASSERT_NOT_NULL(test, src[i]);
+		fill(src[i], len, i);
+		for (j = 0; j < 3; j++)
+			iov[j] = (struct kvec){ src[i] + j * part, part };
+		/* The kvec array itself is the caller's again on return. */
+		KUNIT_ASSERT_EQ(test, fi_sendv(p.client.ep, iov, NULL, 3, 0, src[i]), 0);
+	}
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, len, NULL, 0, dst), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, e.len, len);
+		KUNIT_EXPECT_EQ(test, memcmp(src[i], dst, len), 0);
+		memset(dst, 0, len);
+	}
+	/* Every send completed, in order, with its own context. */
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src[i]);
+	}
+	pair_close(test, &p);
+	for (i = 0; i < COUNT; i++)
+		vfree(src[i]);
+	vfree(dst);
+}
+
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_connect_and_messages),
 	KUNIT_CASE(sock_ipv6),
 	KUNIT_CASE(sock_vectors_truncation_data),
 	KUNIT_CASE(sock_many_unexpected_messages),
+	KUNIT_CASE(sock_queued_kvec_sends),
 	KUNIT_CASE(sock_rma),
 	KUNIT_CASE(sock_rma_several_buffers),
 	KUNIT_CASE(sock_bio_vec_buffers),
