@@ -25,6 +25,8 @@
 #include <kofi/fi_eq.h>
 #include <kofi/fi_rma.h>
 
+#include "../common/kofi_sample.h"
+
 static char *prov = "sock";
 module_param(prov, charp, 0444);
 static char *mode = "both";
@@ -47,11 +49,6 @@ MODULE_PARM_DESC(window, "operations in flight");
 #define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define WAIT_MS 60000
 
-struct cm_event {
-	struct fi_eq_cm_entry entry;
-	u8 data[KOFI_CM_DATA_MAX];
-};
-
 /* What the server's accept tells the client: its region. */
 struct region_desc {
 	u64 key;
@@ -73,33 +70,6 @@ struct end {
 static bool is_rma(void)
 {
 	return strcmp(test, "msg");
-}
-
-static int wait_cm(struct fid_eq *eq, u32 want, struct cm_event *ev)
-{
-	struct fi_eq_err_entry err = {};
-	u32 event;
-	ssize_t ret = fi_eq_sread(eq, &event, ev, sizeof(*ev), WAIT_MS, 0);
-
-	if (ret == -FI_EAVAIL && fi_eq_readerr(eq, &err, 0) > 0)
-		return -err.err;
-	if (ret < 0)
-		return ret;
-	return event == want ? 0 : -EPROTO;
-}
-
-static int wait_cq(struct fid_cq *cq)
-{
-	struct fi_cq_entry e;
-	ssize_t ret = fi_cq_sread(cq, &e, 1, NULL, WAIT_MS);
-
-	if (ret == -FI_EAVAIL) {
-		struct fi_cq_err_entry err = {};
-
-		fi_cq_readerr(cq, &err, 0);
-		return -err.err;
-	}
-	return ret < 0 ? ret : 0;
 }
 
 static int open_end(struct end *e, u64 flags)
@@ -126,17 +96,6 @@ static int open_end(struct end *e, u64 flags)
 		ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
 	e->buf = vzalloc((size_t)size * window);
 	return ret ?: (e->buf ? 0 : -ENOMEM);
-}
-
-static int enable(struct end *e, struct fi_info *info)
-{
-	int ret = fi_endpoint(e->domain, info, &e->ep, NULL);
-
-	if (!ret)
-		ret = fi_ep_bind(e->ep, &e->eq->fid, 0);
-	if (!ret)
-		ret = fi_ep_bind(e->ep, &e->cq->fid, FI_SEND | FI_RECV);
-	return ret ?: fi_enable(e->ep);
 }
 
 static void close_end(struct end *e)
@@ -182,9 +141,9 @@ static int serve(struct completion *listening)
 	if (listening)
 		complete(listening);
 	if (!ret)
-		ret = wait_cm(e.eq, FI_CONNREQ, &ev);
+		ret = sample_wait_cm(e.eq, FI_CONNREQ, &ev, WAIT_MS);
 	if (!ret) {
-		ret = enable(&e, ev.entry.info);
+		ret = sample_enable_ep(e.domain, ev.entry.info, e.eq, e.cq, &e.ep);
 		fi_freeinfo(ev.entry.info);
 	}
 	/* Receives before the accept: nothing the client sends waits. */
@@ -193,14 +152,14 @@ static int serve(struct completion *listening)
 	if (!ret)
 		ret = fi_accept(e.ep, &rd, sizeof(rd));
 	if (!ret)
-		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+		ret = sample_wait_cm(e.eq, FI_CONNECTED, &ev, WAIT_MS);
 	if (is_rma()) {
 		/* The client's "done" message. */
 		if (!ret)
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, WAIT_MS);
 	} else {
 		while (!ret && got < iters) {
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, WAIT_MS);
 			got++;
 			if (!ret && got + window <= iters)
 				ret = fi_recv(e.ep, e.buf + (size_t)(got % window) * size, size, NULL, 0, NULL);
@@ -209,7 +168,7 @@ static int serve(struct completion *listening)
 		if (!ret)
 			ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
 		if (!ret)
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, WAIT_MS);
 	}
 	if (ret)
 		pr_err("kofi_bw: server: %s (%d)\n", fi_strerror(ret), ret);
@@ -242,11 +201,11 @@ static int client(void)
 
 	ret = open_end(&e, 0);
 	if (!ret)
-		ret = enable(&e, e.info);
+		ret = sample_enable_ep(e.domain, e.info, e.eq, e.cq, &e.ep);
 	if (!ret)
 		ret = fi_connect(e.ep, NULL, NULL, 0);
 	if (!ret)
-		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+		ret = sample_wait_cm(e.eq, FI_CONNECTED, &ev, WAIT_MS);
 	if (!ret && is_rma())
 		memcpy(&rd, ev.data, sizeof(rd));
 	if (!ret && !is_rma())
@@ -258,17 +217,17 @@ static int client(void)
 			posted++;
 		}
 		if (!ret)
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, WAIT_MS);
 		done++;
 	}
 	/* msg: the receiver's word that everything arrived; RMA: release it. */
 	if (!ret && !is_rma())
-		ret = wait_cq(e.cq);
+		ret = sample_wait_cq(e.cq, WAIT_MS);
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
 	if (!ret && is_rma()) {
 		ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
 		if (!ret)
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, WAIT_MS);
 	}
 	if (!ret)
 		pr_info("kofi_bw: %s %s %u bytes x %u: %lld MB/s\n", prov, test, size, iters,

@@ -21,6 +21,8 @@
 #include <kofi/fi_endpoint.h>
 #include <kofi/fi_eq.h>
 
+#include "../common/kofi_sample.h"
+
 static char *prov = "sock";
 module_param(prov, charp, 0444);
 MODULE_PARM_DESC(prov, "provider (sock, verbs, ...)");
@@ -53,11 +55,6 @@ static const char hello[] = "kofi-pingpong hello";
 static const char welcome[] = "kofi-pingpong welcome";
 static const char refusal[] = "kofi-pingpong no";
 
-struct cm_event {
-	struct fi_eq_cm_entry entry;
-	u8 data[KOFI_CM_DATA_MAX];
-};
-
 struct end {
 	struct fi_info *info;
 	struct fid_fabric *fabric;
@@ -68,34 +65,6 @@ struct end {
 	struct fid_ep *ep;
 	u8 *tx, *rx;
 };
-
-/* 0 when @want arrives; a connection error entry's error, negated. */
-static int wait_cm(struct fid_eq *eq, u32 want, struct cm_event *ev)
-{
-	struct fi_eq_err_entry err = {};
-	u32 event;
-	ssize_t ret = fi_eq_sread(eq, &event, ev, sizeof(*ev), timeout_ms, 0);
-
-	if (ret == -FI_EAVAIL && fi_eq_readerr(eq, &err, 0) > 0)
-		return -err.err;
-	if (ret < 0)
-		return ret;
-	return event == want ? 0 : -EPROTO;
-}
-
-static int wait_cq(struct fid_cq *cq)
-{
-	struct fi_cq_data_entry e;
-	ssize_t ret = fi_cq_sread(cq, &e, 1, NULL, timeout_ms);
-
-	if (ret == -FI_EAVAIL) {
-		struct fi_cq_err_entry err = {};
-
-		fi_cq_readerr(cq, &err, 0);
-		return -err.err;
-	}
-	return ret < 0 ? ret : 0;
-}
 
 static int open_common(struct end *e, u64 flags)
 {
@@ -124,17 +93,6 @@ static int open_common(struct end *e, u64 flags)
 	if (!ret && (!e->tx || !e->rx))
 		ret = -ENOMEM;
 	return ret;
-}
-
-static int enable(struct end *e, struct fi_info *info)
-{
-	int ret = fi_endpoint(e->domain, info, &e->ep, NULL);
-
-	if (!ret)
-		ret = fi_ep_bind(e->ep, &e->eq->fid, 0);
-	if (!ret)
-		ret = fi_ep_bind(e->ep, &e->cq->fid, FI_SEND | FI_RECV);
-	return ret ?: fi_enable(e->ep);
 }
 
 static void close_end(struct end *e)
@@ -174,7 +132,7 @@ static int serve(struct completion *listening)
 	if (listening)
 		complete(listening);
 	if (!ret)
-		ret = wait_cm(e.eq, FI_CONNREQ, &ev);
+		ret = sample_wait_cm(e.eq, FI_CONNREQ, &ev, timeout_ms);
 	if (!ret && memcmp(ev.data, hello, sizeof(hello))) {
 		pr_err("kofi_pingpong: server: the client's private data is wrong\n");
 		ret = -EPROTO;
@@ -186,25 +144,25 @@ static int serve(struct completion *listening)
 		return ret;
 	}
 	if (!ret) {
-		ret = enable(&e, ev.entry.info);
+		ret = sample_enable_ep(e.domain, ev.entry.info, e.eq, e.cq, &e.ep);
 		if (!ret)
 			ret = fi_accept(e.ep, welcome, sizeof(welcome));
 		fi_freeinfo(ev.entry.info);
 	}
 	if (!ret)
-		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+		ret = sample_wait_cm(e.eq, FI_CONNECTED, &ev, timeout_ms);
 	for (i = 0; !ret && i < iters; i++) {
 		ret = fi_recv(e.ep, e.rx, size, NULL, 0, NULL);
 		if (!ret)
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, timeout_ms);
 		if (!ret)
 			ret = fi_send(e.ep, e.rx, size, NULL, 0, NULL);
 		if (!ret)
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, timeout_ms);
 	}
 	/* The client shuts the connection down; the server must hear it. */
 	if (!ret)
-		ret = wait_cm(e.eq, FI_SHUTDOWN, &ev);
+		ret = sample_wait_cm(e.eq, FI_SHUTDOWN, &ev, timeout_ms);
 	if (ret)
 		pr_err("kofi_pingpong: server: %s (%d)\n", fi_strerror(ret), ret);
 	close_end(&e);
@@ -222,11 +180,11 @@ static int client(void)
 
 	ret = open_common(&e, 0);
 	if (!ret)
-		ret = enable(&e, e.info);
+		ret = sample_enable_ep(e.domain, e.info, e.eq, e.cq, &e.ep);
 	if (!ret)
 		ret = fi_connect(e.ep, NULL, hello, sizeof(hello));
 	if (!ret)
-		ret = wait_cm(e.eq, FI_CONNECTED, &ev);
+		ret = sample_wait_cm(e.eq, FI_CONNECTED, &ev, timeout_ms);
 	if (reject) {
 		/* Refused is the expected outcome. */
 		if (ret == -FI_ECONNREFUSED) {
@@ -250,9 +208,9 @@ static int client(void)
 		if (!ret)
 			ret = fi_send(e.ep, e.tx, size, NULL, 0, NULL);
 		if (!ret)
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, timeout_ms);
 		if (!ret)
-			ret = wait_cq(e.cq);
+			ret = sample_wait_cq(e.cq, timeout_ms);
 		if (!ret && memcmp(e.tx, e.rx, size))
 			ret = -EIO;
 	}
@@ -260,7 +218,7 @@ static int client(void)
 	if (!ret)
 		ret = fi_shutdown(e.ep, 0);
 	if (!ret)
-		ret = wait_cm(e.eq, FI_SHUTDOWN, &ev);
+		ret = sample_wait_cm(e.eq, FI_SHUTDOWN, &ev, timeout_ms);
 	if (!ret)
 		pr_info("kofi_pingpong: %s: %u round trips of %u bytes: %lld us each, %lld MB/s, %lld ns\n",
 			prov, iters, size, iters ? ns / 1000 / iters : 0,
