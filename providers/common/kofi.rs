@@ -339,21 +339,12 @@ impl Msg<'_> {
         self.buffers()?.gather(out)
     }
 
-    /// The pages of a page-based message (None for kvecs), to send without
-    /// copying; they stay the consumer's until the send completes.
-    pub(crate) fn pages(&self) -> Result<Option<Pages>> {
+    /// The message's buffers, lent by the consumer until the send completes
+    /// (OFI's rule for every send but an inject), to send from in place.
+    pub(crate) fn lend(&self) -> Result<Lent> {
         Ok(match self.buffers()? {
-            Buffers::Bvec(bvecs) => Some(Pages { bvecs }),
-            Buffers::Kvec(_) => None,
-        })
-    }
-
-    /// The kvecs of a kvec message (None for pages), to send from the
-    /// consumer's buffers; they stay the consumer's until the send completes.
-    pub(crate) fn kvecs(&self) -> Result<Option<Kvecs>> {
-        Ok(match self.buffers()? {
-            Buffers::Kvec(iov) => Some(Kvecs { iov }),
-            Buffers::Bvec(_) => None,
+            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov }),
+            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs }),
         })
     }
 
@@ -364,6 +355,21 @@ impl Msg<'_> {
             context: Context(self.raw.context),
             flags,
         })
+    }
+}
+
+/// A send's buffers, lent by the consumer until the send completes.
+pub(crate) enum Lent {
+    Kvecs(Kvecs),
+    Pages(Pages),
+}
+
+impl Lent {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Lent::Kvecs(k) => k.len(),
+            Lent::Pages(p) => p.len(),
+        }
     }
 }
 

@@ -16,7 +16,7 @@
 
 use crate::abi;
 use crate::flags::*;
-use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, Kvecs, Pages, PepRef, PostedRecv};
+use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, Lent, PepRef, PostedRecv};
 use crate::ring::Ring;
 use crate::socket::{Received, SockAddr, Socket};
 use crate::wire::{self, Header, Op, HEADER_LEN};
@@ -56,24 +56,9 @@ enum Phase {
 /// the payload is sent from them.
 struct TxFrame {
     bytes: KVec<u8>,
-    payload: Option<Payload>,
+    payload: Option<Lent>,
     /// A send's completion: its context and flags.
     done: Option<(Context, u64)>,
-}
-
-/// A payload sent from the consumer's buffers: pages (spliced) or kvecs.
-pub(crate) enum Payload {
-    Pages(Pages),
-    Kvecs(Kvecs),
-}
-
-impl Payload {
-    fn len(&self) -> usize {
-        match self {
-            Payload::Pages(p) => p.len(),
-            Payload::Kvecs(k) => k.len(),
-        }
-    }
 }
 
 /// One RMA call: one part per remote buffer, answered in order; the call
@@ -392,7 +377,7 @@ impl Conn {
     pub(crate) fn post_payload(
         self: &Arc<Self>,
         header: Header,
-        payload: Payload,
+        payload: Lent,
         done: Option<(Context, u64)>,
     ) -> Result {
         {
@@ -600,7 +585,7 @@ impl Inner {
     fn queue_payload(
         &mut self,
         mut header: Header,
-        payload: Payload,
+        payload: Lent,
         done: Option<(Context, u64)>,
     ) -> Result {
         header.len = payload.len() as u64;
@@ -651,8 +636,8 @@ impl Inner {
             } else {
                 let skip = self.tx_sent - front.bytes.len();
                 match &front.payload {
-                    Some(Payload::Pages(p)) => sock.send_pages(p, skip, more),
-                    Some(Payload::Kvecs(k)) => sock.send_kvecs(k, skip, more),
+                    Some(Lent::Pages(p)) => sock.send_pages(p, skip, more),
+                    Some(Lent::Kvecs(k)) => sock.send_kvecs(k, skip, more),
                     None => Ok(0),
                 }
             };

@@ -31,7 +31,9 @@ mod wire;
 
 use conn::Conn;
 use flags::*;
-use kofi::{fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg};
+use kofi::{
+    fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef, RmaMsg,
+};
 use socket::{SockAddr, Socket};
 use wire::{Header, Op};
 
@@ -309,17 +311,9 @@ impl kofi::Endpoint for SockEp {
         // where the stack allows), except an inject's, whose buffer is the
         // caller's again on return, and pages that cannot be spliced.
         if flags & FI_INJECT == 0 {
-            if let Some(kvecs) = msg.kvecs()? {
-                return self
-                    .conn()?
-                    .post_payload(h, conn::Payload::Kvecs(kvecs), done);
-            }
-            if let Some(pages) = msg.pages()? {
-                if Socket::can_splice(&pages) {
-                    return self
-                        .conn()?
-                        .post_payload(h, conn::Payload::Pages(pages), done);
-                }
+            let lent = msg.lend()?;
+            if !matches!(&lent, Lent::Pages(p) if !Socket::can_splice(p)) {
+                return self.conn()?.post_payload(h, lent, done);
             }
         }
         let mut payload = KVec::new();
