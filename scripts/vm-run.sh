@@ -135,19 +135,20 @@ boot_vms() {
 	for p in "${pids[@]}"; do wait "$p"; done
 }
 
-# Whether a VM's kernel reported a splat before the guest's first line ran:
-# a failed boot (a kernel race under TCG, seen as a KASAN report in
-# handle_edge_irq during identify_cpu), not a result. No kofi module can
-# load before that line, so rebooting cannot hide a splat of kofi's.
-boot_splat() {
-	awk '/^kofi-guest: running/ { exit } /BUG:|WARNING:|KASAN:|Oops|Call Trace:|Kernel panic/ { bad = 1 } END { exit !bad }' "$1"
-}
+vmlog=("$KOFI_ROOT/target/release/kofi-vmlog")
+# Built every time (a no-op when current): a stale binary would lack flags.
+cargo build -q --release --manifest-path "$KOFI_ROOT/Cargo.toml" -p kofi-vmlog || exit 2
 
+# A splat before the guest's first line is a failed boot (a kernel race under
+# TCG, seen as a KASAN report in handle_edge_irq during identify_cpu), not a
+# result: no kofi module can load before that line, so booting again cannot
+# hide a splat of kofi's.
 for attempt in 1 2 3; do
 	boot_vms
 	failed_boot=
 	for i in $(seq 0 $((vms - 1))); do
-		boot_splat "$out/vm$i/console.log" && failed_boot="$failed_boot vm$i"
+		"${vmlog[@]}" --boot-splat "$out/vm$i/console.log" >/dev/null &&
+			failed_boot="$failed_boot vm$i"
 	done
 	[ -n "$failed_boot" ] && [ $attempt -lt 3 ] || break
 	echo "vm-run: the kernel reported a splat before the guest started on$failed_boot (boot $attempt); booting again" >&2
@@ -157,8 +158,6 @@ for attempt in 1 2 3; do
 	done
 done
 
-vmlog=("$KOFI_ROOT/target/release/kofi-vmlog")
-[ -x "${vmlog[0]}" ] || cargo build -q --release --manifest-path "$KOFI_ROOT/Cargo.toml" -p kofi-vmlog
 dirs=()
 for i in $(seq 0 $((vms - 1))); do dirs+=("$out/vm$i"); done
 exec "${vmlog[@]}" "${dirs[@]}"

@@ -1,4 +1,4 @@
-//! `kofi-vmlog <run dir>...`
+//! `kofi-vmlog <run dir>...` | `kofi-vmlog --boot-splat <console.log>`
 //!
 //! Each run directory holds what one VM left: `console.log` (kernel console),
 //! `results.ktap` (the guest's results channel) and, when the runner had to
@@ -6,8 +6,11 @@
 //! last line `N passed, N failed, N skipped` over all runs; exits 1 when any
 //! run failed (a failed case, a splat, a guest that did not finish), 2 on bad
 //! usage.
+//!
+//! `--boot-splat` exits 0 (and prints the line) when the kernel splatted
+//! before the guest started: a failed boot, which the runner retries.
 
-use kofi_vmlog::RunVerdict;
+use kofi_vmlog::{splat, RunVerdict};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -19,6 +22,17 @@ fn read(path: &Path) -> String {
 
 fn main() -> ExitCode {
     let dirs: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, console] = dirs.as_slice() {
+        if flag == "--boot-splat" {
+            return match splat::boot_splat(&read(Path::new(console))) {
+                Some(s) => {
+                    println!("{}: {}", s.line_no, s.line);
+                    ExitCode::SUCCESS
+                }
+                None => ExitCode::FAILURE,
+            };
+        }
+    }
     if dirs.is_empty() || dirs.iter().any(|d| d.starts_with('-')) {
         eprintln!("usage: kofi-vmlog <run dir>...");
         return ExitCode::from(2);

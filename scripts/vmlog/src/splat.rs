@@ -55,9 +55,36 @@ pub fn find_splats(console: &str) -> Vec<Splat> {
         .collect()
 }
 
+/// The line the guest's init prints to the console before running anything
+/// (scripts/vm-run.sh); no kofi module can load before it.
+pub const GUEST_START: &str = "kofi-guest: running";
+
+/// The first splat logged before the guest started: a failed boot of the
+/// kernel itself rather than a result (None when the boot was clean).
+pub fn boot_splat(console: &str) -> Option<Splat> {
+    let end = console
+        .match_indices(GUEST_START)
+        .find(|(i, _)| *i == 0 || console.as_bytes()[i - 1] == b'\n')
+        .map_or(console.len(), |(i, _)| i);
+    find_splats(&console[..end]).into_iter().next()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn boot_splat_only_counts_lines_before_the_guest_starts() {
+        let early = "[ 0.1] BUG: KASAN: wild-memory-access in do_raw_spin_lock\n\
+                     kofi-guest: running /kofi/tests/run_tests.sh\n";
+        assert_eq!(boot_splat(early).map(|s| s.line_no), Some(1));
+        let late = "[ 0.1] Linux version 6.12\n\
+                    kofi-guest: running /kofi/tests/run_tests.sh\n\
+                    [ 5.0] WARNING: CPU: 0 PID: 1 at kofi_foo\n";
+        assert_eq!(boot_splat(late), None);
+        // A guest that never started: every splat is a boot splat.
+        assert!(boot_splat("[ 0.1] Kernel panic - not syncing\n").is_some());
+    }
 
     #[test]
     fn clean_log_has_none() {
