@@ -14,6 +14,10 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/inet.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/socket.h>
 #include <kofi/kofi_provider.h>
 #include "kofi_glue.h"
 
@@ -207,3 +211,37 @@ EXPORT_SYMBOL_NS_GPL(kofi_pep_connreq, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_mr_get, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_mr_iter, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_mr_put, KOFI);
+
+/* Socket addresses for IP providers: numeric parsing, the length of a family. */
+int kofi_sockaddr_parse(const char *node, u16 port, struct sockaddr_storage *addr)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)addr;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
+
+	memset(addr, 0, sizeof(*addr));
+	if (!node) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		return 0;
+	}
+	if (in4_pton(node, -1, (u8 *)&sin->sin_addr, '\0', NULL)) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		return 0;
+	}
+	if (in6_pton(node, -1, (u8 *)&sin6->sin6_addr, '\0', NULL)) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+size_t kofi_sockaddr_len(const struct sockaddr_storage *addr)
+{
+	return addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					     sizeof(struct sockaddr_in);
+}
+
+EXPORT_SYMBOL_NS_GPL(kofi_sockaddr_parse, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_sockaddr_len, KOFI);

@@ -24,6 +24,7 @@
 
 #include <linux/module.h>
 #include <linux/uio.h>
+#include <linux/socket.h>
 #include <kofi/fabric.h>
 #include <kofi/fi_domain.h>
 #include <kofi/fi_endpoint.h>
@@ -165,5 +166,12 @@ int kofi_mr_get(struct fid_domain *domain, u64 key, u64 addr, size_t len, u64 ac
 void kofi_mr_iter(struct fid_mr *mr, unsigned int direction, u64 addr, size_t len,
 		  struct iov_iter *iter);
 void kofi_mr_put(struct fid_mr *mr);
+
+/*
+ * For IP providers: parses a numeric IPv4 or IPv6 @node (NULL: the IPv4 any
+ * address) and @port into @addr; the length of @addr's family's sockaddr.
+ */
+int kofi_sockaddr_parse(const char *node, u16 port, struct sockaddr_storage *addr);
+size_t kofi_sockaddr_len(const struct sockaddr_storage *addr);
 
 #endif /* _KOFI_PROVIDER_H */

@@ -11,6 +11,7 @@
 #include <net/tcp.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <kofi/kofi_provider.h>
 #include "kofi_sock_glue.h"
 
 int ksock_create(int family, struct socket **res)
@@ -98,7 +99,7 @@ void ksock_detach(struct socket *sock)
 
 int ksock_listen(struct socket *sock, const struct sockaddr_storage *addr, int backlog)
 {
-	int ret = kernel_bind(sock, (struct sockaddr *)addr, ksock_addr_len(addr));
+	int ret = kernel_bind(sock, (struct sockaddr *)addr, kofi_sockaddr_len(addr));
 
 	return ret ?: kernel_listen(sock, backlog);
 }
@@ -117,7 +118,7 @@ int ksock_accept(struct socket *sock, struct socket **res)
 
 int ksock_connect(struct socket *sock, const struct sockaddr_storage *addr)
 {
-	int ret = kernel_connect(sock, (struct sockaddr *)addr, ksock_addr_len(addr), O_NONBLOCK);
+	int ret = kernel_connect(sock, (struct sockaddr *)addr, kofi_sockaddr_len(addr), O_NONBLOCK);
 
 	return ret == -EINPROGRESS ? 0 : ret;
 }
@@ -206,36 +207,6 @@ int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer)
 {
 	return peer ? kernel_getpeername(sock, (struct sockaddr *)addr) :
 		      kernel_getsockname(sock, (struct sockaddr *)addr);
-}
-
-int ksock_parse_addr(const char *node, u16 port, struct sockaddr_storage *addr)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)addr;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)addr;
-
-	memset(addr, 0, sizeof(*addr));
-	if (!node) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		return 0;
-	}
-	if (in4_pton(node, -1, (u8 *)&sin->sin_addr, '\0', NULL)) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		return 0;
-	}
-	if (in6_pton(node, -1, (u8 *)&sin6->sin6_addr, '\0', NULL)) {
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		return 0;
-	}
-	return -EINVAL;
-}
-
-size_t ksock_addr_len(const struct sockaddr_storage *addr)
-{
-	return addr->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-					     sizeof(struct sockaddr_in);
 }
 
 unsigned int ksock_noio_save(void)

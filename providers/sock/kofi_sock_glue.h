@@ -40,8 +40,6 @@ bool ksock_pages_ok(const struct bio_vec *bv, size_t nr);
 void ksock_shutdown(struct socket *sock);
 int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer);
 /* Parses @node (an IPv4 or IPv6 literal, or NULL for any) and @port. */
-int ksock_parse_addr(const char *node, u16 port, struct sockaddr_storage *addr);
-size_t ksock_addr_len(const struct sockaddr_storage *addr);
 
 unsigned int ksock_noio_save(void);
 void ksock_noio_restore(unsigned int flags);

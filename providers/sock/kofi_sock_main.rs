@@ -26,6 +26,8 @@ mod kofi;
 #[allow(dead_code)]
 mod ring;
 mod socket;
+#[path = "../common/sockaddr.rs"]
+mod sockaddr;
 #[allow(dead_code)]
 mod wire;
 
