@@ -70,6 +70,15 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Ring<T, S> {
         }
     }
 
+    #[allow(dead_code)] // kofi_verbs' send queue.
+    pub(crate) fn front_mut(&mut self) -> Option<&mut T> {
+        if self.len == 0 {
+            None
+        } else {
+            self.slots[self.head].as_mut()
+        }
+    }
+
     pub(crate) fn back_mut(&mut self) -> Option<&mut T> {
         if self.len == 0 {
             return None;

@@ -474,6 +474,15 @@ impl RmaMsg<'_> {
         self.buffers()?.gather(out)
     }
 
+    /// The local buffers, lent by the consumer until the operation
+    /// completes, for a provider whose device moves the bytes itself.
+    pub(crate) fn lend(&self) -> Result<Lent> {
+        Ok(match self.buffers()? {
+            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov }),
+            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs }),
+        })
+    }
+
     /// An owned description of the local buffers, to fill when a read's
     /// data arrives later.
     pub(crate) fn to_posted(&self, flags: u64) -> Result<PostedRecv> {
@@ -614,6 +623,14 @@ impl<'a> InfoRef<'a> {
         self.raw.addr_format
     }
 
+    /// The domain's name (`domain_attr->name`), if set.
+    pub(crate) fn domain_name(&self) -> Option<&'a CStr> {
+        let attr = self.raw.domain_attr;
+        // SAFETY: An info's attrs are null or valid, their name null or a
+        // string, for as long as the info.
+        unsafe { attr.as_ref().and_then(|a| opt_cstr(a.name)) }
+    }
+
     /// # Safety
     ///
     /// `p` is null or holds `len` bytes that live as long as the info.
@@ -693,7 +710,7 @@ impl InfoList {
 }
 
 /// Removes the last element of `v` (the kernel's KVec of 6.12 has no `pop`).
-fn pop<T>(v: &mut KVec<T>) -> Option<T> {
+pub(crate) fn pop<T>(v: &mut KVec<T>) -> Option<T> {
     let len = v.len();
     if len == 0 {
         return None;
@@ -761,6 +778,62 @@ pub(crate) unsafe fn request_of<'a, R: Send + 'static>(handle: *mut abi::fid) ->
     unsafe { <KBox<R> as ForeignOwnable>::borrow((*handle).prov_data) }
 }
 
+/// The memory of a registration.
+pub(crate) enum MrMemory<'a> {
+    Kvecs(&'a [abi::kvec]),
+    Pages(&'a [abi::bio_vec]),
+}
+
+/// A registration's arguments, checked by the core, borrowed for the op.
+pub(crate) struct MrAttr<'a> {
+    raw: &'a abi::fi_mr_attr,
+}
+
+impl MrAttr<'_> {
+    /// FI_REMOTE_READ, FI_REMOTE_WRITE and the local access flags.
+    pub(crate) fn access(&self) -> u64 {
+        self.raw.access
+    }
+
+    /// The RMA address of the region's first byte.
+    pub(crate) fn offset(&self) -> u64 {
+        self.raw.offset
+    }
+
+    pub(crate) fn memory(&self) -> MrMemory<'_> {
+        let n = self.raw.iov_count;
+        // SAFETY: The core checked the array of the iov type holds `n`
+        // entries; it lives as long as the registration call.
+        unsafe {
+            if self.raw.iov_type == abi::kofi_iov_type_KOFI_IOV_BVEC {
+                MrMemory::Pages(core::slice::from_raw_parts(self.raw.mr_bvec, n))
+            } else {
+                MrMemory::Kvecs(core::slice::from_raw_parts(self.raw.mr_iov, n))
+            }
+        }
+    }
+}
+
+/// A domain's operations: memory registration with the provider, for
+/// providers whose hardware serves RMA (the others leave it to the core's
+/// key table).
+#[vtable]
+pub(crate) trait Domain: Send + Sync + Sized + 'static {
+    /// What the provider keeps per registered region.
+    type Region: Send + Sync + 'static;
+
+    /// Registers memory; returns the region's key (the domain has
+    /// FI_MR_PROV_KEY) and the provider's state of it, dropped at fi_close.
+    fn mr_reg(&self, _attr: &MrAttr<'_>) -> Result<(u64, Self::Region)> {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+}
+
+#[vtable]
+impl Domain for DomainRef {
+    type Region = ();
+}
+
 /// A provider: its identity, getinfo, and how to open its objects.
 #[vtable]
 pub(crate) trait Provider: Sync + Sized + 'static {
@@ -770,7 +843,7 @@ pub(crate) trait Provider: Sync + Sized + 'static {
     const PRIORITY: i32;
 
     type Fabric: Send + Sync;
-    type Domain: Send + Sync;
+    type Domain: Domain;
     type Endpoint: Endpoint;
     type PassiveEp: PassiveEndpoint;
 
@@ -1256,11 +1329,48 @@ impl<P: Provider> Adapter<P> {
         unsafe { drop_state::<<P::PassiveEp as PassiveEndpoint>::Request>(handle) };
     }
 
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn mr_reg(
+        domain: *mut abi::fid_domain,
+        mr: *mut abi::fid_mr,
+        attr: *const abi::fi_mr_attr,
+        _flags: u64,
+    ) -> c_int {
+        // SAFETY: A live domain of this provider; the core checked `attr`
+        // and allocated `mr`, not yet visible to anyone else.
+        ret(unsafe {
+            state::<P::Domain>(domain.cast())
+                .mr_reg(&MrAttr { raw: &*attr })
+                .and_then(|(key, region)| {
+                    (*mr).key = key;
+                    set_state(mr.cast(), region)
+                })
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn mr_close(mr: *mut abi::fid_mr) {
+        // SAFETY: Set by `mr_reg`; the core closes once.
+        unsafe { drop_state::<<P::Domain as Domain>::Region>(mr.cast()) };
+    }
+
     const DOMAIN_OPS: abi::kofi_domain_ops = abi::kofi_domain_ops {
         open: Some(Self::domain_open),
         close: Some(Self::domain_close),
-        mr_reg: None,
-        mr_close: None,
+        mr_reg: if <P::Domain as Domain>::HAS_MR_REG {
+            Some(Self::mr_reg)
+        } else {
+            None
+        },
+        mr_close: if <P::Domain as Domain>::HAS_MR_REG {
+            Some(Self::mr_close)
+        } else {
+            None
+        },
     };
 
     const EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {

@@ -1,0 +1,1264 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A kofi_verbs connection: an rdma_cm id with an RC QP and its CQ.
+//!
+//! Messages go as SENDs into the peer's provider buffers with the protocol
+//! of `wire.rs` (credits, segments), sent from the consumer's buffers
+//! (DMA-mapped) and copied on receipt into the posted receive, so a message
+//! may arrive before its receive and a short receive truncates. RMA goes
+//! straight between the consumer's buffers and the peer's registered region
+//! (RDMA READ and WRITE); remote CQ data of a write follows it as a SEND.
+//!
+//! All state is under one mutex, taken by the endpoint's calls, the CM
+//! callback and the CQ callback (all process context). Work requests are
+//! signaled and complete in order on the send queue; each names a slot.
+//! The rdma_cm id is owned apart, under `Conn::id`: calls that take
+//! rdma_cm's handler lock (accept, destroy) are made holding that one but
+//! not the state mutex, which the CM callback takes under its handler lock.
+
+use crate::abi;
+use crate::device::{DeviceEntry, RegState, VDomain};
+use crate::flags::*;
+use crate::kofi::{fi_error, Context, EpRef, Lent, PepRef, PostedRecv};
+use crate::rdma::{
+    CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, Device, IdHandle, Mapping, Slots,
+    WorkCompletion,
+};
+use crate::ring::Ring;
+use crate::sockaddr::SockAddr;
+use crate::wire::{self, Header, HEADER_LEN};
+use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
+
+/// Provider receive buffers per connection (the peer's initial credits).
+pub(crate) const RX_DEPTH: usize = 32;
+/// Bytes of a receive buffer, header included.
+pub(crate) const RX_BUF: usize = 16384;
+/// Payload bytes per SEND.
+const SEGMENT: usize = RX_BUF - HEADER_LEN;
+/// Send work requests in flight.
+pub(crate) const SQ_DEPTH: usize = 64;
+/// Operations queued on an endpoint (posted or waiting for credits).
+pub(crate) const TX_DEPTH: usize = 256;
+/// Consumer receives posted on an endpoint.
+pub(crate) const RECV_DEPTH: usize = 256;
+/// The largest message or RMA.
+pub(crate) const MAX_MSG: usize = 16 << 20;
+/// Private data bytes on connect, accept and reject (IB's connect request
+/// carries 56, less our length byte).
+pub(crate) const CM_DATA_MAX: usize = 55;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Client: resolving the address, then the route.
+    Resolving,
+    /// Client: connect sent.
+    Connecting,
+    /// Server: request reported, waiting for fi_accept or fi_reject.
+    Requested,
+    /// Server: accept sent.
+    Accepting,
+    Connected,
+    Closed,
+}
+
+/// A consumer operation waiting for (or in) the send queue.
+enum TxOp {
+    Msg {
+        lent: Option<Lent>,
+        /// An inject's bytes, copied.
+        copy: KVec<u8>,
+        len: usize,
+        sent: usize,
+        data: Option<u64>,
+        done: Option<(Context, u64)>,
+    },
+    Rma {
+        write: bool,
+        lent: Lent,
+        parts: KVec<RmaPart>,
+        next: usize,
+        len: usize,
+        data: Option<u64>,
+        ctx: Context,
+        flags: u64,
+    },
+    Credit,
+}
+
+/// One remote buffer of an RMA and where its bytes are in the local ones.
+pub(crate) struct RmaPart {
+    pub(crate) key: u64,
+    pub(crate) addr: u64,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+}
+
+/// What a send-queue slot holds until its completion.
+enum TxWr {
+    /// A SEND: its header buffer and mapped data; the report of its
+    /// operation when it is the last work request of it.
+    Send {
+        _map: Mapping,
+        _hdr: Mapping,
+        _buf: KVec<u8>,
+        report: Option<Report>,
+    },
+    Rma {
+        _map: Mapping,
+        report: Option<Report>,
+    },
+    Reg(Arc<RegState>),
+}
+
+struct Report {
+    flags: u64,
+    ctx: Context,
+    len: usize,
+    /// Report success too (not an inject without FI_COMPLETION).
+    always: bool,
+}
+
+/// A provider receive buffer, posted while the connection lives.
+struct RxBuf {
+    map: Mapping,
+    buf: KVec<u8>,
+}
+
+/// The message being received into a posted receive.
+struct Assembly {
+    recv: PostedRecv,
+    total: usize,
+    got: usize,
+    data: Option<u64>,
+}
+
+/// What the connection uses on the device (the id itself is owned by
+/// `Conn::id`, which drops it only after taking these away).
+struct Resources {
+    id: IdHandle,
+    cq: Option<Cq>,
+    rx: KVec<RxBuf>,
+}
+
+/// A provider buffer holding a segment, and the bytes received into it.
+type Held = (usize, usize);
+
+struct Inner {
+    phase: Phase,
+    ep: Option<EpRef>,
+    domain: Option<Arc<VDomain>>,
+    res: Option<Resources>,
+    dev: Option<Device>,
+    lkey: u32,
+    max_sge: usize,
+    /// Private data for the connect, until the route is resolved.
+    connect_data: KVec<u8>,
+    credits: u32,
+    /// Buffers reposted and not yet granted to the peer.
+    grant: u32,
+    tx_wr: KVec<Option<TxWr>>,
+    tx_free: KVec<usize>,
+    queue: Ring<TxOp, KVec<Option<TxOp>>>,
+    recvs: Ring<PostedRecv, KVec<Option<PostedRecv>>>,
+    /// Buffers holding segments no receive was posted for, in order.
+    held: Ring<Held, KVec<Option<Held>>>,
+    cur: Option<Assembly>,
+    /// The first failed work request's error, for those that follow.
+    sq_error: Option<u32>,
+    shutdown_reported: bool,
+}
+
+/// A connection (client or server side).
+#[pin_data]
+pub(crate) struct Conn {
+    slots: Slots<Conn>,
+    #[pin]
+    id: Mutex<Option<CmId>>,
+    #[pin]
+    inner: Mutex<Inner>,
+    entry: Arc<DeviceEntry>,
+    /// A passive side's request is being reported (see `Request`).
+    in_connreq: AtomicBool,
+    /// Bound to an endpoint (fi_endpoint took the request).
+    bound: AtomicBool,
+}
+
+fn ring<T>(n: usize) -> Result<KVec<Option<T>>> {
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        v.push(None, GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+/// A work completion's status as a positive FI_E*.
+fn wc_error(status: u32) -> u32 {
+    match status {
+        abi::ib_wc_status_IB_WC_WR_FLUSH_ERR => abi::FI_ECANCELED,
+        abi::ib_wc_status_IB_WC_REM_ACCESS_ERR | abi::ib_wc_status_IB_WC_LOC_PROT_ERR => {
+            abi::FI_EACCES
+        }
+        abi::ib_wc_status_IB_WC_RETRY_EXC_ERR | abi::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR => {
+            abi::FI_ECONNRESET
+        }
+        _ => abi::FI_EIO,
+    }
+}
+
+impl Conn {
+    fn new(entry: Arc<DeviceEntry>, phase: Phase, ep: Option<EpRef>) -> Result<Arc<Conn>> {
+        let mut tx_free = KVec::with_capacity(SQ_DEPTH, GFP_KERNEL)?;
+        let mut tx_wr = KVec::with_capacity(SQ_DEPTH, GFP_KERNEL)?;
+        for i in (0..SQ_DEPTH).rev() {
+            tx_free.push(RX_DEPTH + i, GFP_KERNEL)?;
+            tx_wr.push(None, GFP_KERNEL)?;
+        }
+        let slots = Slots::new(RX_DEPTH + SQ_DEPTH)?;
+        let (queue, recvs, held) = (ring(TX_DEPTH)?, ring(RECV_DEPTH)?, ring(RX_DEPTH)?);
+        let conn = Arc::pin_init(
+            pin_init!(Conn {
+                slots,
+                id <- new_mutex!(None, "kofi_verbs_id"),
+                inner <- new_mutex!(Inner {
+                    phase,
+                    ep,
+                    domain: None,
+                    res: None,
+                    dev: None,
+                    lkey: 0,
+                    max_sge: 1,
+                    connect_data: KVec::new(),
+                    credits: RX_DEPTH as u32,
+                    grant: 0,
+                    tx_wr,
+                    tx_free,
+                    queue: Ring::new(queue),
+                    recvs: Ring::new(recvs),
+                    held: Ring::new(held),
+                    cur: None,
+                    sq_error: None,
+                    shutdown_reported: false,
+                }, "kofi_verbs_conn"),
+                entry,
+                in_connreq: AtomicBool::new(false),
+                bound: AtomicBool::new(false),
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: The connection frees its CQ (in `close`) before it can be
+        // dropped: the CM id holds a reference until then.
+        unsafe { conn.slots.bind(&conn) };
+        Ok(conn)
+    }
+
+    /// fi_connect: resolves `dest`, then connects with `param`.
+    pub(crate) fn connect(
+        dest: &SockAddr,
+        param: &[u8],
+        ep: EpRef,
+        domain: Arc<VDomain>,
+    ) -> Result<Arc<Conn>> {
+        if param.len() > CM_DATA_MAX {
+            return Err(EINVAL);
+        }
+        let conn = Conn::new(domain.entry().clone(), Phase::Resolving, Some(ep))?;
+        let id = CmId::new(conn.clone())?;
+        {
+            let mut owner = conn.id.lock();
+            let mut g = conn.inner.lock();
+            g.connect_data.push(param.len() as u8, GFP_KERNEL)?;
+            g.connect_data.extend_from_slice(param, GFP_KERNEL)?;
+            g.domain = Some(domain);
+            id.resolve_addr(dest)?;
+            g.res = Some(Resources {
+                // SAFETY: `close` takes the resources before the id.
+                id: unsafe { id.handle() },
+                cq: None,
+                rx: KVec::new(),
+            });
+            *owner = Some(id);
+        }
+        conn.entry.add_conn(&conn)?;
+        Ok(conn)
+    }
+
+    /// A connection request's server side, before it is reported.
+    pub(crate) fn requested(entry: Arc<DeviceEntry>) -> Result<Arc<Conn>> {
+        let conn = Conn::new(entry, Phase::Requested, None)?;
+        conn.entry.add_conn(&conn)?;
+        Ok(conn)
+    }
+
+    /// A request's id, for the state's use (its owner is the request).
+    pub(crate) fn set_handle(&self, id: IdHandle) {
+        self.inner.lock().res = Some(Resources {
+            id,
+            cq: None,
+            rx: KVec::new(),
+        });
+    }
+
+    /// Marks that the request is being handed to the consumer; while so,
+    /// dropping the request leaves the id to rdma_cm.
+    pub(crate) fn set_in_connreq(&self, on: bool) {
+        self.in_connreq.store(on, Ordering::Release);
+    }
+
+    /// A request that could not be reported: forgotten (its id is
+    /// rdma_cm's to destroy).
+    fn forget_request(&self) {
+        drop(self.inner.lock().res.take());
+        self.entry.remove_conn(self);
+    }
+
+    pub(crate) fn is_bound(&self) -> bool {
+        self.bound.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn in_connreq(&self) -> bool {
+        self.in_connreq.load(Ordering::Acquire)
+    }
+
+    /// fi_endpoint on a request: the endpoint and domain it now belongs
+    /// to, and the request's id.
+    pub(crate) fn bind(&self, ep: EpRef, domain: Arc<VDomain>, id: &CmIdSlot) -> Result {
+        let mut owner = self.id.lock();
+        let mut g = self.inner.lock();
+        if g.phase != Phase::Requested || self.bound.swap(true, Ordering::AcqRel) {
+            return Err(fi_error(abi::FI_EOPBADSTATE));
+        }
+        *owner = Some(id.take().ok_or(EINVAL)?);
+        g.ep = Some(ep);
+        g.domain = Some(domain);
+        Ok(())
+    }
+
+    /// Creates the CQ, the QP and posts the receive buffers.
+    fn setup(&self, g: &mut Inner) -> Result {
+        let domain = g.domain.clone().ok_or(EINVAL)?;
+        let res = g.res.as_mut().ok_or(EINVAL)?;
+        let dev = res.id.device().ok_or(EINVAL)?;
+        let (lkey, limits) = domain.with_pd(|pd| {
+            // The id must be on the domain's device: a QP lives in one PD.
+            if !pd.device().same(&dev) {
+                return Err(fi_error(abi::FI_EINVAL));
+            }
+            let limits = dev.limits();
+            let sge = limits.max_sge.min(16);
+            let cq = Cq::new(dev, (RX_DEPTH + SQ_DEPTH + 1) as u32)?;
+            res.id
+                .create_qp(pd, &cq, SQ_DEPTH as u32, RX_DEPTH as u32, sge)?;
+            res.cq = Some(cq);
+            Ok((pd.lkey(), limits))
+        })?;
+        g.dev = Some(dev);
+        g.lkey = lkey;
+        g.max_sge = (limits.max_sge.min(16) as usize).max(2);
+        for i in 0..RX_DEPTH {
+            let mut buf = KVec::with_capacity(RX_BUF, GFP_KERNEL)?;
+            buf.extend_with(RX_BUF, 0, GFP_KERNEL)?;
+            let map = Mapping::of_buffer(dev, &mut buf, false, lkey)?;
+            res.rx.push(RxBuf { map, buf }, GFP_KERNEL)?;
+            res.id.post_recv(&self.slots, i, res.rx[i].map.sges())?;
+        }
+        Ok(())
+    }
+
+    /// fi_accept.
+    pub(crate) fn accept(&self, param: &[u8]) -> Result {
+        if param.len() > CM_DATA_MAX {
+            return Err(EINVAL);
+        }
+        let mut data = KVec::with_capacity(param.len() + 1, GFP_KERNEL)?;
+        data.push(param.len() as u8, GFP_KERNEL)?;
+        data.extend_from_slice(param, GFP_KERNEL)?;
+        let owner = self.id.lock();
+        {
+            let mut g = self.inner.lock();
+            if g.phase != Phase::Requested || g.ep.is_none() {
+                return Err(fi_error(abi::FI_EOPBADSTATE));
+            }
+            self.setup(&mut g)?;
+            g.phase = Phase::Accepting;
+        }
+        // rdma_accept takes the id's handler lock, under which the CM
+        // callback takes the state mutex: call it without the latter.
+        let r = owner.as_ref().ok_or(EINVAL)?.accept(&data);
+        if r.is_err() {
+            self.inner.lock().phase = Phase::Closed;
+        }
+        r
+    }
+
+    /// fi_reject.
+    pub(crate) fn reject(&self, param: &[u8]) -> Result {
+        if param.len() > CM_DATA_MAX {
+            return Err(EINVAL);
+        }
+        let mut data = KVec::with_capacity(param.len() + 1, GFP_KERNEL)?;
+        data.push(param.len() as u8, GFP_KERNEL)?;
+        data.extend_from_slice(param, GFP_KERNEL)?;
+        let mut g = self.inner.lock();
+        if g.phase != Phase::Requested {
+            return Err(fi_error(abi::FI_EOPBADSTATE));
+        }
+        g.res.as_ref().ok_or(EINVAL)?.id.reject(&data)?;
+        g.phase = Phase::Closed;
+        Ok(())
+    }
+
+    /// fi_shutdown: disconnects; both sides see FI_SHUTDOWN.
+    pub(crate) fn shutdown(&self) -> Result {
+        let g = self.inner.lock();
+        if g.phase != Phase::Connected {
+            return Err(fi_error(abi::FI_ENOTCONN));
+        }
+        if let Some(res) = &g.res {
+            res.id.disconnect();
+        }
+        Ok(())
+    }
+
+    pub(crate) fn addr(&self, peer: bool) -> Result<SockAddr> {
+        let g = self.inner.lock();
+        Ok(g.res
+            .as_ref()
+            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?
+            .id
+            .addr(peer))
+    }
+
+    /// Closes the connection: no report of it after this returns. The QP
+    /// is drained before the consumer's buffers are let go.
+    pub(crate) fn close(&self) {
+        let mut owner = self.id.lock();
+        let res = {
+            let mut g = self.inner.lock();
+            g.ep = None;
+            g.phase = Phase::Closed;
+            g.res.take()
+        };
+        self.release(&mut owner, res);
+        drop(owner);
+        let mut g = self.inner.lock();
+        while g.queue.pop().is_some() {}
+        while g.recvs.pop().is_some() {}
+        g.cur = None;
+        g.domain = None;
+        drop(g);
+        self.entry.remove_conn(self);
+    }
+
+    /// The device is going away: error completions, FI_SHUTDOWN, then close.
+    pub(crate) fn device_gone(&self) {
+        {
+            let mut g = self.inner.lock();
+            if g.phase == Phase::Connected
+                || g.phase == Phase::Accepting
+                || g.phase == Phase::Connecting
+            {
+                self.end(&mut g, abi::FI_ECONNRESET);
+            }
+        }
+        // Posted work requests flush with errors while the endpoint is
+        // still bound, so the consumer hears of each.
+        let mut owner = self.id.lock();
+        let res = self.inner.lock().res.take();
+        self.release(&mut owner, res);
+        drop(owner);
+        let mut g = self.inner.lock();
+        g.phase = Phase::Closed;
+        g.domain = None;
+        drop(g);
+        self.entry.remove_conn(self);
+    }
+
+    /// Drains the QP, then destroys the id (and QP), the CQ and the
+    /// buffers, in that order.
+    fn release(&self, owner: &mut Option<CmId>, res: Option<Resources>) {
+        if let Some(res) = &res {
+            res.id.disconnect();
+            // Flushes every posted work request through `completed`.
+            res.id.drain();
+        }
+        drop(owner.take());
+        if let Some(res) = res {
+            drop(res.cq);
+            drop(res.rx);
+        }
+    }
+
+    /// The connection is over: fail what waits, FI_SHUTDOWN once.
+    fn end(&self, g: &mut Inner, err: u32) {
+        g.phase = Phase::Closed;
+        while let Some(op) = g.queue.pop() {
+            if let Some(ep) = &g.ep {
+                match op {
+                    TxOp::Msg {
+                        done: Some((ctx, _)),
+                        ..
+                    } => {
+                        let _ = ep.complete_error(FI_SEND | FI_MSG, ctx, err, 0, 0, 0);
+                    }
+                    TxOp::Rma { write, ctx, .. } => {
+                        let kind = FI_RMA | if write { FI_WRITE } else { FI_READ };
+                        let _ = ep.complete_error(kind, ctx, err, 0, 0, 0);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(ep) = &g.ep {
+            if !g.shutdown_reported {
+                g.shutdown_reported = true;
+                let _ = ep.event(abi::FI_SHUTDOWN, &[]);
+            }
+        }
+    }
+
+    fn ensure_connected(g: &Inner) -> Result {
+        if g.phase == Phase::Connected {
+            Ok(())
+        } else {
+            Err(fi_error(abi::FI_ENOTCONN))
+        }
+    }
+
+    fn queue_op(&self, g: &mut Inner, op: TxOp) -> Result {
+        if g.queue.push(op).is_err() {
+            return Err(fi_error(abi::FI_EAGAIN));
+        }
+        self.pump(g);
+        Ok(())
+    }
+
+    /// A send from the consumer's buffers (`lent`) or of a copy (inject).
+    pub(crate) fn send(
+        &self,
+        lent: Option<Lent>,
+        copy: KVec<u8>,
+        data: Option<u64>,
+        done: Option<(Context, u64)>,
+    ) -> Result {
+        let len = lent.as_ref().map_or(copy.len(), Lent::len);
+        if len > MAX_MSG {
+            return Err(EINVAL);
+        }
+        let mut g = self.inner.lock();
+        Self::ensure_connected(&g)?;
+        let op = TxOp::Msg {
+            lent,
+            copy,
+            len,
+            sent: 0,
+            data,
+            done,
+        };
+        self.queue_op(&mut g, op)
+    }
+
+    /// fi_read/fi_write (and writedata).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rma(
+        &self,
+        write: bool,
+        lent: Lent,
+        parts: KVec<RmaPart>,
+        data: Option<u64>,
+        ctx: Context,
+        flags: u64,
+    ) -> Result {
+        let len = lent.len();
+        if len > MAX_MSG {
+            return Err(EINVAL);
+        }
+        let mut g = self.inner.lock();
+        Self::ensure_connected(&g)?;
+        let op = TxOp::Rma {
+            write,
+            lent,
+            parts,
+            next: 0,
+            len,
+            data,
+            ctx,
+            flags,
+        };
+        self.queue_op(&mut g, op)
+    }
+
+    /// A posted receive: filled by the next message (or held segments).
+    pub(crate) fn post_recv(&self, recv: PostedRecv) -> Result {
+        let mut g = self.inner.lock();
+        if g.phase == Phase::Closed {
+            return Err(fi_error(abi::FI_ENOTCONN));
+        }
+        if g.recvs.push(recv).is_err() {
+            return Err(fi_error(abi::FI_EAGAIN));
+        }
+        self.deliver_held(&mut g);
+        Ok(())
+    }
+
+    /// Registers `reg` through this connection's QP.
+    pub(crate) fn post_reg(&self, reg: &Arc<RegState>) -> Result {
+        let mut g = self.inner.lock();
+        Self::ensure_connected(&g)?;
+        let slot = crate::kofi::pop(&mut g.tx_free).ok_or_else(|| fi_error(abi::FI_EAGAIN))?;
+        let posted = reg.with_region(|region| {
+            g.res
+                .as_ref()
+                .ok_or(EINVAL)?
+                .id
+                .post_reg(&self.slots, slot, region)
+        });
+        match posted {
+            Ok(()) => {
+                g.tx_wr[slot - RX_DEPTH] = Some(TxWr::Reg(reg.clone()));
+                Ok(())
+            }
+            Err(e) => {
+                let _ = g.tx_free.push(slot, GFP_ATOMIC);
+                Err(e)
+            }
+        }
+    }
+
+    /// Posts what the credits and free slots allow, in order.
+    fn pump(&self, g: &mut Inner) {
+        while g.phase == Phase::Connected {
+            if g.tx_free.is_empty() {
+                return;
+            }
+            let Some(front) = g.queue.front() else {
+                return;
+            };
+            let need = match front {
+                TxOp::Credit => 1,
+                TxOp::Msg { .. } => 2,
+                TxOp::Rma {
+                    write,
+                    data,
+                    next,
+                    parts,
+                    ..
+                } => {
+                    if *write && data.is_some() && *next == parts.len() {
+                        2
+                    } else {
+                        0
+                    }
+                }
+            };
+            if g.credits < need {
+                return;
+            }
+            if let Err(e) = self.post_next(g) {
+                // A work request that cannot be posted fails its operation.
+                let err = match e.to_errno() {
+                    n if n == EINVAL.to_errno() => abi::FI_EINVAL,
+                    _ => abi::FI_EIO,
+                };
+                if let Some(op) = g.queue.pop() {
+                    self.fail_op(g, op, err);
+                }
+            }
+        }
+    }
+
+    fn fail_op(&self, g: &Inner, op: TxOp, err: u32) {
+        let Some(ep) = &g.ep else {
+            return;
+        };
+        match op {
+            TxOp::Msg {
+                done: Some((ctx, _)),
+                ..
+            } => {
+                let _ = ep.complete_error(FI_SEND | FI_MSG, ctx, err, 0, 0, 0);
+            }
+            TxOp::Rma { write, ctx, .. } => {
+                let kind = FI_RMA | if write { FI_WRITE } else { FI_READ };
+                let _ = ep.complete_error(kind, ctx, err, 0, 0, 0);
+            }
+            _ => {}
+        }
+    }
+
+    /// Posts one work request of the operation at the queue's head.
+    fn post_next(&self, g: &mut Inner) -> Result {
+        let dev = g.dev.ok_or(EINVAL)?;
+        let (lkey, max_sge) = (g.lkey, g.max_sge);
+        let grant = g.grant.min(u16::MAX as u32) as u16;
+        let slot = *g.tx_free.last().ok_or(EINVAL)?;
+        let Some(front) = g.queue.front_mut() else {
+            return Ok(());
+        };
+        let (wr, last, sends) = match front {
+            TxOp::Credit => {
+                let h = Header {
+                    op: wire::OP_CREDIT,
+                    credits: grant,
+                    ..Default::default()
+                };
+                let (buf, hdr) = header_buf(dev, &h, &[], lkey)?;
+                let sges = hdr.sges();
+                self.post_send(
+                    g_res(front_res(&g.res))?,
+                    slot,
+                    abi::ib_wr_opcode_IB_WR_SEND,
+                    sges,
+                    (0, 0),
+                )?;
+                (
+                    TxWr::Send {
+                        _map: Mapping::empty(dev, true),
+                        _hdr: hdr,
+                        _buf: buf,
+                        report: None,
+                    },
+                    true,
+                    true,
+                )
+            }
+            _ => return self.post_op_part(g, dev, slot, lkey, max_sge, grant),
+        };
+        self.posted(g, slot, wr, last, sends, grant);
+        Ok(())
+    }
+
+    fn post_send(
+        &self,
+        res: &Resources,
+        slot: usize,
+        opcode: u32,
+        sges: &[abi::ib_sge],
+        remote: (u64, u32),
+    ) -> Result {
+        res.id
+            .post_send(&self.slots, slot, opcode, sges, remote, None)
+    }
+
+    /// Bookkeeping after a work request went out.
+    fn posted(&self, g: &mut Inner, slot: usize, wr: TxWr, last: bool, sends: bool, grant: u16) {
+        let _ = crate::kofi::pop(&mut g.tx_free);
+        g.tx_wr[slot - RX_DEPTH] = Some(wr);
+        if sends {
+            g.credits -= 1;
+            g.grant -= u32::from(grant);
+        }
+        if last {
+            let _ = g.queue.pop();
+        }
+    }
+
+    /// The next work request of a message or an RMA.
+    fn post_op_part(
+        &self,
+        g: &mut Inner,
+        dev: Device,
+        slot: usize,
+        lkey: u32,
+        max_sge: usize,
+        grant: u16,
+    ) -> Result {
+        let res = front_res(&g.res);
+        let Some(front) = g.queue.front_mut() else {
+            return Ok(());
+        };
+        let (wr, last, sends) = match front {
+            TxOp::Msg {
+                lent,
+                copy,
+                len,
+                sent,
+                data,
+                done,
+            } => {
+                let seg = (*len - *sent).min(SEGMENT);
+                let mut flags = 0;
+                if *sent == 0 {
+                    flags |= wire::FLAG_FIRST;
+                }
+                let last = *sent + seg == *len;
+                if last {
+                    flags |= wire::FLAG_LAST;
+                }
+                if data.is_some() {
+                    flags |= wire::FLAG_CQ_DATA;
+                }
+                let h = Header {
+                    op: wire::OP_MSG,
+                    flags,
+                    credits: grant,
+                    len: *len as u32,
+                    data: data.unwrap_or(0),
+                };
+                let inline = if lent.is_none() {
+                    &copy[*sent..*sent + seg]
+                } else {
+                    &[][..]
+                };
+                let (buf, hdr) = header_buf(dev, &h, inline, lkey)?;
+                let map = match lent {
+                    Some(l) => Mapping::of_lent(dev, l, (*sent, seg), true, lkey, max_sge - 1)?,
+                    None => Mapping::empty(dev, true),
+                };
+                let mut sges = KVec::with_capacity(1 + map.sges().len(), GFP_KERNEL)?;
+                sges.extend_from_slice(hdr.sges(), GFP_KERNEL)?;
+                sges.extend_from_slice(map.sges(), GFP_KERNEL)?;
+                self.post_send(
+                    g_res(res)?,
+                    slot,
+                    abi::ib_wr_opcode_IB_WR_SEND,
+                    &sges,
+                    (0, 0),
+                )?;
+                *sent += seg;
+                let report = if last {
+                    done.map(|(ctx, flags)| Report {
+                        flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
+                        ctx,
+                        len: *len,
+                        always: true,
+                    })
+                } else {
+                    None
+                };
+                (
+                    TxWr::Send {
+                        _map: map,
+                        _hdr: hdr,
+                        _buf: buf,
+                        report,
+                    },
+                    last,
+                    true,
+                )
+            }
+            TxOp::Rma {
+                write,
+                lent,
+                parts,
+                next,
+                len,
+                data,
+                ctx,
+                flags,
+            } => {
+                let kind = FI_RMA | if *write { FI_WRITE } else { FI_READ };
+                let report = Report {
+                    flags: kind | (*flags & FI_COMPLETION),
+                    ctx: *ctx,
+                    len: *len,
+                    always: true,
+                };
+                if *next == parts.len() {
+                    // The remote CQ data of a write, after the write.
+                    let h = Header {
+                        op: wire::OP_WRITE_DATA,
+                        credits: grant,
+                        len: *len as u32,
+                        data: data.unwrap_or(0),
+                        ..Default::default()
+                    };
+                    let (buf, hdr) = header_buf(dev, &h, &[], lkey)?;
+                    self.post_send(
+                        g_res(res)?,
+                        slot,
+                        abi::ib_wr_opcode_IB_WR_SEND,
+                        hdr.sges(),
+                        (0, 0),
+                    )?;
+                    (
+                        TxWr::Send {
+                            _map: Mapping::empty(dev, true),
+                            _hdr: hdr,
+                            _buf: buf,
+                            report: Some(report),
+                        },
+                        true,
+                        true,
+                    )
+                } else {
+                    let p = &parts[*next];
+                    // A write sends from local memory; a read lands in it.
+                    let map =
+                        Mapping::of_lent(dev, lent, (p.offset, p.len), *write, lkey, max_sge)?;
+                    let opcode = if *write {
+                        abi::ib_wr_opcode_IB_WR_RDMA_WRITE
+                    } else {
+                        abi::ib_wr_opcode_IB_WR_RDMA_READ
+                    };
+                    // The key carries the rkey and what to add to the address.
+                    let rkey = p.key as u32;
+                    let addr = p.addr.wrapping_add(p.key >> 32);
+                    self.post_send(g_res(res)?, slot, opcode, map.sges(), (addr, rkey))?;
+                    *next += 1;
+                    let last = *next == parts.len() && data.is_none();
+                    (
+                        TxWr::Rma {
+                            _map: map,
+                            report: last.then_some(report),
+                        },
+                        last,
+                        false,
+                    )
+                }
+            }
+            TxOp::Credit => return Ok(()),
+        };
+        self.posted(g, slot, wr, last, sends, if sends { grant } else { 0 });
+        Ok(())
+    }
+
+    /// A send-queue completion.
+    fn tx_done(&self, g: &mut Inner, wc: &WorkCompletion) {
+        let i = wc.slot - RX_DEPTH;
+        let Some(wr) = g.tx_wr[i].take() else {
+            return;
+        };
+        let _ = g.tx_free.push(wc.slot, GFP_ATOMIC);
+        if !wc.ok() && g.sq_error.is_none() {
+            g.sq_error = Some(wc_error(wc.status));
+            // The QP is in error: end the connection on both sides.
+            if wc.status != abi::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+                if let Some(res) = &g.res {
+                    res.id.disconnect();
+                }
+            }
+        }
+        let report = match wr {
+            TxWr::Send { report, .. } | TxWr::Rma { report, .. } => report,
+            TxWr::Reg(reg) => {
+                reg.done(wc.ok());
+                None
+            }
+        };
+        if let (Some(r), Some(ep)) = (report, &g.ep) {
+            if wc.ok() {
+                if r.always {
+                    let _ = ep.complete(r.flags, r.ctx, r.len, 0);
+                }
+            } else {
+                let err = g.sq_error.unwrap_or(abi::FI_EIO);
+                let _ = ep.complete_error(r.flags, r.ctx, err, 0, 0, wc.status as i32);
+            }
+        }
+        self.pump(g);
+    }
+
+    /// A receive completion into provider buffer `i`.
+    fn rx_done(&self, g: &mut Inner, wc: &WorkCompletion) {
+        let i = wc.slot;
+        if !wc.ok() {
+            return;
+        }
+        let len = (wc.byte_len as usize).min(RX_BUF);
+        let header = match &g.res {
+            Some(res) => {
+                res.rx[i].map.sync_for_cpu(len);
+                let h = Header::decode(&res.rx[i].buf[..len]);
+                if h.is_none() {
+                    // A malformed message: the peer is broken; disconnect.
+                    res.id.disconnect();
+                }
+                h
+            }
+            None => None,
+        };
+        let Some(h) = header else {
+            return;
+        };
+        g.credits = g
+            .credits
+            .saturating_add(u32::from(h.credits))
+            .min(RX_DEPTH as u32);
+        match h.op {
+            wire::OP_MSG => {
+                if g.held.len() != 0 || !self.deliver(g, i, &h, len) {
+                    let _ = g.held.push((i, len));
+                    self.pump(g);
+                    return;
+                }
+            }
+            wire::OP_WRITE_DATA => {
+                if let Some(ep) = &g.ep {
+                    let flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+                    let _ = ep.complete(flags, Context::NONE, h.len as usize, h.data);
+                }
+            }
+            _ => {}
+        }
+        self.repost(g, i);
+        self.pump(g);
+    }
+
+    /// Hands buffer `i` back to the device and counts it as a credit owed.
+    fn repost(&self, g: &mut Inner, i: usize) {
+        let Some(res) = &g.res else {
+            return;
+        };
+        res.rx[i].map.sync_for_device();
+        if res
+            .id
+            .post_recv(&self.slots, i, res.rx[i].map.sges())
+            .is_ok()
+        {
+            g.grant += 1;
+        }
+        let queued_sends = g.queue.len() != 0;
+        if g.grant as usize >= RX_DEPTH / 2 && !queued_sends {
+            let _ = g.queue.push(TxOp::Credit);
+        }
+    }
+
+    /// Copies the segment in buffer `i` into the receive it belongs to;
+    /// false when none is posted (the segment is held).
+    fn deliver(&self, g: &mut Inner, i: usize, h: &Header, len: usize) -> bool {
+        if g.cur.is_none() {
+            let Some(recv) = g.recvs.pop() else {
+                return false;
+            };
+            g.cur = Some(Assembly {
+                recv,
+                total: h.len as usize,
+                got: 0,
+                data: (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data),
+            });
+        }
+        let Some(res) = &g.res else {
+            return true;
+        };
+        let payload = &res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)];
+        let Some(cur) = g.cur.as_mut() else {
+            return true;
+        };
+        cur.recv.fill_at(cur.got, payload);
+        cur.got += payload.len();
+        if h.flags & wire::FLAG_LAST == 0 {
+            return true;
+        }
+        let Some(done) = g.cur.take() else {
+            return true;
+        };
+        if let Some(ep) = &g.ep {
+            let cap = done.recv.capacity();
+            if done.total > cap {
+                let _ = ep.complete_error(
+                    FI_RECV | FI_MSG,
+                    done.recv.context,
+                    abi::FI_ETRUNC,
+                    cap,
+                    done.total - cap,
+                    0,
+                );
+            } else {
+                let mut flags = FI_RECV | FI_MSG | (done.recv.flags & FI_COMPLETION);
+                if done.data.is_some() {
+                    flags |= FI_REMOTE_CQ_DATA;
+                }
+                let _ = ep.complete(flags, done.recv.context, done.total, done.data.unwrap_or(0));
+            }
+        }
+        true
+    }
+
+    /// Delivers held segments now that a receive is posted.
+    fn deliver_held(&self, g: &mut Inner) {
+        while let Some(&(i, len)) = g.held.front() {
+            let header = g
+                .res
+                .as_ref()
+                .and_then(|r| Header::decode(&r.rx[i].buf[..len]));
+            let Some(h) = header else {
+                return;
+            };
+            if !self.deliver(g, i, &h, len) {
+                return;
+            }
+            let _ = g.held.pop();
+            self.repost(g, i);
+        }
+        self.pump(g);
+    }
+
+    /// Whether this is a connected connection of `domain`.
+    pub(crate) fn serves(&self, domain: &VDomain) -> bool {
+        let g = self.inner.lock();
+        g.phase == Phase::Connected
+            && g.domain
+                .as_ref()
+                .is_some_and(|d| core::ptr::eq(&**d, domain))
+    }
+
+    fn cm(&self, event: CmEvent<'_>) {
+        let mut g = self.inner.lock();
+        match event {
+            CmEvent::AddrResolved => {
+                if let Some(res) = &g.res {
+                    if res.id.resolve_route().is_err() {
+                        self.cm_error(&mut g, abi::FI_EHOSTUNREACH);
+                    }
+                }
+            }
+            CmEvent::RouteResolved => {
+                let r = self.setup(&mut g).and_then(|()| {
+                    let data = core::mem::take(&mut g.connect_data);
+                    g.res.as_ref().ok_or(EINVAL)?.id.connect(&data)
+                });
+                match r {
+                    Ok(()) => g.phase = Phase::Connecting,
+                    Err(_) => self.cm_error(&mut g, abi::FI_ECONNREFUSED),
+                }
+            }
+            CmEvent::Established(data) => {
+                if g.phase != Phase::Connecting && g.phase != Phase::Accepting {
+                    return;
+                }
+                let client = g.phase == Phase::Connecting;
+                g.phase = Phase::Connected;
+                // Regions registered before any connection become valid
+                // through this one, ahead of anything the consumer sends.
+                if let Some(domain) = g.domain.clone() {
+                    drop(g);
+                    domain.register_pending(self);
+                    g = self.inner.lock();
+                }
+                if let Some(ep) = &g.ep {
+                    let data = if client {
+                        wire::cm_data_decode(data)
+                    } else {
+                        &[]
+                    };
+                    let _ = ep.event(abi::FI_CONNECTED, data);
+                }
+                self.pump(&mut g);
+            }
+            CmEvent::Rejected => self.cm_error(&mut g, abi::FI_ECONNREFUSED),
+            CmEvent::Unreachable => self.cm_error(&mut g, abi::FI_EHOSTUNREACH),
+            CmEvent::Error(err) => self.cm_error(&mut g, err),
+            CmEvent::Disconnected => {
+                if g.phase == Phase::Connected {
+                    self.end(&mut g, abi::FI_ECONNRESET);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A connection that never came up.
+    fn cm_error(&self, g: &mut Inner, err: u32) {
+        if g.phase == Phase::Closed || g.phase == Phase::Connected {
+            return;
+        }
+        g.phase = Phase::Closed;
+        if let Some(ep) = &g.ep {
+            let _ = ep.event_error(err, 0);
+        }
+    }
+}
+
+fn front_res(res: &Option<Resources>) -> Option<&Resources> {
+    res.as_ref()
+}
+
+fn g_res(res: Option<&Resources>) -> Result<&Resources> {
+    res.ok_or_else(|| fi_error(abi::FI_ENOTCONN))
+}
+
+/// A header (and an inject's bytes) in a buffer mapped for a SEND.
+fn header_buf(dev: Device, h: &Header, inline: &[u8], lkey: u32) -> Result<(KVec<u8>, Mapping)> {
+    let mut buf = KVec::with_capacity(HEADER_LEN + inline.len(), GFP_KERNEL)?;
+    buf.extend_from_slice(&h.encode(), GFP_KERNEL)?;
+    buf.extend_from_slice(inline, GFP_KERNEL)?;
+    let map = Mapping::of_buffer(dev, &mut buf, true, lkey)?;
+    Ok((buf, map))
+}
+
+impl Completion for Conn {
+    fn completed(&self, wc: &WorkCompletion) {
+        let mut g = self.inner.lock();
+        if wc.slot < RX_DEPTH {
+            self.rx_done(&mut g, wc);
+        } else {
+            self.tx_done(&mut g, wc);
+        }
+    }
+}
+
+impl CmHandler for Conn {
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) {
+        this.cm(event);
+    }
+}
+
+/// The provider's state of a connection request: the server connection
+/// and, until an endpoint takes it, the request's id.
+pub(crate) struct Request {
+    pub(crate) conn: Arc<Conn>,
+    pub(crate) id: CmIdSlot,
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        if self.conn.in_connreq() {
+            // Not reported after all: the id goes back to rdma_cm.
+            if let Some(id) = self.id.take() {
+                // SAFETY: Still in the CONNECT_REQUEST callback that
+                // adopted the id; no QP was created.
+                unsafe { id.abandon() };
+            }
+            self.conn.forget_request();
+        } else if !self.conn.is_bound() {
+            // Not taken by an endpoint: nobody else will close it.
+            self.conn.close();
+            drop(self.id.take());
+        }
+    }
+}
+
+/// What a listening id reports connection requests to.
+pub(crate) struct Listener {
+    pub(crate) pep: PepRef,
+}
+
+impl CmHandler for Listener {
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) {
+        let CmEvent::ConnectRequest(new, data) = event else {
+            return;
+        };
+        let Some(dev) = new.device() else {
+            return;
+        };
+        let Some(entry) = crate::device::entry_of(&dev) else {
+            return;
+        };
+        let (local, peer) = (new.addr(false), new.addr(true));
+        let Ok(info) =
+            crate::msg_info(Some(&local), Some(&peer), local.is_ipv6(), Some(dev.name()))
+        else {
+            return;
+        };
+        let Ok(conn) = Conn::requested(entry) else {
+            return;
+        };
+        let id = new.adopt(conn.clone());
+        // SAFETY: The state drops the handle (in `close`) before the
+        // request or the endpoint drops the id.
+        conn.set_handle(unsafe { id.handle() });
+        conn.set_in_connreq(true);
+        // Whatever fails from here drops the request, which hands the id
+        // back to rdma_cm (see `Request`).
+        let request = Request {
+            conn: conn.clone(),
+            id: CmIdSlot::new(id),
+        };
+        let _ = KBox::new(request, GFP_KERNEL)
+            .map_err(Error::from)
+            .and_then(|req| this.pep.connreq(info, req, wire::cm_data_decode(data)));
+        conn.set_in_connreq(false);
+    }
+}

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices as the ib_client sees them, and kofi domains on them.
+//!
+//! The registry lists the devices between the client's add and remove
+//! callbacks. Each entry knows the connections and domains made on its
+//! device, so removing the device (`rdma link delete`) tears them down
+//! before the callback returns: connections report error completions and
+//! FI_SHUTDOWN; domains drop their regions and PD. The consumer's objects
+//! stay, answering -FI_ENOTCONN (or failing) until closed.
+
+use crate::abi;
+use crate::conn::Conn;
+use crate::flags::*;
+use crate::kofi::{self, fi_error, DomainRef, MrAttr};
+use crate::rdma::{Device, Pd, Region};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
+use kernel::time::msecs_to_jiffies;
+
+/// One registered device and what is made on it.
+#[pin_data]
+pub(crate) struct DeviceEntry {
+    dev: Device,
+    #[pin]
+    users: Mutex<Users>,
+}
+
+#[derive(Default)]
+struct Users {
+    removed: bool,
+    conns: KVec<Arc<Conn>>,
+    domains: KVec<Arc<VDomain>>,
+}
+
+impl DeviceEntry {
+    pub(crate) fn device(&self) -> Device {
+        self.dev
+    }
+
+    pub(crate) fn add_conn(&self, conn: &Arc<Conn>) -> Result {
+        let mut u = self.users.lock();
+        if u.removed {
+            return Err(ENODEV);
+        }
+        u.conns.push(conn.clone(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    pub(crate) fn remove_conn(&self, conn: &Conn) {
+        let mut u = self.users.lock();
+        if let Some(i) = u.conns.iter().position(|c| core::ptr::eq(&**c, conn)) {
+            drop(swap_remove(&mut u.conns, i));
+        }
+    }
+
+    fn add_domain(&self, d: &Arc<VDomain>) -> Result {
+        let mut u = self.users.lock();
+        if u.removed {
+            return Err(ENODEV);
+        }
+        u.domains.push(d.clone(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn remove_domain(&self, d: &VDomain) {
+        let mut u = self.users.lock();
+        if let Some(i) = u.domains.iter().position(|x| core::ptr::eq(&**x, d)) {
+            drop(swap_remove(&mut u.domains, i));
+        }
+    }
+
+    /// The device is going: tear down everything on it.
+    fn remove(&self) {
+        self.users.lock().removed = true;
+        loop {
+            let conn = self.users.lock().conns.first().cloned();
+            let Some(conn) = conn else { break };
+            conn.device_gone();
+            self.remove_conn(&conn);
+        }
+        loop {
+            let d = self.users.lock().domains.first().cloned();
+            let Some(d) = d else { break };
+            d.device_gone();
+            self.remove_domain(&d);
+        }
+    }
+}
+
+fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
+    let last = v.len() - 1;
+    v.as_mut_slice().swap(i, last);
+    // SAFETY: Element `last` is initialised; shrinking first hands it to us.
+    unsafe {
+        v.set_len(last);
+        core::ptr::read(v.as_ptr().add(last))
+    }
+}
+
+/// The devices present, for the module's lifetime.
+#[pin_data]
+pub(crate) struct Registry {
+    #[pin]
+    devices: Mutex<KVec<Arc<DeviceEntry>>>,
+}
+
+static REGISTRY: AtomicPtr<Registry> = AtomicPtr::new(ptr::null_mut());
+
+impl Registry {
+    /// Installs the registry; before the ib_client registers.
+    pub(crate) fn install() -> Result<Pin<KBox<Registry>>> {
+        let r = KBox::pin_init(
+            pin_init!(Registry {
+                devices <- new_mutex!(KVec::new(), "kofi_verbs_devices"),
+            }),
+            GFP_KERNEL,
+        )?;
+        REGISTRY.store(ptr::from_ref(&*r).cast_mut(), Ordering::Release);
+        Ok(r)
+    }
+
+    /// After the ib_client is unregistered (every device removed).
+    pub(crate) fn uninstall() {
+        REGISTRY.store(ptr::null_mut(), Ordering::Release);
+    }
+
+    fn get() -> Option<&'static Registry> {
+        // SAFETY: Set by `install` to a pinned box the module keeps until
+        // `uninstall`; the callers run between the two (the client's
+        // callbacks and the provider's ops).
+        unsafe { REGISTRY.load(Ordering::Acquire).as_ref() }
+    }
+}
+
+/// The devices present, in the order they came.
+pub(crate) fn devices() -> Result<KVec<Arc<DeviceEntry>>> {
+    let mut out = KVec::new();
+    if let Some(r) = Registry::get() {
+        for e in r.devices.lock().iter() {
+            out.push(e.clone(), GFP_KERNEL)?;
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn entry_of(dev: &Device) -> Option<Arc<DeviceEntry>> {
+    let r = Registry::get()?;
+    let devices = r.devices.lock();
+    devices.iter().find(|e| e.dev.same(dev)).cloned()
+}
+
+pub(crate) fn entry_named(name: &CStr) -> Option<Arc<DeviceEntry>> {
+    let r = Registry::get()?;
+    let devices = r.devices.lock();
+    devices
+        .iter()
+        .find(|e| e.dev.name().as_bytes() == name.as_bytes())
+        .cloned()
+}
+
+/// The ib_client's add callback.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a device being added.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn kofi_verbs_device_add(raw: *mut abi::ib_device) {
+    // SAFETY: The core's device, until its remove callback.
+    let Some(dev) = (unsafe { Device::from_raw(raw) }) else {
+        return;
+    };
+    let Some(r) = Registry::get() else {
+        return;
+    };
+    let Ok(entry) = Arc::pin_init(
+        pin_init!(DeviceEntry {
+            dev,
+            users <- new_mutex!(Users::default(), "kofi_verbs_device"),
+        }),
+        GFP_KERNEL,
+    ) else {
+        return;
+    };
+    let _ = r.devices.lock().push(entry, GFP_KERNEL);
+}
+
+/// The ib_client's remove callback: nothing of kofi's is left on the
+/// device when it returns.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a device being removed.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn kofi_verbs_device_remove(raw: *mut abi::ib_device) {
+    let Some(r) = Registry::get() else {
+        return;
+    };
+    let entry = {
+        let mut devices = r.devices.lock();
+        match devices.iter().position(|e| e.dev.is(raw)) {
+            Some(i) => Some(swap_remove(&mut devices, i)),
+            None => None,
+        }
+    };
+    if let Some(entry) = entry {
+        entry.remove();
+    }
+}
+
+/// Where a region's registration stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RegPhase {
+    /// Waiting for a connection to register through.
+    Pending,
+    /// Registration work request in flight.
+    Posted,
+    Valid,
+    Failed,
+}
+
+struct RegInner {
+    region: Option<Region>,
+    phase: RegPhase,
+}
+
+/// A region with remote access and its fast registration.
+#[pin_data]
+pub(crate) struct RegState {
+    #[pin]
+    inner: Mutex<RegInner>,
+    #[pin]
+    changed: CondVar,
+}
+
+impl RegState {
+    /// Runs `post` with the region to post its registration.
+    pub(crate) fn with_region(&self, post: impl FnOnce(&Region) -> Result) -> Result {
+        let mut g = self.inner.lock();
+        if g.phase != RegPhase::Pending {
+            return Err(EINVAL);
+        }
+        let region = g.region.as_ref().ok_or(ENODEV)?;
+        post(region)?;
+        g.phase = RegPhase::Posted;
+        Ok(())
+    }
+
+    /// The registration completed (`ok`) or failed.
+    pub(crate) fn done(&self, ok: bool) {
+        let mut g = self.inner.lock();
+        // A flushed registration (its connection went away) may try again.
+        g.phase = if ok {
+            RegPhase::Valid
+        } else {
+            RegPhase::Pending
+        };
+        if !ok && g.region.is_none() {
+            g.phase = RegPhase::Failed;
+        }
+        drop(g);
+        self.changed.notify_all();
+    }
+
+    /// Waits while the registration is in flight; its phase after.
+    fn settle(&self) -> RegPhase {
+        let mut g = self.inner.lock();
+        for _ in 0..100 {
+            if g.phase != RegPhase::Posted {
+                break;
+            }
+            let _ = self
+                .changed
+                .wait_interruptible_timeout(&mut g, msecs_to_jiffies(100));
+        }
+        g.phase
+    }
+
+    fn take_region(&self) -> Option<Region> {
+        self.inner.lock().region.take()
+    }
+
+    fn pending(&self) -> bool {
+        self.inner.lock().phase == RegPhase::Pending
+    }
+}
+
+/// A kofi domain on a device: its PD and its regions with remote access.
+#[pin_data]
+pub(crate) struct VDomain {
+    entry: Arc<DeviceEntry>,
+    #[pin]
+    pd: Mutex<Option<Pd>>,
+    #[pin]
+    regs: Mutex<KVec<Arc<RegState>>>,
+}
+
+impl VDomain {
+    pub(crate) fn open(entry: Arc<DeviceEntry>) -> Result<Arc<VDomain>> {
+        let pd = Pd::new(entry.dev)?;
+        let owner = entry.clone();
+        let d = Arc::pin_init(
+            pin_init!(VDomain {
+                entry: owner,
+                pd <- new_mutex!(Some(pd), "kofi_verbs_pd"),
+                regs <- new_mutex!(KVec::new(), "kofi_verbs_regs"),
+            }),
+            GFP_KERNEL,
+        )?;
+        entry.add_domain(&d)?;
+        Ok(d)
+    }
+
+    pub(crate) fn entry(&self) -> &Arc<DeviceEntry> {
+        &self.entry
+    }
+
+    /// Runs `f` with the PD, unless the device is gone.
+    pub(crate) fn with_pd<R>(&self, f: impl FnOnce(&Pd) -> Result<R>) -> Result<R> {
+        let pd = self.pd.lock();
+        f(pd.as_ref().ok_or_else(|| fi_error(abi::FI_ENOTCONN))?)
+    }
+
+    /// Registers the regions waiting for a connection through `conn`.
+    pub(crate) fn register_pending(&self, conn: &Conn) {
+        let regs = self.regs.lock();
+        for r in regs.iter().filter(|r| r.pending()) {
+            let _ = conn.post_reg(r);
+        }
+    }
+
+    /// fi_mr_reg with remote access: the region, fast-registered through
+    /// a connection of the domain now or when the first one comes up.
+    fn register(&self, attr: &MrAttr<'_>) -> Result<(u64, Arc<RegState>)> {
+        let access = attr.access();
+        let (rr, rw) = (access & FI_REMOTE_READ != 0, access & FI_REMOTE_WRITE != 0);
+        let region = self.with_pd(|pd| {
+            // SAFETY: The consumer keeps the memory registered until
+            // fi_close of the region, which drops it first; the PD outlives
+            // it (regions close before their domain).
+            unsafe { Region::new(pd, &attr.memory(), attr.offset(), rr, rw) }
+        })?;
+        let key = region.key();
+        let reg = Arc::pin_init(
+            pin_init!(RegState {
+                inner <- new_mutex!(RegInner { region: Some(region), phase: RegPhase::Pending }, "kofi_verbs_reg"),
+                changed <- new_condvar!("kofi_verbs_reg"),
+            }),
+            GFP_KERNEL,
+        )?;
+        let mut regs = self.regs.lock();
+        regs.push(reg.clone(), GFP_KERNEL)?;
+        for conn in self.entry.conns_of(self)?.iter() {
+            if conn.post_reg(&reg).is_ok() {
+                break;
+            }
+        }
+        drop(regs);
+        if reg.settle() == RegPhase::Failed {
+            self.unregister(&reg);
+            return Err(EIO);
+        }
+        Ok((key, reg))
+    }
+
+    fn unregister(&self, reg: &Arc<RegState>) {
+        {
+            let mut regs = self.regs.lock();
+            if let Some(i) = regs.iter().position(|r| Arc::ptr_eq(r, reg)) {
+                drop(swap_remove(&mut regs, i));
+            }
+        }
+        reg.settle();
+        drop(reg.take_region());
+    }
+
+    fn device_gone(&self) {
+        let regs = core::mem::take(&mut *self.regs.lock());
+        for r in regs.iter() {
+            drop(r.take_region());
+        }
+        drop(self.pd.lock().take());
+    }
+}
+
+impl DeviceEntry {
+    /// The connected connections of `domain`.
+    fn conns_of(&self, domain: &VDomain) -> Result<KVec<Arc<Conn>>> {
+        let mut out = KVec::new();
+        for c in self.users.lock().conns.iter() {
+            if c.serves(domain) {
+                out.push(c.clone(), GFP_KERNEL)?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The provider's domain: closes its device state on drop.
+pub(crate) struct VerbsDomain {
+    pub(crate) inner: Arc<VDomain>,
+    _dom: DomainRef,
+}
+
+impl VerbsDomain {
+    pub(crate) fn new(dom: DomainRef, inner: Arc<VDomain>) -> VerbsDomain {
+        VerbsDomain { inner, _dom: dom }
+    }
+}
+
+impl Drop for VerbsDomain {
+    fn drop(&mut self) {
+        self.inner.device_gone();
+        self.inner.entry.remove_domain(&self.inner);
+    }
+}
+
+/// A registered region: remote access goes through its fast registration.
+pub(crate) struct VRegion {
+    reg: Option<(Arc<VDomain>, Arc<RegState>)>,
+}
+
+impl Drop for VRegion {
+    fn drop(&mut self) {
+        if let Some((d, r)) = self.reg.take() {
+            d.unregister(&r);
+        }
+    }
+}
+
+#[vtable]
+impl kofi::Domain for VerbsDomain {
+    type Region = VRegion;
+
+    fn mr_reg(&self, attr: &MrAttr<'_>) -> Result<(u64, VRegion)> {
+        if attr.access() & (FI_REMOTE_READ | FI_REMOTE_WRITE) == 0 {
+            // Local access needs no registration: the PD's DMA key serves.
+            return Ok((0, VRegion { reg: None }));
+        }
+        let (key, reg) = self.inner.register(attr)?;
+        Ok((
+            key,
+            VRegion {
+                reg: Some((self.inner.clone(), reg)),
+            },
+        ))
+    }
+}

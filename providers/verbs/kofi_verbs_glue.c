@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kofi_verbs: the C side. See kofi_verbs_glue.h.
+ */
+#include <linux/mm.h>
+#include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <net/net_namespace.h>
+#include <rdma/ib_cm.h>
+#include "kofi_verbs_glue.h"
+
+static int kverbs_add_one(struct ib_device *dev)
+{
+	kofi_verbs_device_add(dev);
+	return 0;
+}
+
+static void kverbs_remove_one(struct ib_device *dev, void *client_data)
+{
+	kofi_verbs_device_remove(dev);
+}
+
+static struct ib_client kverbs_client = {
+	.name = "kofi_verbs",
+	.add = kverbs_add_one,
+	.remove = kverbs_remove_one,
+};
+
+int kverbs_client_register(void)
+{
+	return ib_register_client(&kverbs_client);
+}
+
+void kverbs_client_unregister(void)
+{
+	ib_unregister_client(&kverbs_client);
+}
+
+const char *kverbs_dev_name(struct ib_device *dev)
+{
+	return dev_name(&dev->dev);
+}
+
+void kverbs_dev_limits(struct ib_device *dev, struct kverbs_limits *out)
+{
+	struct ib_port_attr pattr = {};
+
+	out->max_sge = min(dev->attrs.max_send_sge, dev->attrs.max_recv_sge);
+	out->max_qp_wr = dev->attrs.max_qp_wr;
+	out->max_cqe = dev->attrs.max_cqe;
+	out->max_mr_pages = dev->attrs.max_fast_reg_page_list_len;
+	out->active = false;
+	out->max_msg = 0;
+	if (!ib_query_port(dev, rdma_start_port(dev), &pattr)) {
+		out->active = pattr.state == IB_PORT_ACTIVE;
+		out->max_msg = pattr.max_msg_sz;
+	}
+}
+
+struct ib_pd *kverbs_alloc_pd(struct ib_device *dev)
+{
+	struct ib_pd *pd = ib_alloc_pd(dev, 0);
+
+	return IS_ERR(pd) ? NULL : pd;
+}
+
+void kverbs_dealloc_pd(struct ib_pd *pd)
+{
+	ib_dealloc_pd(pd);
+}
+
+u32 kverbs_pd_lkey(struct ib_pd *pd)
+{
+	return pd->local_dma_lkey;
+}
+
+struct ib_cq *kverbs_alloc_cq(struct ib_device *dev, int nr_cqe)
+{
+	struct ib_cq *cq = ib_alloc_cq(dev, NULL, nr_cqe, 0, IB_POLL_WORKQUEUE);
+
+	return IS_ERR(cq) ? NULL : cq;
+}
+
+struct rdma_cm_id *kverbs_create_id(rdma_cm_event_handler handler, void *context)
+{
+	struct rdma_cm_id *id = rdma_create_id(&init_net, handler, context, RDMA_PS_TCP, IB_QPT_RC);
+
+	return IS_ERR(id) ? NULL : id;
+}
+
+struct ib_device *kverbs_id_device(struct rdma_cm_id *id)
+{
+	return id->device;
+}
+
+struct ib_qp *kverbs_id_qp(struct rdma_cm_id *id)
+{
+	return id->qp;
+}
+
+void *kverbs_id_context(struct rdma_cm_id *id)
+{
+	return id->context;
+}
+
+void kverbs_id_set_handler(struct rdma_cm_id *id, rdma_cm_event_handler handler, void *context)
+{
+	id->event_handler = handler;
+	id->context = context;
+}
+
+int kverbs_id_addr(struct rdma_cm_id *id, bool peer, struct sockaddr_storage *out)
+{
+	struct sockaddr *sa = peer ? (struct sockaddr *)&id->route.addr.dst_addr :
+				     (struct sockaddr *)&id->route.addr.src_addr;
+	int len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+					      sizeof(struct sockaddr_in);
+
+	memcpy(out, sa, len);
+	return len;
+}
+
+int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, u32 sq_depth,
+		     u32 rq_depth, u32 max_sge)
+{
+	struct ib_qp_init_attr attr = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+		.cap = {
+			.max_send_wr = sq_depth,
+			.max_recv_wr = rq_depth,
+			.max_send_sge = max_sge,
+			.max_recv_sge = 1,
+		},
+	};
+
+	return rdma_create_qp(id, pd, &attr);
+}
+
+static void kverbs_conn_param(struct rdma_conn_param *p, const void *data, u8 len)
+{
+	memset(p, 0, sizeof(*p));
+	p->private_data = data;
+	p->private_data_len = len;
+	p->responder_resources = 1;
+	p->initiator_depth = 1;
+	p->retry_count = 7;
+	p->rnr_retry_count = 7;
+}
+
+int kverbs_connect(struct rdma_cm_id *id, const void *data, u8 len)
+{
+	struct rdma_conn_param p;
+
+	kverbs_conn_param(&p, data, len);
+	/* Called from the ROUTE_RESOLVED callback, which holds the handler lock. */
+	return rdma_connect_locked(id, &p);
+}
+
+int kverbs_accept(struct rdma_cm_id *id, const void *data, u8 len)
+{
+	struct rdma_conn_param p;
+	int ret;
+
+	kverbs_conn_param(&p, data, len);
+	/* Outside the CONNECT_REQUEST handler, rdma_accept needs its lock. */
+	rdma_lock_handler(id);
+	ret = rdma_accept(id, &p);
+	rdma_unlock_handler(id);
+	return ret;
+}
+
+int kverbs_reject(struct rdma_cm_id *id, const void *data, u8 len)
+{
+	return rdma_reject(id, data, len, IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+u32 kverbs_event_private(const struct rdma_cm_event *ev, const void **data)
+{
+	*data = ev->param.conn.private_data;
+	return ev->param.conn.private_data ? ev->param.conn.private_data_len : 0;
+}
+
+int kverbs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u32 opcode, const struct ib_sge *sge,
+		     u32 nsge, u64 remote_addr, u32 rkey, u32 imm_be)
+{
+	struct ib_rdma_wr wr = {
+		.wr = {
+			.wr_cqe = cqe,
+			.sg_list = (struct ib_sge *)sge,
+			.num_sge = nsge,
+			.opcode = opcode,
+			.send_flags = IB_SEND_SIGNALED,
+			.ex.imm_data = (__force __be32)imm_be,
+		},
+		.remote_addr = remote_addr,
+		.rkey = rkey,
+	};
+
+	return ib_post_send(qp, &wr.wr, NULL);
+}
+
+int kverbs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, const struct ib_sge *sge, u32 nsge)
+{
+	struct ib_recv_wr wr = {
+		.wr_cqe = cqe,
+		.sg_list = (struct ib_sge *)sge,
+		.num_sge = nsge,
+	};
+
+	return ib_post_recv(qp, &wr, NULL);
+}
+
+static enum dma_data_direction kverbs_dir(bool to_device)
+{
+	return to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+}
+
+int kverbs_map_kvec(struct ib_device *dev, void *base, size_t len, bool to_device, u32 lkey,
+		    struct ib_sge *sge, u32 max)
+{
+	enum dma_data_direction dir = kverbs_dir(to_device);
+	u32 n = 0;
+	u64 addr;
+
+	if (!len)
+		return 0;
+	if (len > U32_MAX)
+		return -EINVAL;
+	/* Software devices reach memory by address; linear memory maps whole. */
+	if (ib_uses_virt_dma(dev) || !is_vmalloc_addr(base)) {
+		if (!max)
+			return -E2BIG;
+		addr = ib_dma_map_single(dev, base, len, dir);
+		if (ib_dma_mapping_error(dev, addr))
+			return -ENOMEM;
+		sge[0] = (struct ib_sge){ .addr = addr, .length = len, .lkey = lkey };
+		return 1;
+	}
+	/* vmalloc (and vmap'ed stack) memory: page by page. */
+	while (len) {
+		size_t off = offset_in_page(base), chunk = min_t(size_t, len, PAGE_SIZE - off);
+
+		if (n == max) {
+			kverbs_unmap(dev, sge, n, to_device);
+			return -E2BIG;
+		}
+		addr = ib_dma_map_page(dev, vmalloc_to_page(base), off, chunk, dir);
+		if (ib_dma_mapping_error(dev, addr)) {
+			kverbs_unmap(dev, sge, n, to_device);
+			return -ENOMEM;
+		}
+		sge[n++] = (struct ib_sge){ .addr = addr, .length = chunk, .lkey = lkey };
+		base += chunk;
+		len -= chunk;
+	}
+	return n;
+}
+
+int kverbs_map_page(struct ib_device *dev, struct page *page, u32 offset, u32 len,
+		    bool to_device, u32 lkey, struct ib_sge *sge)
+{
+	u64 addr = ib_dma_map_page(dev, page, offset, len, kverbs_dir(to_device));
+
+	if (ib_dma_mapping_error(dev, addr))
+		return -ENOMEM;
+	*sge = (struct ib_sge){ .addr = addr, .length = len, .lkey = lkey };
+	return 1;
+}
+
+void kverbs_unmap(struct ib_device *dev, const struct ib_sge *sge, u32 n, bool to_device)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		ib_dma_unmap_page(dev, sge[i].addr, sge[i].length, kverbs_dir(to_device));
+}
+
+void kverbs_sync_for_cpu(struct ib_device *dev, u64 addr, size_t len, bool to_device)
+{
+	ib_dma_sync_single_for_cpu(dev, addr, len, kverbs_dir(to_device));
+}
+
+void kverbs_sync_for_device(struct ib_device *dev, u64 addr, size_t len, bool to_device)
+{
+	ib_dma_sync_single_for_device(dev, addr, len, kverbs_dir(to_device));
+}
+
+struct kverbs_region {
+	struct ib_device *dev;
+	struct ib_mr *mr;
+	struct sg_table sgt;
+	int nents;
+	int access;
+	u32 delta;
+};
+
+static struct page *kverbs_page_of(const void *addr)
+{
+	return is_vmalloc_addr(addr) ? vmalloc_to_page(addr) : virt_to_page(addr);
+}
+
+/* The region's memory as one scatterlist entry per page it touches. */
+static int kverbs_region_sg(struct kverbs_region *r, const struct kvec *kv,
+			    const struct bio_vec *bv, u32 count)
+{
+	struct scatterlist *sg;
+	u32 i, pages = 0;
+	int ret;
+
+	for (i = 0; i < count; i++) {
+		size_t off = kv ? offset_in_page(kv[i].iov_base) : offset_in_page(bv[i].bv_offset);
+		size_t len = kv ? kv[i].iov_len : bv[i].bv_len;
+
+		if (!len)
+			return -EINVAL;
+		pages += DIV_ROUND_UP(off + len, PAGE_SIZE);
+	}
+	ret = sg_alloc_table(&r->sgt, pages, GFP_KERNEL);
+	if (ret)
+		return ret;
+	sg = r->sgt.sgl;
+	for (i = 0; i < count; i++) {
+		const u8 *base = kv ? kv[i].iov_base : NULL;
+		struct page *page = kv ? NULL : bv[i].bv_page + bv[i].bv_offset / PAGE_SIZE;
+		size_t off = kv ? offset_in_page(base) : offset_in_page(bv[i].bv_offset);
+		size_t len = kv ? kv[i].iov_len : bv[i].bv_len;
+
+		while (len) {
+			size_t chunk = min_t(size_t, len, PAGE_SIZE - off);
+
+			sg_set_page(sg, kv ? kverbs_page_of(base) : page, chunk, off);
+			sg = sg_next(sg);
+			if (kv)
+				base += chunk;
+			else
+				page++;
+			len -= chunk;
+			off = 0;
+		}
+	}
+	return 0;
+}
+
+struct kverbs_region *kverbs_region_alloc(struct ib_pd *pd, const struct kvec *kv,
+					  const struct bio_vec *bv, u32 count, u64 offset,
+					  bool remote_read, bool remote_write, int *err)
+{
+	struct kverbs_region *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	u32 p0;
+	int n;
+
+	*err = -ENOMEM;
+	if (!r)
+		return NULL;
+	r->dev = pd->device;
+	*err = kverbs_region_sg(r, kv, bv, count);
+	if (*err)
+		goto free;
+	r->nents = ib_dma_map_sg(r->dev, r->sgt.sgl, r->sgt.orig_nents, DMA_BIDIRECTIONAL);
+	*err = -ENOMEM;
+	if (!r->nents)
+		goto free_sg;
+	*err = -EINVAL;
+	if (r->nents > r->dev->attrs.max_fast_reg_page_list_len)
+		goto unmap;
+	r->mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, r->nents);
+	if (IS_ERR(r->mr)) {
+		*err = PTR_ERR(r->mr);
+		goto unmap;
+	}
+	n = ib_map_mr_sg(r->mr, r->sgt.sgl, r->nents, NULL, PAGE_SIZE);
+	/* Inner pieces that do not meet at page boundaries cannot map. */
+	*err = n < 0 ? n : -EINVAL;
+	if (n != r->nents)
+		goto dereg;
+	p0 = r->mr->iova & (PAGE_SIZE - 1);
+	r->delta = (p0 - offset) & (PAGE_SIZE - 1);
+	r->mr->iova = offset + r->delta;
+	ib_update_fast_reg_key(r->mr, get_random_u8());
+	r->access = IB_ACCESS_LOCAL_WRITE | (remote_read ? IB_ACCESS_REMOTE_READ : 0) |
+		    (remote_write ? IB_ACCESS_REMOTE_WRITE : 0);
+	*err = 0;
+	return r;
+
+dereg:
+	ib_dereg_mr(r->mr);
+unmap:
+	ib_dma_unmap_sg(r->dev, r->sgt.sgl, r->sgt.orig_nents, DMA_BIDIRECTIONAL);
+free_sg:
+	sg_free_table(&r->sgt);
+free:
+	kfree(r);
+	return NULL;
+}
+
+u64 kverbs_region_key(const struct kverbs_region *r)
+{
+	return (u64)r->delta << 32 | r->mr->rkey;
+}
+
+int kverbs_post_reg(struct ib_qp *qp, struct ib_cqe *cqe, struct kverbs_region *r)
+{
+	struct ib_reg_wr wr = {
+		.wr = {
+			.wr_cqe = cqe,
+			.opcode = IB_WR_REG_MR,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.mr = r->mr,
+		.key = r->mr->rkey,
+		.access = r->access,
+	};
+
+	return ib_post_send(qp, &wr.wr, NULL);
+}
+
+void kverbs_region_free(struct kverbs_region *r)
+{
+	ib_dereg_mr(r->mr);
+	ib_dma_unmap_sg(r->dev, r->sgt.sgl, r->sgt.orig_nents, DMA_BIDIRECTIONAL);
+	sg_free_table(&r->sgt);
+	kfree(r);
+}

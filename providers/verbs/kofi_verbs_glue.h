@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kofi_verbs: the C side of the provider. rdma_cm and ib_verbs calls that are
+ * macros or static inlines (which bindgen cannot bind), the ib_client, DMA
+ * mapping and fast memory registration. Everything here is a thin call into
+ * the RDMA core; the provider's logic is in Rust.
+ */
+#ifndef _KOFI_VERBS_GLUE_H
+#define _KOFI_VERBS_GLUE_H
+
+#include <linux/types.h>
+#include <linux/uio.h>
+#include <linux/bvec.h>
+#include <linux/socket.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+/* A device's limits, for fi_getinfo and for sizing queues. */
+struct kverbs_limits {
+	u32 max_sge;
+	u32 max_qp_wr;
+	u32 max_cqe;
+	u32 max_msg;
+	u32 max_mr_pages;
+	bool active;
+};
+
+/* The ib_client: calls kofi_verbs_device_add/remove (Rust) per device. */
+int kverbs_client_register(void);
+void kverbs_client_unregister(void);
+void kofi_verbs_device_add(struct ib_device *dev);
+void kofi_verbs_device_remove(struct ib_device *dev);
+
+const char *kverbs_dev_name(struct ib_device *dev);
+void kverbs_dev_limits(struct ib_device *dev, struct kverbs_limits *out);
+
+/* NULL on failure. */
+struct ib_pd *kverbs_alloc_pd(struct ib_device *dev);
+void kverbs_dealloc_pd(struct ib_pd *pd);
+u32 kverbs_pd_lkey(struct ib_pd *pd);
+/* A CQ polled from a workqueue: each ib_cqe's done runs in process context. */
+struct ib_cq *kverbs_alloc_cq(struct ib_device *dev, int nr_cqe);
+
+struct rdma_cm_id *kverbs_create_id(rdma_cm_event_handler handler, void *context);
+struct ib_device *kverbs_id_device(struct rdma_cm_id *id);
+struct ib_qp *kverbs_id_qp(struct rdma_cm_id *id);
+void *kverbs_id_context(struct rdma_cm_id *id);
+/* A connection request's new id gets its own handler and context. */
+void kverbs_id_set_handler(struct rdma_cm_id *id, rdma_cm_event_handler handler, void *context);
+/* The local (or, with @peer, remote) address; its length. */
+int kverbs_id_addr(struct rdma_cm_id *id, bool peer, struct sockaddr_storage *out);
+int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, u32 sq_depth,
+		     u32 rq_depth, u32 max_sge);
+/* From the id's own event callback (ROUTE_RESOLVED). */
+int kverbs_connect(struct rdma_cm_id *id, const void *data, u8 len);
+int kverbs_accept(struct rdma_cm_id *id, const void *data, u8 len);
+int kverbs_reject(struct rdma_cm_id *id, const void *data, u8 len);
+/* The event's private data and its length (0 when none). */
+u32 kverbs_event_private(const struct rdma_cm_event *ev, const void **data);
+
+/* A work request of @opcode (IB_WR_*), signaled, completing at @cqe. */
+int kverbs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u32 opcode, const struct ib_sge *sge,
+		     u32 nsge, u64 remote_addr, u32 rkey, u32 imm_be);
+int kverbs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, const struct ib_sge *sge, u32 nsge);
+
+/*
+ * DMA mapping of @len bytes at @base (linear, vmalloc or stack memory) into
+ * at most @max SGEs with @lkey: the number filled, or a negative error.
+ */
+int kverbs_map_kvec(struct ib_device *dev, void *base, size_t len, bool to_device, u32 lkey,
+		    struct ib_sge *sge, u32 max);
+int kverbs_map_page(struct ib_device *dev, struct page *page, u32 offset, u32 len,
+		    bool to_device, u32 lkey, struct ib_sge *sge);
+void kverbs_unmap(struct ib_device *dev, const struct ib_sge *sge, u32 n, bool to_device);
+void kverbs_sync_for_cpu(struct ib_device *dev, u64 addr, size_t len, bool to_device);
+void kverbs_sync_for_device(struct ib_device *dev, u64 addr, size_t len, bool to_device);
+
+/*
+ * A memory region for remote access, fast-registered. Its key for peers is
+ * the rkey in the low 32 bits and, in the high 32, what a peer adds to an
+ * RMA address (regions are addressed by offset; the device needs the iova's
+ * in-page offset to be the memory's).
+ */
+struct kverbs_region;
+struct kverbs_region *kverbs_region_alloc(struct ib_pd *pd, const struct kvec *kv,
+					  const struct bio_vec *bv, u32 count, u64 offset,
+					  bool remote_read, bool remote_write, int *err);
+u64 kverbs_region_key(const struct kverbs_region *r);
+int kverbs_post_reg(struct ib_qp *qp, struct ib_cqe *cqe, struct kverbs_region *r);
+void kverbs_region_free(struct kverbs_region *r);
+
+#endif /* _KOFI_VERBS_GLUE_H */

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! kofi_verbs: the RDMA verbs provider ("verbs").
+//!
+//! FI_EP_MSG endpoints over RC queue pairs, with connection management by
+//! rdma_cm, on every RDMA device that is up (tested on siw and rxe). A kofi
+//! domain is a device (its name is the device's) with a PD; an endpoint's
+//! connection has its own QP and CQ. Messages follow the protocol in
+//! `wire.rs`; RMA goes straight to the peer's fast-registered regions.
+//! Devices come and go through an ib_client (`device.rs`); the RDMA calls
+//! are wrapped in `rdma.rs`, the provider's one unsafe layer.
+
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::{c_str, str::CStr};
+
+#[path = "../common/abi.rs"]
+mod abi;
+mod conn;
+mod device;
+#[path = "../../kofi/flags.rs"]
+#[allow(dead_code)]
+mod flags;
+#[path = "../common/kofi.rs"]
+#[allow(dead_code)]
+mod kofi;
+mod rdma;
+#[path = "../../kofi/ring.rs"]
+#[allow(dead_code)]
+mod ring;
+#[path = "../common/sockaddr.rs"]
+mod sockaddr;
+mod wire;
+
+use conn::{Conn, Listener, Request, RmaPart};
+use device::{VDomain, VerbsDomain};
+use flags::*;
+use kofi::{fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg};
+use rdma::CmId;
+use sockaddr::SockAddr;
+
+module! {
+    type: VerbsModule,
+    name: "kofi_verbs",
+    author: "kofi developers",
+    description: "kofi provider over RDMA verbs (rdma_cm + ib_verbs)",
+    license: "GPL",
+    alias: ["kofi-verbs"],
+}
+
+const CQ_DATA_SIZE: usize = 8;
+const INJECT_SIZE: usize = 1024;
+const RMA_IOV_LIMIT: usize = 4;
+const RECV_IOV_LIMIT: usize = 16;
+
+/// An FI_EP_MSG info for device `dev` (named, with its limits);
+/// `local`/`peer` become the source and destination addresses.
+pub(crate) fn msg_info(
+    local: Option<&SockAddr>,
+    peer: Option<&SockAddr>,
+    ipv6: bool,
+    dev: Option<&CStr>,
+) -> Result<Info> {
+    let entry = dev.and_then(device::entry_named);
+    let limits = entry.as_ref().map(|e| e.device().limits());
+    let max_sge = limits.as_ref().map_or(2, |l| l.max_sge.min(16) as usize);
+    let mut info = Info::new()?;
+    {
+        let f = info.fields();
+        f.info.caps = FI_MSG
+            | FI_RMA
+            | FI_SEND
+            | FI_RECV
+            | FI_READ
+            | FI_WRITE
+            | FI_REMOTE_READ
+            | FI_REMOTE_WRITE;
+        f.info.addr_format = if ipv6 {
+            abi::FI_SOCKADDR_IN6
+        } else {
+            abi::FI_SOCKADDR_IN
+        };
+        f.ep.type_ = abi::fi_ep_type_FI_EP_MSG;
+        f.ep.protocol = abi::FI_PROTO_RDMA_CM_IB_RC;
+        f.ep.max_msg_size = conn::MAX_MSG;
+        // One SGE of each SEND carries the protocol header.
+        f.tx.iov_limit = max_sge - 1;
+        f.tx.rma_iov_limit = RMA_IOV_LIMIT;
+        f.tx.inject_size = INJECT_SIZE;
+        f.tx.size = conn::TX_DEPTH;
+        f.tx.msg_order = (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS) as u64;
+        f.rx.iov_limit = RECV_IOV_LIMIT;
+        f.rx.size = conn::RECV_DEPTH;
+        f.domain.mr_mode = abi::FI_MR_PROV_KEY as i32;
+        f.domain.mr_iov_limit = limits
+            .as_ref()
+            .map_or(1, |l| l.max_mr_pages.max(1) as usize);
+        f.domain.cq_data_size = CQ_DATA_SIZE;
+        f.domain.threading = abi::fi_threading_FI_THREAD_SAFE;
+        f.domain.control_progress = abi::fi_progress_FI_PROGRESS_AUTO;
+        f.domain.data_progress = abi::fi_progress_FI_PROGRESS_AUTO;
+    }
+    if let Some(name) = dev {
+        info.set_domain_name(name)?;
+    }
+    info.set_fabric_name(c_str!("rdma"))?;
+    if let Some(a) = local {
+        info.set_src_addr(a.bytes())?;
+    }
+    if let Some(a) = peer {
+        info.set_dest_addr(a.bytes())?;
+    }
+    Ok(info)
+}
+
+/// A decimal port, or 0 without a service.
+fn port(service: Option<&CStr>) -> Result<u16> {
+    let Some(s) = service else {
+        return Ok(0);
+    };
+    let s = s.to_str().map_err(|_| EINVAL)?;
+    s.parse::<u16>().map_err(|_| EINVAL)
+}
+
+struct Verbs;
+
+#[vtable]
+impl kofi::Provider for Verbs {
+    const NAME: &'static CStr = c_str!("verbs");
+    const VERSION: u32 = 1 << 16;
+    const PRIORITY: i32 = 20;
+
+    type Fabric = ();
+    type Domain = VerbsDomain;
+    type Endpoint = VerbsEp;
+    type PassiveEp = VerbsPep;
+
+    fn getinfo(
+        _version: u32,
+        node: Option<&CStr>,
+        service: Option<&CStr>,
+        flags: u64,
+    ) -> Result<InfoList> {
+        let mut list = InfoList::default();
+        let port = port(service)?;
+        let addr = match node {
+            Some(_) => Some(SockAddr::parse(node, port)?),
+            None if flags & FI_SOURCE != 0 => Some(SockAddr::parse(None, port)?),
+            None => None,
+        };
+        // One info per device that is up, per address family.
+        for entry in device::devices()?.iter() {
+            let dev = entry.device();
+            if !dev.limits().active {
+                continue;
+            }
+            for ipv6 in [false, true] {
+                if addr.as_ref().is_some_and(|a| a.is_ipv6() != ipv6) {
+                    continue;
+                }
+                let (local, peer) = match &addr {
+                    Some(a) if flags & FI_SOURCE != 0 => (Some(a), None),
+                    Some(a) => (None, Some(a)),
+                    None => (None, None),
+                };
+                list.push(msg_info(local, peer, ipv6, Some(dev.name()))?)?;
+            }
+        }
+        Ok(list)
+    }
+
+    fn fabric(_attr: &abi::fi_fabric_attr) -> Result {
+        Ok(())
+    }
+
+    fn domain(_fabric: &(), domain: DomainRef, info: &InfoRef<'_>) -> Result<VerbsDomain> {
+        let name = info.domain_name().ok_or(EINVAL)?;
+        let entry = device::entry_named(name).ok_or(ENODEV)?;
+        Ok(VerbsDomain::new(domain, VDomain::open(entry)?))
+    }
+
+    fn endpoint(domain: &VerbsDomain, ep: EpRef, info: &InfoRef<'_>) -> Result<VerbsEp> {
+        // SAFETY: This provider's requests are all `Request`s.
+        let conn = match unsafe { info.request::<Request>() } {
+            Some(req) => {
+                let conn = req.conn.clone();
+                conn.bind(ep.clone(), domain.inner.clone(), &req.id)?;
+                Some(conn)
+            }
+            None => None,
+        };
+        let dest = info.dest_addr().map(SockAddr::from_bytes).transpose()?;
+        Ok(VerbsEp {
+            ep,
+            domain: domain.inner.clone(),
+            ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
+            dest,
+            conn: KBox::pin_init(new_mutex!(conn, "kofi_verbs_ep"), GFP_KERNEL)?,
+        })
+    }
+
+    fn passive_ep(_fabric: &(), pep: PepRef, info: &InfoRef<'_>) -> Result<VerbsPep> {
+        let src = match info.src_addr() {
+            Some(b) => SockAddr::from_bytes(b)?,
+            None => SockAddr::parse(None, 0)?,
+        };
+        Ok(VerbsPep {
+            pep,
+            src,
+            id: KBox::pin_init(new_mutex!(None, "kofi_verbs_pep"), GFP_KERNEL)?,
+        })
+    }
+}
+
+/// An active endpoint: at most one connection.
+struct VerbsEp {
+    ep: EpRef,
+    domain: Arc<VDomain>,
+    ipv6: bool,
+    dest: Option<SockAddr>,
+    conn: Pin<KBox<Mutex<Option<Arc<Conn>>>>>,
+}
+
+impl VerbsEp {
+    fn conn(&self) -> Result<Arc<Conn>> {
+        self.conn
+            .lock()
+            .clone()
+            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))
+    }
+
+    fn addr_len(&self) -> usize {
+        if self.ipv6 {
+            core::mem::size_of::<abi::sockaddr_in6>()
+        } else {
+            core::mem::size_of::<abi::sockaddr_in>()
+        }
+    }
+}
+
+impl Drop for VerbsEp {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.lock().take() {
+            conn.close();
+        }
+    }
+}
+
+#[vtable]
+impl kofi::Endpoint for VerbsEp {
+    fn connect(&self, addr: PeerAddr, param: &[u8]) -> Result {
+        let dest = match addr.bytes(self.addr_len()) {
+            Some(b) => SockAddr::from_bytes(b)?,
+            None => self.dest.ok_or(EINVAL)?,
+        };
+        if dest.is_ipv6() != self.ipv6 {
+            return Err(EINVAL);
+        }
+        let mut slot = self.conn.lock();
+        if slot.is_some() {
+            return Err(fi_error(abi::FI_EISCONN));
+        }
+        *slot = Some(Conn::connect(
+            &dest,
+            param,
+            self.ep.clone(),
+            self.domain.clone(),
+        )?);
+        Ok(())
+    }
+
+    fn accept(&self, param: &[u8]) -> Result {
+        self.conn()?.accept(param)
+    }
+
+    fn shutdown(&self) -> Result {
+        self.conn()?.shutdown()
+    }
+
+    fn getname(&self, out: &mut KVec<u8>) -> Result {
+        let a = self.conn()?.addr(false)?;
+        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn getpeer(&self, out: &mut KVec<u8>) -> Result {
+        let a = self.conn()?.addr(true)?;
+        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
+        let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
+        // An inject has no completion; the others report once sent.
+        let done = (flags & FI_INJECT == 0 || flags & FI_COMPLETION != 0)
+            .then_some((msg.context(), flags));
+        if flags & FI_INJECT != 0 {
+            // The caller's buffer is its own again on return: copy it.
+            let mut copy = KVec::new();
+            msg.gather(&mut copy)?;
+            if copy.len() > INJECT_SIZE {
+                return Err(EINVAL);
+            }
+            return self.conn()?.send(None, copy, data, done);
+        }
+        self.conn()?
+            .send(Some(msg.lend()?), KVec::new(), data, done)
+    }
+
+    fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
+        let recv = msg.to_posted(flags)?;
+        self.conn()?.post_recv(recv)
+    }
+
+    fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
+        let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
+        self.conn()?.rma(
+            true,
+            msg.lend()?,
+            rma_parts(msg)?,
+            data,
+            msg.context(),
+            flags,
+        )
+    }
+
+    fn readmsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
+        self.conn()?.rma(
+            false,
+            msg.lend()?,
+            rma_parts(msg)?,
+            None,
+            msg.context(),
+            flags,
+        )
+    }
+}
+
+/// The parts of an RMA call: each remote buffer, and where its bytes are in
+/// the local ones (the core checked the lengths add up).
+fn rma_parts(msg: &RmaMsg<'_>) -> Result<KVec<RmaPart>> {
+    let mut parts = KVec::with_capacity(msg.remote().len(), GFP_KERNEL)?;
+    let mut offset = 0;
+    for r in msg.remote() {
+        parts.push(
+            RmaPart {
+                key: r.key,
+                addr: r.addr,
+                offset,
+                len: r.len,
+            },
+            GFP_KERNEL,
+        )?;
+        offset += r.len;
+    }
+    Ok(parts)
+}
+
+/// A passive endpoint and its listening id.
+struct VerbsPep {
+    pep: PepRef,
+    src: SockAddr,
+    id: Pin<KBox<Mutex<Option<CmId>>>>,
+}
+
+#[vtable]
+impl kofi::PassiveEndpoint for VerbsPep {
+    type Request = Request;
+
+    fn listen(&self) -> Result {
+        let mut slot = self.id.lock();
+        if slot.is_some() {
+            return Err(fi_error(abi::FI_EOPBADSTATE));
+        }
+        let listener = Arc::new(
+            Listener {
+                pep: self.pep.clone(),
+            },
+            GFP_KERNEL,
+        )?;
+        let id = CmId::new(listener)?;
+        id.bind(&self.src)?;
+        id.listen(128)?;
+        *slot = Some(id);
+        Ok(())
+    }
+
+    fn reject(&self, request: &Request, param: &[u8]) -> Result {
+        request.conn.reject(param)
+    }
+
+    fn getname(&self, out: &mut KVec<u8>) -> Result {
+        let slot = self.id.lock();
+        let a = match slot.as_ref() {
+            Some(id) => id.addr(false),
+            None => self.src,
+        };
+        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
+        Ok(())
+    }
+}
+
+struct VerbsModule {
+    registration: Option<kofi::Registration<Verbs>>,
+    _registry: Pin<KBox<device::Registry>>,
+}
+
+impl kernel::Module for VerbsModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        let registry = device::Registry::install()?;
+        // SAFETY: No preconditions; the callbacks find the registry.
+        if let Err(e) = kernel::error::to_result(unsafe { abi::kverbs_client_register() }) {
+            device::Registry::uninstall();
+            return Err(e);
+        }
+        match kofi::Registration::register(module) {
+            Ok(r) => Ok(VerbsModule {
+                registration: Some(r),
+                _registry: registry,
+            }),
+            Err(e) => {
+                // SAFETY: Registered above.
+                unsafe { abi::kverbs_client_unregister() };
+                device::Registry::uninstall();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for VerbsModule {
+    fn drop(&mut self) {
+        // No fabric is open (the module was pinned otherwise): deregister,
+        // then let the devices go, then the registry.
+        drop(self.registration.take());
+        // SAFETY: Registered in `init`.
+        unsafe { abi::kverbs_client_unregister() };
+        device::Registry::uninstall();
+    }
+}

@@ -1,0 +1,919 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The one unsafe layer over rdma_cm and ib_verbs (reached through
+//! `kofi_verbs_glue.c` where the RDMA core offers macros and inlines):
+//! owning wrappers that release their object on drop, the CM event and CQ
+//! completion trampolines, and DMA mappings. The provider's own code is safe.
+
+use crate::abi;
+use crate::kofi::Lent;
+use crate::sockaddr::SockAddr;
+use core::marker::PhantomData;
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::error::to_result;
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
+use kernel::types::Opaque;
+
+/// An RDMA device, between the ib_client's add and remove callbacks.
+///
+/// # Invariants
+///
+/// `ptr` is a registered device. The provider's remove callback tears down
+/// every object made on the device before it returns, so a `Device` held by
+/// a live object is valid.
+#[derive(Clone, Copy)]
+pub(crate) struct Device {
+    ptr: NonNull<abi::ib_device>,
+}
+
+// SAFETY: Device calls used here are thread-safe.
+unsafe impl Send for Device {}
+// SAFETY: As above.
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// # Safety
+    ///
+    /// `ptr` is a device passed to the ib_client's add callback whose remove
+    /// callback has not run.
+    pub(crate) unsafe fn from_raw(ptr: *mut abi::ib_device) -> Option<Device> {
+        NonNull::new(ptr).map(|ptr| Device { ptr })
+    }
+
+    pub(crate) fn is(&self, raw: *mut abi::ib_device) -> bool {
+        self.ptr.as_ptr() == raw
+    }
+
+    pub(crate) fn same(&self, other: &Device) -> bool {
+        self.ptr == other.ptr
+    }
+
+    pub(crate) fn name(&self) -> &CStr {
+        // SAFETY: The device is registered (type invariants); its name is a
+        // NUL-terminated string that lives as long as the device.
+        unsafe { CStr::from_char_ptr(abi::kverbs_dev_name(self.ptr.as_ptr())) }
+    }
+
+    pub(crate) fn limits(&self) -> abi::kverbs_limits {
+        let mut l = abi::kverbs_limits::default();
+        // SAFETY: The device is registered; `l` is ours.
+        unsafe { abi::kverbs_dev_limits(self.ptr.as_ptr(), &mut l) };
+        l
+    }
+}
+
+/// A protection domain.
+///
+/// # Invariants
+///
+/// `ptr` is a PD of `dev`, owned, deallocated on drop.
+pub(crate) struct Pd {
+    ptr: NonNull<abi::ib_pd>,
+    dev: Device,
+}
+
+// SAFETY: PDs are used from any thread.
+unsafe impl Send for Pd {}
+// SAFETY: As above.
+unsafe impl Sync for Pd {}
+
+impl Pd {
+    pub(crate) fn new(dev: Device) -> Result<Pd> {
+        // SAFETY: The device is registered.
+        let ptr = NonNull::new(unsafe { abi::kverbs_alloc_pd(dev.ptr.as_ptr()) }).ok_or(ENOMEM)?;
+        Ok(Pd { ptr, dev })
+    }
+
+    /// The key of local memory, for SGEs of DMA-mapped buffers.
+    pub(crate) fn lkey(&self) -> u32 {
+        // SAFETY: `ptr` is live (type invariants).
+        unsafe { abi::kverbs_pd_lkey(self.ptr.as_ptr()) }
+    }
+
+    pub(crate) fn device(&self) -> Device {
+        self.dev
+    }
+}
+
+impl Drop for Pd {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariants); its users (QPs, MRs) are gone first.
+        unsafe { abi::kverbs_dealloc_pd(self.ptr.as_ptr()) };
+    }
+}
+
+/// A completion queue polled from a workqueue.
+///
+/// # Invariants
+///
+/// `ptr` is owned and freed on drop (which waits for its polling).
+pub(crate) struct Cq {
+    ptr: NonNull<abi::ib_cq>,
+}
+
+// SAFETY: CQs are used from any thread.
+unsafe impl Send for Cq {}
+// SAFETY: As above.
+unsafe impl Sync for Cq {}
+
+impl Cq {
+    pub(crate) fn new(dev: Device, entries: u32) -> Result<Cq> {
+        // SAFETY: The device is registered.
+        let ptr = unsafe { abi::kverbs_alloc_cq(dev.ptr.as_ptr(), entries as c_int) };
+        Ok(Cq {
+            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
+        })
+    }
+}
+
+impl Drop for Cq {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariants); its QP was destroyed first.
+        unsafe { abi::ib_free_cq(self.ptr.as_ptr()) };
+    }
+}
+
+/// A work completion, copied out of the CQ.
+pub(crate) struct WorkCompletion {
+    /// The slot the work request was posted with.
+    pub(crate) slot: usize,
+    pub(crate) status: u32,
+    pub(crate) byte_len: u32,
+}
+
+impl WorkCompletion {
+    pub(crate) fn ok(&self) -> bool {
+        self.status == abi::ib_wc_status_IB_WC_SUCCESS
+    }
+}
+
+/// What owns a set of [`Slots`]: told of each completion.
+pub(crate) trait Completion: Send + Sync + 'static {
+    fn completed(&self, wc: &WorkCompletion);
+}
+
+/// The `ib_cqe` of one work request at a time, and who to tell.
+#[repr(C)]
+struct Slot<T> {
+    cqe: Opaque<abi::ib_cqe>,
+    index: usize,
+    owner: AtomicPtr<T>,
+}
+
+/// A fixed set of completion slots; every posted work request names one.
+///
+/// # Invariants
+///
+/// The array is never resized (the cqes' addresses are stable) and each
+/// cqe's `done` is [`Slots::done`] for `T`. Once bound, the owner outlives
+/// every completion of a work request posted with these slots.
+pub(crate) struct Slots<T: Completion> {
+    slots: KVec<Slot<T>>,
+}
+
+// SAFETY: The owner pointer is only read to call `T: Sync` methods.
+unsafe impl<T: Completion> Send for Slots<T> {}
+// SAFETY: As above.
+unsafe impl<T: Completion> Sync for Slots<T> {}
+
+impl<T: Completion> Slots<T> {
+    pub(crate) fn new(n: usize) -> Result<Slots<T>> {
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for index in 0..n {
+            slots.push(
+                Slot {
+                    cqe: Opaque::new(abi::ib_cqe {
+                        done: Some(Self::done),
+                    }),
+                    index,
+                    owner: AtomicPtr::new(ptr::null_mut()),
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        Ok(Slots { slots })
+    }
+
+    /// Names `owner` as the receiver of completions.
+    ///
+    /// # Safety
+    ///
+    /// `owner` is not dropped before every CQ that may hold a completion of
+    /// these slots is freed.
+    pub(crate) unsafe fn bind(&self, owner: &T) {
+        for s in self.slots.iter() {
+            s.owner
+                .store(ptr::from_ref(owner).cast_mut(), Ordering::Release);
+        }
+    }
+
+    fn cqe(&self, i: usize) -> *mut abi::ib_cqe {
+        self.slots[i].cqe.get()
+    }
+
+    /// The CQ's callback (workqueue context).
+    ///
+    /// # Safety
+    ///
+    /// Called by the RDMA core with a completion of a work request posted
+    /// with one of these slots.
+    unsafe extern "C" fn done(_cq: *mut abi::ib_cq, wc: *mut abi::ib_wc) {
+        // SAFETY: The core passes a valid completion; its cqe is the first
+        // field of a `Slot<T>` (repr(C)), alive (type invariants).
+        unsafe {
+            let wc = &*wc;
+            let slot = &*wc.__bindgen_anon_1.wr_cqe.cast::<Slot<T>>();
+            let done = WorkCompletion {
+                slot: slot.index,
+                status: wc.status,
+                byte_len: wc.byte_len,
+            };
+            let owner = slot.owner.load(Ordering::Acquire);
+            if let Some(owner) = owner.as_ref() {
+                owner.completed(&done);
+            }
+        }
+    }
+}
+
+/// SGEs of DMA-mapped memory; unmapped on drop.
+///
+/// # Invariants
+///
+/// `sges` were mapped on `dev` in direction `to_device` and are unmapped
+/// once, on drop.
+pub(crate) struct Mapping {
+    dev: Device,
+    sges: KVec<abi::ib_sge>,
+    to_device: bool,
+}
+
+// SAFETY: DMA addresses are plain numbers.
+unsafe impl Send for Mapping {}
+// SAFETY: As above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    pub(crate) fn empty(dev: Device, to_device: bool) -> Mapping {
+        Mapping {
+            dev,
+            sges: KVec::new(),
+            to_device,
+        }
+    }
+
+    /// Maps `len` bytes at `base` (a provider buffer or the consumer's,
+    /// which stays valid until the mapping is dropped).
+    fn push_raw(&mut self, base: *mut c_void, len: usize, lkey: u32, max: usize) -> Result {
+        let room = max.checked_sub(self.sges.len()).ok_or(EINVAL)?;
+        let mut tmp = KVec::with_capacity(room, GFP_KERNEL)?;
+        // SAFETY: `tmp` has room for `room` SGEs; the memory is valid (the
+        // caller's guarantee, by the types below).
+        let n = unsafe {
+            abi::kverbs_map_kvec(
+                self.dev.ptr.as_ptr(),
+                base,
+                len,
+                self.to_device,
+                lkey,
+                tmp.as_mut_ptr(),
+                room as u32,
+            )
+        };
+        if n < 0 {
+            return Err(if n == E2BIG.to_errno() {
+                EINVAL
+            } else {
+                Error::from_errno(n)
+            });
+        }
+        // SAFETY: The helper initialised `n <= room` SGEs.
+        unsafe { tmp.set_len(n as usize) };
+        self.sges.extend_from_slice(&tmp, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Maps a provider buffer (which outlives the mapping: the caller keeps
+    /// both together).
+    pub(crate) fn of_buffer(
+        dev: Device,
+        buf: &mut [u8],
+        to_device: bool,
+        lkey: u32,
+    ) -> Result<Mapping> {
+        let mut m = Mapping::empty(dev, to_device);
+        m.push_raw(buf.as_mut_ptr().cast(), buf.len(), lkey, 1)?;
+        Ok(m)
+    }
+
+    /// Maps bytes `range.0 .. range.0 + range.1` of the consumer's lent
+    /// buffers (valid until the operation completes, after this mapping is
+    /// dropped), in at most `max` SGEs.
+    pub(crate) fn of_lent(
+        dev: Device,
+        lent: &Lent,
+        range: (usize, usize),
+        to_device: bool,
+        lkey: u32,
+        max: usize,
+    ) -> Result<Mapping> {
+        let mut m = Mapping::empty(dev, to_device);
+        let (mut skip, mut left) = range;
+        match lent {
+            Lent::Kvecs(k) => {
+                for kv in k.kvecs() {
+                    if left == 0 {
+                        break;
+                    }
+                    if skip >= kv.iov_len {
+                        skip -= kv.iov_len;
+                        continue;
+                    }
+                    let n = (kv.iov_len - skip).min(left);
+                    // SAFETY: Within the consumer's kvec (`skip + n <= iov_len`).
+                    let base = unsafe { kv.iov_base.cast::<u8>().add(skip) };
+                    m.push_raw(base.cast(), n, lkey, max)?;
+                    skip = 0;
+                    left -= n;
+                }
+            }
+            Lent::Pages(p) => {
+                for bv in p.bvecs() {
+                    let len = bv.bv_len as usize;
+                    if left == 0 {
+                        break;
+                    }
+                    if skip >= len {
+                        skip -= len;
+                        continue;
+                    }
+                    let n = (len - skip).min(left);
+                    if m.sges.len() == max {
+                        return Err(EINVAL);
+                    }
+                    let mut sge = abi::ib_sge::default();
+                    to_result(
+                        // SAFETY: The consumer's page, lent until
+                        // completion; the piece lies inside the bio_vec.
+                        unsafe {
+                            abi::kverbs_map_page(
+                                dev.ptr.as_ptr(),
+                                bv.bv_page,
+                                bv.bv_offset + skip as u32,
+                                n as u32,
+                                to_device,
+                                lkey,
+                                &mut sge,
+                            )
+                        }
+                        .min(0),
+                    )?;
+                    m.sges.push(sge, GFP_KERNEL)?;
+                    skip = 0;
+                    left -= n;
+                }
+            }
+        }
+        if left != 0 {
+            return Err(EINVAL);
+        }
+        Ok(m)
+    }
+
+    pub(crate) fn sges(&self) -> &[abi::ib_sge] {
+        &self.sges
+    }
+
+    /// Makes the device's writes visible to the CPU.
+    pub(crate) fn sync_for_cpu(&self, len: usize) {
+        if let Some(s) = self.sges.first() {
+            // SAFETY: A mapping of ours on a registered device.
+            unsafe {
+                abi::kverbs_sync_for_cpu(
+                    self.dev.ptr.as_ptr(),
+                    s.addr,
+                    len.min(s.length as usize),
+                    self.to_device,
+                )
+            };
+        }
+    }
+
+    /// Hands the memory (back) to the device.
+    pub(crate) fn sync_for_device(&self) {
+        if let Some(s) = self.sges.first() {
+            // SAFETY: As above.
+            unsafe {
+                abi::kverbs_sync_for_device(
+                    self.dev.ptr.as_ptr(),
+                    s.addr,
+                    s.length as usize,
+                    self.to_device,
+                )
+            };
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: Mapped by us (type invariants), unmapped once.
+        unsafe {
+            abi::kverbs_unmap(
+                self.dev.ptr.as_ptr(),
+                self.sges.as_ptr(),
+                self.sges.len() as u32,
+                self.to_device,
+            )
+        };
+    }
+}
+
+/// A fast-registered memory region for remote access.
+///
+/// # Invariants
+///
+/// `ptr` is owned, freed on drop; the PD it was made on outlives it.
+pub(crate) struct Region {
+    ptr: NonNull<abi::kverbs_region>,
+}
+
+// SAFETY: The region is used from any thread.
+unsafe impl Send for Region {}
+// SAFETY: As above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Maps the memory and allocates the MR; valid for peers once posted
+    /// with [`CmId::post_reg`] and completed.
+    ///
+    /// # Safety
+    ///
+    /// The memory stays valid while the region exists (the consumer's
+    /// promise under fi_mr_reg), and `pd` outlives the region.
+    pub(crate) unsafe fn new(
+        pd: &Pd,
+        memory: &crate::kofi::MrMemory<'_>,
+        offset: u64,
+        remote_read: bool,
+        remote_write: bool,
+    ) -> Result<Region> {
+        let (kv, bv, n) = match memory {
+            crate::kofi::MrMemory::Kvecs(k) => (k.as_ptr(), ptr::null(), k.len()),
+            crate::kofi::MrMemory::Pages(p) => (ptr::null(), p.as_ptr(), p.len()),
+        };
+        let mut err = 0;
+        // SAFETY: The arrays hold `n` entries; the caller's guarantees.
+        let r = unsafe {
+            abi::kverbs_region_alloc(
+                pd.ptr.as_ptr(),
+                kv,
+                bv,
+                n as u32,
+                offset,
+                remote_read,
+                remote_write,
+                &mut err,
+            )
+        };
+        match NonNull::new(r) {
+            Some(ptr) => Ok(Region { ptr }),
+            None => Err(Error::from_errno(err)),
+        }
+    }
+
+    /// The key peers name the region with (see `kofi_verbs_glue.h`).
+    pub(crate) fn key(&self) -> u64 {
+        // SAFETY: Owned (type invariants).
+        unsafe { abi::kverbs_region_key(self.ptr.as_ptr()) }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: Owned; no registration work request is in flight (the
+        // domain waits for it before dropping).
+        unsafe { abi::kverbs_region_free(self.ptr.as_ptr()) };
+    }
+}
+
+/// A connection manager event, as the provider sees it.
+pub(crate) enum CmEvent<'a> {
+    AddrResolved,
+    RouteResolved,
+    /// A connection request on a listener: adopt the new id to keep it.
+    ConnectRequest(NewId, &'a [u8]),
+    Established(&'a [u8]),
+    /// Rejected by the peer.
+    Rejected,
+    Unreachable,
+    Disconnected,
+    DeviceRemoval,
+    /// An address, route or connection error (positive FI_E*).
+    Error(u32),
+    Other,
+}
+
+/// What handles the events of a CM id.
+pub(crate) trait CmHandler: Send + Sync + 'static {
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>);
+}
+
+/// A connection request's new id, until adopted.
+pub(crate) struct NewId {
+    ptr: NonNull<abi::rdma_cm_id>,
+    adopted: *mut bool,
+}
+
+impl NewId {
+    /// Takes the new id, its events going to `handler`.
+    pub(crate) fn adopt<H: CmHandler>(self, handler: Arc<H>) -> CmId {
+        let context = Arc::into_raw(handler).cast_mut().cast();
+        // SAFETY: A new id in its CONNECT_REQUEST callback, which is ours
+        // to set up; `adopted` points into the running trampoline.
+        unsafe {
+            abi::kverbs_id_set_handler(self.ptr.as_ptr(), Some(cm_trampoline::<H>), context);
+            *self.adopted = true;
+        }
+        CmId {
+            ptr: self.ptr,
+            context,
+            release: release::<H>,
+            request: self.adopted,
+            _p: PhantomData,
+        }
+    }
+
+    pub(crate) fn device(&self) -> Option<Device> {
+        // SAFETY: A live id bound to a registered device.
+        unsafe { Device::from_raw(abi::kverbs_id_device(self.ptr.as_ptr())) }
+    }
+
+    pub(crate) fn addr(&self, peer: bool) -> SockAddr {
+        id_addr(self.ptr, peer)
+    }
+}
+
+fn id_addr(id: NonNull<abi::rdma_cm_id>, peer: bool) -> SockAddr {
+    let mut ss = abi::__kernel_sockaddr_storage::default();
+    // SAFETY: A live id; `ss` is ours.
+    unsafe { abi::kverbs_id_addr(id.as_ptr(), peer, &mut ss) };
+    SockAddr(ss)
+}
+
+fn release<H: CmHandler>(context: *mut c_void) {
+    // SAFETY: The reference `CmId::new`/`NewId::adopt` gave the id.
+    drop(unsafe { Arc::<H>::from_raw(context.cast()) });
+}
+
+/// The CM's event callback, for ids whose handler is `H`.
+///
+/// # Safety
+///
+/// Called by rdma_cm for an id whose context is an `Arc<H>` reference.
+unsafe extern "C" fn cm_trampoline<H: CmHandler>(
+    id: *mut abi::rdma_cm_id,
+    ev: *mut abi::rdma_cm_event,
+) -> c_int {
+    // SAFETY: rdma_cm passes live ids and events; the context reference is
+    // held until the id is destroyed, which waits for this callback.
+    unsafe {
+        let this = ArcBorrow::<H>::from_raw(abi::kverbs_id_context(id).cast());
+        let ev = &*ev;
+        let mut data: *const c_void = ptr::null();
+        let len = abi::kverbs_event_private(ev, &mut data);
+        let private: &[u8] = if data.is_null() || len == 0 {
+            &[]
+        } else {
+            core::slice::from_raw_parts(data.cast(), len as usize)
+        };
+        let event = match ev.event {
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => CmEvent::AddrResolved,
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => CmEvent::RouteResolved,
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST => {
+                let mut adopted = false;
+                let new = NewId {
+                    ptr: NonNull::new_unchecked(id),
+                    adopted: &mut adopted,
+                };
+                H::cm_event(this, CmEvent::ConnectRequest(new, private));
+                // Not adopted: rdma_cm destroys the new id.
+                return if adopted { 0 } else { -1 };
+            }
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => CmEvent::Established(private),
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => CmEvent::Rejected,
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => CmEvent::Unreachable,
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => CmEvent::Disconnected,
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => CmEvent::DeviceRemoval,
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR
+            | abi::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => {
+                CmEvent::Error(abi::FI_EHOSTUNREACH)
+            }
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => {
+                CmEvent::Error(abi::FI_ECONNREFUSED)
+            }
+            _ => CmEvent::Other,
+        };
+        H::cm_event(this, event);
+    }
+    0
+}
+
+/// An rdma_cm id (and its QP, once created), owned.
+///
+/// # Invariants
+///
+/// `ptr` is owned and destroyed on drop (its QP first), after which the
+/// context reference (an `Arc` of the handler) is released with `release`.
+pub(crate) struct CmId {
+    ptr: NonNull<abi::rdma_cm_id>,
+    context: *mut c_void,
+    release: fn(*mut c_void),
+    /// For an adopted request: the callback's flag (see [`CmId::abandon`]).
+    request: *mut bool,
+    _p: PhantomData<abi::rdma_cm_id>,
+}
+
+// SAFETY: rdma_cm calls are thread-safe; the context is an `Arc` of a
+// `Send + Sync` handler.
+unsafe impl Send for CmId {}
+// SAFETY: As above.
+unsafe impl Sync for CmId {}
+
+/// How long address and route resolution may take.
+const RESOLVE_MS: usize = 5000;
+
+impl CmId {
+    /// A new id whose events go to `handler`.
+    pub(crate) fn new<H: CmHandler>(handler: Arc<H>) -> Result<CmId> {
+        let context = Arc::into_raw(handler).cast_mut().cast();
+        // SAFETY: The trampoline matches the context's type.
+        let ptr = unsafe { abi::kverbs_create_id(Some(cm_trampoline::<H>), context) };
+        match NonNull::new(ptr) {
+            Some(ptr) => Ok(CmId {
+                ptr,
+                context,
+                release: release::<H>,
+                request: ptr::null_mut(),
+                _p: PhantomData,
+            }),
+            None => {
+                release::<H>(context);
+                Err(ENOMEM)
+            }
+        }
+    }
+
+    /// Gives an adopted request's id back to rdma_cm, which destroys it
+    /// when the CONNECT_REQUEST callback returns.
+    ///
+    /// # Safety
+    ///
+    /// Called within the callback that adopted the id, with no QP created.
+    pub(crate) unsafe fn abandon(self) {
+        // SAFETY: The flag lives in the running callback (the caller's
+        // guarantee); the id is not ours any more, only the context is.
+        unsafe { *self.request = false };
+        (self.release)(self.context);
+        core::mem::forget(self);
+    }
+
+    pub(crate) fn addr(&self, peer: bool) -> SockAddr {
+        id_addr(self.ptr, peer)
+    }
+
+    pub(crate) fn bind(&self, addr: &SockAddr) -> Result {
+        let mut a = addr.0;
+        // SAFETY: A live id; `a` is a valid address for the call.
+        to_result(unsafe { abi::rdma_bind_addr(self.ptr.as_ptr(), ptr::from_mut(&mut a).cast()) })
+    }
+
+    pub(crate) fn listen(&self, backlog: i32) -> Result {
+        // SAFETY: A live, bound id.
+        to_result(unsafe { abi::rdma_listen(self.ptr.as_ptr(), backlog) })
+    }
+
+    pub(crate) fn resolve_addr(&self, dest: &SockAddr) -> Result {
+        let mut a = dest.0;
+        // SAFETY: A live id; `a` is valid for the call.
+        to_result(unsafe {
+            abi::rdma_resolve_addr(
+                self.ptr.as_ptr(),
+                ptr::null_mut(),
+                ptr::from_mut(&mut a).cast(),
+                RESOLVE_MS,
+            )
+        })
+    }
+
+    /// A handle for the operations made under the owner's connection
+    /// lock, which do not take rdma_cm's handler lock.
+    ///
+    /// # Safety
+    ///
+    /// The handle is not used after this id is dropped.
+    pub(crate) unsafe fn handle(&self) -> IdHandle {
+        IdHandle { ptr: self.ptr }
+    }
+
+    pub(crate) fn accept(&self, data: &[u8]) -> Result {
+        // SAFETY: A live id with a QP; `data` is read during the call.
+        to_result(unsafe {
+            abi::kverbs_accept(self.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
+        })
+    }
+}
+
+/// A place for one id, taken at most once (a connection request's id,
+/// until an endpoint takes it), without a lock: the request is reported
+/// from rdma_cm's callback, where taking a lock that the id's owner holds
+/// across rdma_accept would order the two against each other.
+///
+/// # Invariants
+///
+/// `id` is touched only by the one caller that flips `taken` first.
+pub(crate) struct CmIdSlot {
+    id: core::cell::UnsafeCell<Option<CmId>>,
+    taken: core::sync::atomic::AtomicBool,
+}
+
+// SAFETY: The id is `Send`; only one thread ever reaches it (invariants).
+unsafe impl Sync for CmIdSlot {}
+
+impl CmIdSlot {
+    pub(crate) fn new(id: CmId) -> CmIdSlot {
+        CmIdSlot {
+            id: core::cell::UnsafeCell::new(Some(id)),
+            taken: core::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn take(&self) -> Option<CmId> {
+        if self.taken.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        // SAFETY: We flipped `taken`: no one else touches the cell.
+        unsafe { (*self.id.get()).take() }
+    }
+}
+
+/// An rdma_cm id used through its owner's [`CmId::handle`].
+///
+/// # Invariants
+///
+/// `ptr` is a live id (the handle's user drops it before the owner).
+#[derive(Clone, Copy)]
+pub(crate) struct IdHandle {
+    ptr: NonNull<abi::rdma_cm_id>,
+}
+
+// SAFETY: As `CmId`.
+unsafe impl Send for IdHandle {}
+// SAFETY: As above.
+unsafe impl Sync for IdHandle {}
+
+impl IdHandle {
+    pub(crate) fn device(&self) -> Option<Device> {
+        // SAFETY: A live id; its device, once bound, is registered.
+        unsafe { Device::from_raw(abi::kverbs_id_device(self.ptr.as_ptr())) }
+    }
+
+    pub(crate) fn addr(&self, peer: bool) -> SockAddr {
+        id_addr(self.ptr, peer)
+    }
+
+    pub(crate) fn resolve_route(&self) -> Result {
+        // SAFETY: A live id with a resolved address.
+        to_result(unsafe { abi::rdma_resolve_route(self.ptr.as_ptr(), RESOLVE_MS) })
+    }
+
+    /// An RC QP on `pd`, completing to `cq`; destroyed with the id.
+    pub(crate) fn create_qp(&self, pd: &Pd, cq: &Cq, sq: u32, rq: u32, sge: u32) -> Result {
+        if self.qp().is_ok() {
+            return Err(EBUSY);
+        }
+        // SAFETY: A live id bound to `pd`'s device; `pd` and `cq` outlive
+        // the QP (the owner drops the id first).
+        to_result(unsafe {
+            abi::kverbs_create_qp(
+                self.ptr.as_ptr(),
+                pd.ptr.as_ptr(),
+                cq.ptr.as_ptr(),
+                sq,
+                rq,
+                sge,
+            )
+        })
+    }
+
+    pub(crate) fn connect(&self, data: &[u8]) -> Result {
+        // SAFETY: A live id with a QP; `data` is read during the call.
+        to_result(unsafe {
+            abi::kverbs_connect(self.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
+        })
+    }
+
+    pub(crate) fn reject(&self, data: &[u8]) -> Result {
+        // SAFETY: As above.
+        to_result(unsafe {
+            abi::kverbs_reject(self.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
+        })
+    }
+
+    pub(crate) fn disconnect(&self) {
+        // SAFETY: A live id. Disconnecting twice is harmless.
+        let _ = unsafe { abi::rdma_disconnect(self.ptr.as_ptr()) };
+    }
+
+    fn qp(&self) -> Result<*mut abi::ib_qp> {
+        // SAFETY: A live id.
+        let qp = unsafe { abi::kverbs_id_qp(self.ptr.as_ptr()) };
+        if qp.is_null() {
+            Err(EINVAL)
+        } else {
+            Ok(qp)
+        }
+    }
+
+    /// Posts a send work request (`IB_WR_*` `opcode`) completing at `slot`.
+    ///
+    /// The memory the SGEs describe stays mapped until that completion.
+    pub(crate) fn post_send<T: Completion>(
+        &self,
+        slots: &Slots<T>,
+        slot: usize,
+        opcode: u32,
+        sges: &[abi::ib_sge],
+        remote: (u64, u32),
+        imm: Option<u32>,
+    ) -> Result {
+        let qp = self.qp()?;
+        // SAFETY: A live QP; the slot's cqe is stable (`Slots`
+        // invariants); the SGEs are read during the call.
+        to_result(unsafe {
+            abi::kverbs_post_send(
+                qp,
+                slots.cqe(slot),
+                opcode,
+                sges.as_ptr(),
+                sges.len() as u32,
+                remote.0,
+                remote.1,
+                imm.map_or(0, u32::to_be),
+            )
+        })
+    }
+
+    /// Posts a receive into `sges`, completing at `slot`.
+    pub(crate) fn post_recv<T: Completion>(
+        &self,
+        slots: &Slots<T>,
+        slot: usize,
+        sges: &[abi::ib_sge],
+    ) -> Result {
+        let qp = self.qp()?;
+        // SAFETY: As in `post_send`.
+        to_result(unsafe {
+            abi::kverbs_post_recv(qp, slots.cqe(slot), sges.as_ptr(), sges.len() as u32)
+        })
+    }
+
+    /// Posts the fast registration of `region`, completing at `slot`; the
+    /// region is not dropped before that completion.
+    pub(crate) fn post_reg<T: Completion>(
+        &self,
+        slots: &Slots<T>,
+        slot: usize,
+        region: &Region,
+    ) -> Result {
+        let qp = self.qp()?;
+        // SAFETY: As in `post_send`; the region is live.
+        to_result(unsafe { abi::kverbs_post_reg(qp, slots.cqe(slot), region.ptr.as_ptr()) })
+    }
+
+    /// Moves the QP to error and waits until every work request posted on
+    /// it has completed (flushed).
+    pub(crate) fn drain(&self) {
+        if let Ok(qp) = self.qp() {
+            // SAFETY: A live QP whose CQ is polled from a workqueue.
+            unsafe { abi::ib_drain_qp(qp) };
+        }
+    }
+}
+
+impl Drop for CmId {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariants). Destroying the id waits for its
+        // event callbacks, after which the context is ours to release.
+        unsafe {
+            if !abi::kverbs_id_qp(self.ptr.as_ptr()).is_null() {
+                abi::rdma_destroy_qp(self.ptr.as_ptr());
+            }
+            abi::rdma_destroy_id(self.ptr.as_ptr());
+        }
+        (self.release)(self.context);
+    }
+}
