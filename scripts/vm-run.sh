@@ -14,9 +14,10 @@
 #
 # Each VM writes DIR/vmI/console.log (kernel console, first serial port) and
 # DIR/vmI/results.ktap (the guest command's stdout, second serial port). The
-# guest sees $KOFI_NODE (its index), $KOFI_VMS, and, with two VMs, eth0 up as
-# 10.0.2.(10+I)/24 and fd00::(10+I)/64 with the peer's address in $KOFI_PEER
-# and $KOFI_PEER6. Modules built in the tree are under /kofi/modules, the
+# guest sees $KOFI_NODE (its index), $KOFI_VMS, and eth0 up as 10.0.2.(10+I)/24
+# and fd00::(10+I)/64 (RDMA devices need a real netdev: rdma_cm cannot use
+# lo); with two VMs, on one segment, the peer's address in $KOFI_PEER and
+# $KOFI_PEER6. Modules built in the tree are under /kofi/modules, the
 # selftest scripts under /kofi/tests.
 #
 # Prints each test case and ends with `N passed, N failed, N skipped`; exits
@@ -81,10 +82,10 @@ mount -t debugfs debugfs /sys/kernel/debug
 export PATH=/bin:/sbin:/usr/bin
 export KOFI_NODE=\${kofi_node:-0} KOFI_VMS=\${kofi_vms:-1}
 ip link set lo up
+ip link set eth0 up
+ip addr add 10.0.2.\$((10 + KOFI_NODE))/24 dev eth0
+ip -6 addr add fd00::\$((10 + KOFI_NODE))/64 dev eth0
 if [ "\$KOFI_VMS" -gt 1 ]; then
-	ip link set eth0 up
-	ip addr add 10.0.2.\$((10 + KOFI_NODE))/24 dev eth0
-	ip -6 addr add fd00::\$((10 + KOFI_NODE))/64 dev eth0
 	export KOFI_PEER=10.0.2.\$((11 - KOFI_NODE)) KOFI_PEER6=fd00::\$((11 - KOFI_NODE))
 fi
 echo "kofi-guest: running $guest_cmd" >/dev/console
@@ -111,14 +112,11 @@ boot_vms() {
 	for i in $(seq 0 $((vms - 1))); do
 		dir="$out/vm$i"
 		mkdir -p "$dir"
-		net=(-nic none)
-		if [ "$vms" -gt 1 ]; then
-			# QEMU socket netdev over UDP on the host's loopback: the two VMs
-			# form one Ethernet segment.
-			base=$((20000 + ($$ % 20000)))
-			net=(-netdev "socket,id=n0,udp=127.0.0.1:$((base + 1 - i)),localaddr=127.0.0.1:$((base + i))"
-			     -device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:$((10 + i))")
-		fi
+		# QEMU socket netdev over UDP on the host's loopback: two VMs form
+		# one Ethernet segment; a lone VM's frames go nowhere.
+		base=$((20000 + ($$ % 20000)))
+		net=(-netdev "socket,id=n0,udp=127.0.0.1:$((base + 1 - i)),localaddr=127.0.0.1:$((base + i))"
+		     -device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:$((10 + i))")
 		(
 			rc=0
 			timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" \

@@ -25,9 +25,9 @@ mod kofi;
 #[path = "../../kofi/ring.rs"]
 #[allow(dead_code)]
 mod ring;
-mod socket;
 #[path = "../common/sockaddr.rs"]
 mod sockaddr;
+mod socket;
 #[allow(dead_code)]
 mod wire;
 

@@ -76,7 +76,8 @@ enum TxOp {
     },
     Rma {
         write: bool,
-        lent: Lent,
+        /// The consumer's buffers, or an inject's bytes, copied.
+        local: RmaLocal,
         parts: KVec<RmaPart>,
         next: usize,
         len: usize,
@@ -85,6 +86,21 @@ enum TxOp {
         flags: u64,
     },
     Credit,
+}
+
+/// The local side of an RMA.
+pub(crate) enum RmaLocal {
+    Lent(Lent),
+    Copy(KVec<u8>),
+}
+
+impl RmaLocal {
+    fn len(&self) -> usize {
+        match self {
+            RmaLocal::Lent(l) => l.len(),
+            RmaLocal::Copy(c) => c.len(),
+        }
+    }
 }
 
 /// One remote buffer of an RMA and where its bytes are in the local ones.
@@ -107,6 +123,8 @@ enum TxWr {
     },
     Rma {
         _map: Mapping,
+        /// An inject write's bytes of this part.
+        _buf: KVec<u8>,
         report: Option<Report>,
     },
     Reg(Arc<RegState>),
@@ -168,6 +186,9 @@ struct Inner {
     /// The first failed work request's error, for those that follow.
     sq_error: Option<u32>,
     shutdown_reported: bool,
+    /// The peer disconnected; answer once the send queue is empty (moving
+    /// the QP to error sooner would flush sends whose ACK is on its way).
+    answer_disconnect: bool,
 }
 
 /// A connection (client or server side).
@@ -240,6 +261,7 @@ impl Conn {
                     cur: None,
                     sq_error: None,
                     shutdown_reported: false,
+                    answer_disconnect: false,
                 }, "kofi_verbs_conn"),
                 entry,
                 in_connreq: AtomicBool::new(false),
@@ -409,15 +431,16 @@ impl Conn {
         Ok(())
     }
 
-    /// fi_shutdown: disconnects; both sides see FI_SHUTDOWN.
+    /// fi_shutdown: disconnects; FI_SHUTDOWN here at once, and at the peer.
     pub(crate) fn shutdown(&self) -> Result {
-        let g = self.inner.lock();
+        let mut g = self.inner.lock();
         if g.phase != Phase::Connected {
             return Err(fi_error(abi::FI_ENOTCONN));
         }
         if let Some(res) = &g.res {
             res.id.disconnect();
         }
+        self.end(&mut g, abi::FI_ECONNRESET);
         Ok(())
     }
 
@@ -564,13 +587,13 @@ impl Conn {
     pub(crate) fn rma(
         &self,
         write: bool,
-        lent: Lent,
+        local: RmaLocal,
         parts: KVec<RmaPart>,
         data: Option<u64>,
         ctx: Context,
         flags: u64,
     ) -> Result {
-        let len = lent.len();
+        let len = local.len();
         if len > MAX_MSG {
             return Err(EINVAL);
         }
@@ -578,7 +601,7 @@ impl Conn {
         Self::ensure_connected(&g)?;
         let op = TxOp::Rma {
             write,
-            lent,
+            local,
             parts,
             next: 0,
             len,
@@ -840,7 +863,7 @@ impl Conn {
             }
             TxOp::Rma {
                 write,
-                lent,
+                local,
                 parts,
                 next,
                 len,
@@ -853,7 +876,8 @@ impl Conn {
                     flags: kind | (*flags & FI_COMPLETION),
                     ctx: *ctx,
                     len: *len,
-                    always: true,
+                    // An inject write reports only when asked to.
+                    always: *flags & FI_INJECT == 0 || *flags & FI_COMPLETION != 0,
                 };
                 if *next == parts.len() {
                     // The remote CQ data of a write, after the write.
@@ -884,9 +908,19 @@ impl Conn {
                     )
                 } else {
                     let p = &parts[*next];
-                    // A write sends from local memory; a read lands in it.
-                    let map =
-                        Mapping::of_lent(dev, lent, (p.offset, p.len), *write, lkey, max_sge)?;
+                    // A write sends from local memory; a read lands in it. An
+                    // inject write's part goes from a buffer of its own, which
+                    // lives with the work request.
+                    let mut buf = KVec::new();
+                    let map = match local {
+                        RmaLocal::Lent(l) => {
+                            Mapping::of_lent(dev, l, (p.offset, p.len), *write, lkey, max_sge)?
+                        }
+                        RmaLocal::Copy(c) => {
+                            buf.extend_from_slice(&c[p.offset..p.offset + p.len], GFP_KERNEL)?;
+                            Mapping::of_buffer(dev, &mut buf, true, lkey)?
+                        }
+                    };
                     let opcode = if *write {
                         abi::ib_wr_opcode_IB_WR_RDMA_WRITE
                     } else {
@@ -901,6 +935,7 @@ impl Conn {
                     (
                         TxWr::Rma {
                             _map: map,
+                            _buf: buf,
                             report: last.then_some(report),
                         },
                         last,
@@ -937,6 +972,7 @@ impl Conn {
                 None
             }
         };
+        Self::answer_disconnect(g);
         if let (Some(r), Some(ep)) = (report, &g.ep) {
             if wc.ok() {
                 if r.always {
@@ -1141,11 +1177,25 @@ impl Conn {
             CmEvent::Unreachable => self.cm_error(&mut g, abi::FI_EHOSTUNREACH),
             CmEvent::Error(err) => self.cm_error(&mut g, err),
             CmEvent::Disconnected => {
+                // Answer the peer's disconnect (IB's DREP, so its side
+                // completes too) once nothing is in flight.
+                g.answer_disconnect = true;
+                Self::answer_disconnect(&mut g);
                 if g.phase == Phase::Connected {
                     self.end(&mut g, abi::FI_ECONNRESET);
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Disconnects on the peer's disconnect once the send queue is empty.
+    fn answer_disconnect(g: &mut Inner) {
+        if g.answer_disconnect && g.tx_free.len() == SQ_DEPTH {
+            g.answer_disconnect = false;
+            if let Some(res) = &g.res {
+                res.id.disconnect();
+            }
         }
     }
 
@@ -1190,8 +1240,9 @@ impl Completion for Conn {
 }
 
 impl CmHandler for Conn {
-    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) {
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool {
         this.cm(event);
+        false
     }
 }
 
@@ -1208,7 +1259,7 @@ impl Drop for Request {
             // Not reported after all: the id goes back to rdma_cm.
             if let Some(id) = self.id.take() {
                 // SAFETY: Still in the CONNECT_REQUEST callback that
-                // adopted the id; no QP was created.
+                // adopted the id, which then returns true (`Listener`).
                 unsafe { id.abandon() };
             }
             self.conn.forget_request();
@@ -1220,45 +1271,71 @@ impl Drop for Request {
     }
 }
 
-/// What a listening id reports connection requests to.
+/// A listening id and the passive endpoint it reports requests to.
 pub(crate) struct Listener {
     pub(crate) pep: PepRef,
+    /// Taken by the passive endpoint's close, or by the device's removal.
+    pub(crate) id: CmIdSlot,
+}
+
+impl Listener {
+    pub(crate) fn close(&self) {
+        drop(self.id.take());
+    }
 }
 
 impl CmHandler for Listener {
-    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) {
-        let CmEvent::ConnectRequest(new, data) = event else {
-            return;
-        };
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool {
+        match event {
+            CmEvent::ConnectRequest(new, data) => Self::request(this, new, data),
+            CmEvent::DeviceRemoval => match this.id.take() {
+                // The listener was bound to the device's address: it goes
+                // with it (rdma_cm waits for that).
+                Some(id) => {
+                    // SAFETY: In this id's callback, which returns true.
+                    unsafe { id.abandon() };
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+impl Listener {
+    /// A connection request: reported as FI_CONNREQ; true when it could
+    /// not be (its new id goes back to rdma_cm).
+    fn request(this: ArcBorrow<'_, Self>, new: crate::rdma::NewId, data: &[u8]) -> bool {
         let Some(dev) = new.device() else {
-            return;
+            return true;
         };
         let Some(entry) = crate::device::entry_of(&dev) else {
-            return;
+            return true;
         };
         let (local, peer) = (new.addr(false), new.addr(true));
         let Ok(info) =
             crate::msg_info(Some(&local), Some(&peer), local.is_ipv6(), Some(dev.name()))
         else {
-            return;
+            return true;
         };
         let Ok(conn) = Conn::requested(entry) else {
-            return;
+            return true;
         };
         let id = new.adopt(conn.clone());
         // SAFETY: The state drops the handle (in `close`) before the
         // request or the endpoint drops the id.
         conn.set_handle(unsafe { id.handle() });
         conn.set_in_connreq(true);
-        // Whatever fails from here drops the request, which hands the id
-        // back to rdma_cm (see `Request`).
+        // Whatever fails from here drops the request, which abandons the id.
         let request = Request {
             conn: conn.clone(),
             id: CmIdSlot::new(id),
         };
-        let _ = KBox::new(request, GFP_KERNEL)
+        let reported = KBox::new(request, GFP_KERNEL)
             .map_err(Error::from)
             .and_then(|req| this.pep.connreq(info, req, wire::cm_data_decode(data)));
         conn.set_in_connreq(false);
+        reported.is_err()
     }
 }

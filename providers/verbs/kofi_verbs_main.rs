@@ -32,11 +32,11 @@ mod ring;
 mod sockaddr;
 mod wire;
 
-use conn::{Conn, Listener, Request, RmaPart};
+use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
 use device::{VDomain, VerbsDomain};
 use flags::*;
 use kofi::{fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg};
-use rdma::CmId;
+use rdma::{CmId, CmIdSlot};
 use sockaddr::SockAddr;
 
 module! {
@@ -207,7 +207,7 @@ impl kofi::Provider for Verbs {
         Ok(VerbsPep {
             pep,
             src,
-            id: KBox::pin_init(new_mutex!(None, "kofi_verbs_pep"), GFP_KERNEL)?,
+            listener: KBox::pin_init(new_mutex!(None, "kofi_verbs_pep"), GFP_KERNEL)?,
         })
     }
 }
@@ -314,25 +314,24 @@ impl kofi::Endpoint for VerbsEp {
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
-        self.conn()?.rma(
-            true,
-            msg.lend()?,
-            rma_parts(msg)?,
-            data,
-            msg.context(),
-            flags,
-        )
+        let local = if flags & FI_INJECT != 0 {
+            // The caller's buffer is its own again on return: copy it.
+            let mut copy = KVec::new();
+            msg.gather(&mut copy)?;
+            RmaLocal::Copy(copy)
+        } else {
+            RmaLocal::Lent(msg.lend()?)
+        };
+        let parts = rma_parts(msg)?;
+        self.conn()?
+            .rma(true, local, parts, data, msg.context(), flags)
     }
 
     fn readmsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
-        self.conn()?.rma(
-            false,
-            msg.lend()?,
-            rma_parts(msg)?,
-            None,
-            msg.context(),
-            flags,
-        )
+        let local = RmaLocal::Lent(msg.lend()?);
+        let parts = rma_parts(msg)?;
+        self.conn()?
+            .rma(false, local, parts, None, msg.context(), flags)
     }
 }
 
@@ -356,11 +355,19 @@ fn rma_parts(msg: &RmaMsg<'_>) -> Result<KVec<RmaPart>> {
     Ok(parts)
 }
 
-/// A passive endpoint and its listening id.
+/// A passive endpoint and, once listening, its listener and bound address.
 struct VerbsPep {
     pep: PepRef,
     src: SockAddr,
-    id: Pin<KBox<Mutex<Option<CmId>>>>,
+    listener: Pin<KBox<Mutex<Option<(Arc<Listener>, SockAddr)>>>>,
+}
+
+impl Drop for VerbsPep {
+    fn drop(&mut self) {
+        if let Some((l, _)) = self.listener.lock().take() {
+            l.close();
+        }
+    }
 }
 
 #[vtable]
@@ -368,20 +375,26 @@ impl kofi::PassiveEndpoint for VerbsPep {
     type Request = Request;
 
     fn listen(&self) -> Result {
-        let mut slot = self.id.lock();
+        let mut slot = self.listener.lock();
         if slot.is_some() {
             return Err(fi_error(abi::FI_EOPBADSTATE));
         }
         let listener = Arc::new(
             Listener {
                 pep: self.pep.clone(),
+                id: CmIdSlot::empty(),
             },
             GFP_KERNEL,
         )?;
-        let id = CmId::new(listener)?;
+        let id = CmId::new(listener.clone())?;
         id.bind(&self.src)?;
         id.listen(128)?;
-        *slot = Some(id);
+        let addr = id.addr(false);
+        // No event comes before listening: the slot is still empty.
+        if listener.id.put(id).is_err() {
+            return Err(EINVAL);
+        }
+        *slot = Some((listener, addr));
         Ok(())
     }
 
@@ -390,9 +403,9 @@ impl kofi::PassiveEndpoint for VerbsPep {
     }
 
     fn getname(&self, out: &mut KVec<u8>) -> Result {
-        let slot = self.id.lock();
+        let slot = self.listener.lock();
         let a = match slot.as_ref() {
-            Some(id) => id.addr(false),
+            Some((_, addr)) => *addr,
             None => self.src,
         };
         out.extend_from_slice(a.bytes(), GFP_KERNEL)?;

@@ -519,7 +519,9 @@ pub(crate) enum CmEvent<'a> {
 
 /// What handles the events of a CM id.
 pub(crate) trait CmHandler: Send + Sync + 'static {
-    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>);
+    /// Handles `event`; true gives the id the event is for (a request's new
+    /// id, or this one after [`CmId::abandon`]) to rdma_cm to destroy.
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool;
 }
 
 /// A connection request's new id, until adopted.
@@ -542,7 +544,6 @@ impl NewId {
             ptr: self.ptr,
             context,
             release: release::<H>,
-            request: self.adopted,
             _p: PhantomData,
         }
     }
@@ -599,9 +600,9 @@ unsafe extern "C" fn cm_trampoline<H: CmHandler>(
                     ptr: NonNull::new_unchecked(id),
                     adopted: &mut adopted,
                 };
-                H::cm_event(this, CmEvent::ConnectRequest(new, private));
-                // Not adopted: rdma_cm destroys the new id.
-                return if adopted { 0 } else { -1 };
+                let give_back = H::cm_event(this, CmEvent::ConnectRequest(new, private));
+                // Not adopted (or given back): rdma_cm destroys the new id.
+                return if adopted && !give_back { 0 } else { -1 };
             }
             abi::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => CmEvent::Established(private),
             abi::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => CmEvent::Rejected,
@@ -617,7 +618,9 @@ unsafe extern "C" fn cm_trampoline<H: CmHandler>(
             }
             _ => CmEvent::Other,
         };
-        H::cm_event(this, event);
+        if H::cm_event(this, event) {
+            return -1;
+        }
     }
     0
 }
@@ -632,8 +635,6 @@ pub(crate) struct CmId {
     ptr: NonNull<abi::rdma_cm_id>,
     context: *mut c_void,
     release: fn(*mut c_void),
-    /// For an adopted request: the callback's flag (see [`CmId::abandon`]).
-    request: *mut bool,
     _p: PhantomData<abi::rdma_cm_id>,
 }
 
@@ -657,7 +658,6 @@ impl CmId {
                 ptr,
                 context,
                 release: release::<H>,
-                request: ptr::null_mut(),
                 _p: PhantomData,
             }),
             None => {
@@ -667,16 +667,14 @@ impl CmId {
         }
     }
 
-    /// Gives an adopted request's id back to rdma_cm, which destroys it
-    /// when the CONNECT_REQUEST callback returns.
+    /// Gives the id back to rdma_cm: its event callback, running now for
+    /// this id (or, for a request's new id, on the listener), returns true
+    /// and rdma_cm destroys the id.
     ///
     /// # Safety
     ///
-    /// Called within the callback that adopted the id, with no QP created.
+    /// Called within that callback, which then returns true.
     pub(crate) unsafe fn abandon(self) {
-        // SAFETY: The flag lives in the running callback (the caller's
-        // guarantee); the id is not ours any more, only the context is.
-        unsafe { *self.request = false };
         (self.release)(self.context);
         core::mem::forget(self);
     }
@@ -727,36 +725,74 @@ impl CmId {
     }
 }
 
-/// A place for one id, taken at most once (a connection request's id,
-/// until an endpoint takes it), without a lock: the request is reported
-/// from rdma_cm's callback, where taking a lock that the id's owner holds
-/// across rdma_accept would order the two against each other.
+/// A place for one id, filled once and taken at most once, without a lock:
+/// taken in rdma_cm's callbacks (which hold the id's handler lock) and by
+/// owners that destroy the id (which takes that lock), so a mutex here would
+/// order the two against each other.
 ///
 /// # Invariants
 ///
-/// `id` is touched only by the one caller that flips `taken` first.
+/// `id` is written only by the `put` that moves `state` from EMPTY to FULL,
+/// and read only by the `take` that moves it from FULL to TAKEN.
 pub(crate) struct CmIdSlot {
     id: core::cell::UnsafeCell<Option<CmId>>,
-    taken: core::sync::atomic::AtomicBool,
+    state: core::sync::atomic::AtomicU8,
 }
 
-// SAFETY: The id is `Send`; only one thread ever reaches it (invariants).
+const SLOT_EMPTY: u8 = 0;
+const SLOT_FILLING: u8 = 1;
+const SLOT_FULL: u8 = 2;
+const SLOT_TAKEN: u8 = 3;
+
+// SAFETY: The id is `Send`; one thread at a time reaches it (invariants).
 unsafe impl Sync for CmIdSlot {}
 
 impl CmIdSlot {
-    pub(crate) fn new(id: CmId) -> CmIdSlot {
+    pub(crate) fn empty() -> CmIdSlot {
         CmIdSlot {
-            id: core::cell::UnsafeCell::new(Some(id)),
-            taken: core::sync::atomic::AtomicBool::new(false),
+            id: core::cell::UnsafeCell::new(None),
+            state: core::sync::atomic::AtomicU8::new(SLOT_EMPTY),
         }
     }
 
-    pub(crate) fn take(&self) -> Option<CmId> {
-        if self.taken.swap(true, Ordering::AcqRel) {
-            return None;
+    pub(crate) fn new(id: CmId) -> CmIdSlot {
+        let slot = CmIdSlot::empty();
+        let _ = slot.put(id);
+        slot
+    }
+
+    /// Fills the slot; gives the id back if it was filled or taken before.
+    pub(crate) fn put(&self, id: CmId) -> core::result::Result<(), CmId> {
+        if self
+            .state
+            .compare_exchange(
+                SLOT_EMPTY,
+                SLOT_FILLING,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            return Err(id);
         }
-        // SAFETY: We flipped `taken`: no one else touches the cell.
+        // SAFETY: We moved the state off EMPTY: no one else touches the cell.
+        unsafe { *self.id.get() = Some(id) };
+        self.state.store(SLOT_FULL, Ordering::Release);
+        Ok(())
+    }
+
+    pub(crate) fn take(&self) -> Option<CmId> {
+        self.state
+            .compare_exchange(SLOT_FULL, SLOT_TAKEN, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
+        // SAFETY: We moved the state from FULL: the cell is ours.
         unsafe { (*self.id.get()).take() }
+    }
+}
+
+impl Drop for CmIdSlot {
+    fn drop(&mut self) {
+        drop(self.take());
     }
 }
 

@@ -3,18 +3,7 @@
 # The soft RDMA devices the verbs provider is tested on: siw and rxe links on
 # the loopback netdev come up ACTIVE with Debian's rdma tool, and go away.
 . "$(dirname "$0")/ktap_helpers.sh"
-
-# link_active NAME: the link reports state ACTIVE (the port may take a moment).
-link_active() {
-	i=0
-	while [ $i -lt 20 ]; do
-		rdma link show "$1/1" 2>/dev/null | grep -q 'state ACTIVE' && return 0
-		sleep 0.5
-		i=$((i + 1))
-	done
-	rdma link show 2>&1 | sed 's/^/# /'
-	return 1
-}
+. "$(dirname "$0")/rdma_helpers.sh"
 
 ktap_plan 6
 for type in siw rxe; do

@@ -1,0 +1,693 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kofi's conformance suite, the kernel counterpart of libfabric's fabtests:
+ * one provider-agnostic set of cases that every provider passes the same
+ * way, run once per provider and device (test_conformance.sh loads this
+ * module with prov=, node= and label=; the suite is named
+ * "conformance_<label>", e.g. conformance_verbs_siw). Written as a consumer
+ * would, data verified byte for byte.
+ *
+ * What OFI leaves to the provider is not asserted: which error an access
+ * violation gives and whether the connection survives it (kofi_sock keeps
+ * it, an RC QP cannot), or how many unexpected messages a sender may have
+ * outstanding before its sends wait (flow control).
+ */
+#include <linux/bvec.h>
+#include <linux/delay.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include "kofi_test_pair.h"
+
+static char *prov = "sock";
+module_param(prov, charp, 0444);
+MODULE_PARM_DESC(prov, "provider under test");
+static char *node = "127.0.0.1";
+module_param(node, charp, 0444);
+MODULE_PARM_DESC(node, "local address the endpoints use");
+static int port_base = 7900;
+module_param(port_base, int, 0444);
+MODULE_PARM_DESC(port_base, "first of the ports the cases listen on");
+static char *label = "sock_ipv4";
+module_param(label, charp, 0444);
+MODULE_PARM_DESC(label, "provider and device, for the suite's name");
+
+/* The port of case @n, as a string in @buf. */
+static const char *port_of(char *buf, int n)
+{
+	snprintf(buf, 8, "%d", port_base + n);
+	return buf;
+}
+
+static void conf_open(struct kunit *test, struct pair *p, int n)
+{
+	char port[8];
+
+	pair_open(test, p, prov, node, port_of(port, n));
+}
+
+static void getinfo_describes_the_provider(struct kunit *test)
+{
+	struct fi_info *info = test_info(test, prov, node, NULL, 0), *src;
+	struct fi_info *hints = fi_allocinfo(), *none = NULL;
+	char port[8];
+
+	KUNIT_ASSERT_NOT_NULL(test, info);
+	KUNIT_EXPECT_STREQ(test, info->fabric_attr->prov_name, prov);
+	KUNIT_EXPECT_EQ(test, info->ep_attr->type, FI_EP_MSG);
+	KUNIT_EXPECT_EQ(test, info->caps & (FI_MSG | FI_RMA), FI_MSG | FI_RMA);
+	KUNIT_EXPECT_NOT_NULL(test, info->domain_attr->name);
+	KUNIT_EXPECT_GE(test, info->tx_attr->iov_limit, (size_t)1);
+	KUNIT_EXPECT_GE(test, info->rx_attr->iov_limit, (size_t)1);
+	KUNIT_EXPECT_GE(test, info->tx_attr->inject_size, (size_t)64);
+	KUNIT_EXPECT_GE(test, info->ep_attr->max_msg_size, (size_t)(1 << 20));
+	KUNIT_EXPECT_GE(test, info->domain_attr->cq_data_size, (size_t)4);
+	KUNIT_EXPECT_NOT_NULL(test, info->dest_addr);
+	fi_freeinfo(info);
+
+	src = test_info(test, prov, node, port_of(port, 0), FI_SOURCE);
+	KUNIT_EXPECT_NOT_NULL(test, src->src_addr);
+	fi_freeinfo(src);
+
+	/* A provider nobody registered: no data. */
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	hints->fabric_attr->prov_name = kstrdup("no_such_provider", GFP_KERNEL);
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &none), -FI_ENODATA);
+	KUNIT_EXPECT_NULL(test, none);
+	fi_freeinfo(hints);
+}
+
+/* Objects close in dependency order; out of order is -EBUSY, not a crash. */
+static void close_ordering(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
+	open_queues(test, &p, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
+	bind_enable(test, &p.client);
+	KUNIT_EXPECT_EQ(test, fi_close(&p.domain->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&p.client.cq->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&p.fabric->fid), -EBUSY);
+	fi_freeinfo(info);
+	pair_close(test, &p);
+}
+
+/* Every call with a bad argument or in the wrong state answers an error. */
+static void bad_arguments(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+	u8 big[KOFI_CM_DATA_MAX + 1] = {}, buf[16];
+	struct fid_mr *mr = NULL;
+
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, node, NULL, 0, NULL, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_fabric(NULL, &p.fabric, NULL), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_domain(p.fabric, NULL, &p.domain, NULL), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_open(p.domain, NULL, &p.client.cq, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(p.domain, buf, sizeof(buf), 0, 0, 0, 0, &mr, NULL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(p.domain, NULL, sizeof(buf), FI_REMOTE_READ, 0, 0, 0, &mr,
+					NULL), -EINVAL);
+	open_queues(test, &p, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
+	/* Not enabled, then not connected. */
+	KUNIT_EXPECT_LT(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
+	bind_enable(test, &p.client);
+	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_recv(p.client.ep, NULL, sizeof(buf), NULL, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_connect(p.client.ep, NULL, big, sizeof(big)), -EINVAL);
+	/* An endpoint of no connection request has nothing to accept. */
+	KUNIT_EXPECT_EQ(test, fi_accept(p.client.ep, NULL, 0), -FI_ENOTCONN);
+	fi_freeinfo(info);
+	pair_close(test, &p);
+}
+
+/* Registration of kvecs, kvec arrays and pages, with every access flag. */
+static void mr_registration(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+	u8 *mem = vzalloc(4 * PAGE_SIZE);
+	struct page *page = alloc_page(GFP_KERNEL);
+	struct kvec iov[2];
+	struct bio_vec bv;
+	struct fid_mr *a, *b, *c, *d;
+
+	KUNIT_ASSERT_TRUE(test, mem && page);
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, mem, PAGE_SIZE, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &a, NULL), 0);
+	iov[0] = (struct kvec){ mem + PAGE_SIZE, PAGE_SIZE };
+	iov[1] = (struct kvec){ mem + 2 * PAGE_SIZE, PAGE_SIZE };
+	KUNIT_ASSERT_EQ(test, fi_mr_regv(p.domain, iov, 2, FI_REMOTE_READ, 0, 0, 0, &b, NULL), 0);
+	bvec_set_page(&bv, page, PAGE_SIZE, 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_regbv(p.domain, &bv, 1, FI_REMOTE_WRITE, 4096, 0, 0, &c, NULL),
+			0);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, mem + 3 * PAGE_SIZE, 100,
+					FI_SEND | FI_RECV | FI_READ | FI_WRITE, 0, 0, 0, &d, NULL), 0);
+	KUNIT_EXPECT_NE(test, fi_mr_key(a), fi_mr_key(b));
+	KUNIT_EXPECT_NE(test, fi_mr_key(b), fi_mr_key(c));
+	KUNIT_EXPECT_EQ(test, fi_close(&p.domain->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&d->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&b->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&a->fid), 0);
+	fi_freeinfo(info);
+	pair_close(test, &p);
+	__free_page(page);
+	vfree(mem);
+}
+
+static void msg_sizes(struct kunit *test)
+{
+	struct pair p = {};
+
+	conf_open(test, &p, 1);
+	exchange(test, &p, 0, 1);
+	exchange(test, &p, 1, 2);
+	exchange(test, &p, 4096, 3);
+	exchange(test, &p, 65536, 4);
+	exchange(test, &p, 1 << 20, 5);
+	pair_close(test, &p);
+}
+
+/* sendv/recvv across buffer boundaries; sendmsg/recvmsg with contexts. */
+static void msg_vectors(struct kunit *test)
+{
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	u8 *src = kunit_kzalloc(test, 300, GFP_KERNEL), *dst = kunit_kzalloc(test, 300, GFP_KERNEL);
+	struct kvec siov[3] = { { src, 100 }, { src + 100, 100 }, { src + 200, 100 } };
+	struct kvec riov[2] = { { dst, 150 }, { dst + 150, 150 } };
+	struct fi_msg smsg = { .msg_iov = siov, .iov_count = 3, .context = src };
+	struct fi_msg rmsg = { .msg_iov = riov, .iov_count = 2, .context = dst };
+
+	KUNIT_ASSERT_TRUE(test, src && dst);
+	fill(src, 300, 6);
+	conf_open(test, &p, 2);
+	KUNIT_ASSERT_EQ(test, fi_recvv(p.server.ep, riov, NULL, 2, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendv(p.client.ep, siov, NULL, 3, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)300);
+	KUNIT_EXPECT_EQ(test, memcmp(src, dst, 300), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+
+	memset(dst, 0, 300);
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(p.server.ep, &rmsg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &smsg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)dst);
+	KUNIT_EXPECT_EQ(test, memcmp(src, dst, 300), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	pair_close(test, &p);
+}
+
+/* Private data on reject; a connect nobody listens for is refused. */
+static void cm_data_and_refusals(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct fi_eq_err_entry err = {};
+	struct cm_event ev;
+	char port[8];
+	u32 event;
+
+	pair_listen(test, &p, node, port_of(port, 3));
+	side_connect(test, &p, &p.client, node, port, "hi", 3);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 3));
+	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "hi");
+	KUNIT_EXPECT_EQ(test, fi_reject(p.pep, ev.entry.info->handle, "no", 3), 0);
+	fi_freeinfo(ev.entry.info);
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
+			-FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
+	KUNIT_EXPECT_EQ(test, err.err, FI_ECONNREFUSED);
+	side_close(test, &p.client);
+
+	/* Nobody listens on the next port. */
+	side_connect(test, &p, &p.client, node, port_of(port, 4), NULL, 0);
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
+			-FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
+	KUNIT_EXPECT_EQ(test, err.err, FI_ECONNREFUSED);
+	pair_close(test, &p);
+}
+
+/* Remote CQ data with a message and with an RMA write. */
+static void cq_data(struct kunit *test)
+{
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	u8 *region = vzalloc(4096), src[16], dst[16];
+	struct fid_mr *mr;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	fill(src, sizeof(src), 9);
+	conf_open(test, &p, 5);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_senddata(p.client.ep, src, 8, NULL, 0x1234, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0x1234ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)8);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
+			0);
+	KUNIT_ASSERT_EQ(test, fi_writedata(p.client.ep, src, 16, NULL, 99, 0, 64, fi_mr_key(mr),
+					   src),
+			0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 99ULL);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 64, src, 16), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	vfree(region);
+}
+
+/* Injects: the buffer is the caller's on return; no send completion. */
+static void inject(struct kunit *test)
+{
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	u8 src[64], dst[64] = {}, copy[64];
+	u8 *region = vzalloc(4096);
+	struct fid_mr *mr;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	fill(src, sizeof(src), 10);
+	memcpy(copy, src, sizeof(src));
+	conf_open(test, &p, 6);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, src, sizeof(src), 0), 0);
+	memset(src, 0, sizeof(src));
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, sizeof(dst));
+	KUNIT_EXPECT_EQ(test, memcmp(dst, copy, sizeof(dst)), 0);
+
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
+			0);
+	memcpy(src, copy, sizeof(src));
+	KUNIT_ASSERT_EQ(test, fi_inject_write(p.client.ep, src, sizeof(src), 0, 128, fi_mr_key(mr)),
+			0);
+	memset(src, 0, sizeof(src));
+	/* A message after the write arrives after it (send after write). */
+	exchange(test, &p, 8, 11);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 128, copy, sizeof(copy)), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	vfree(region);
+}
+
+/* Messages that arrive before their receives are held and delivered in order. */
+static void unexpected_messages(struct kunit *test)
+{
+	enum { COUNT = 16 };
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	u32 *sent = kunit_kcalloc(test, COUNT, sizeof(*sent), GFP_KERNEL);
+	u32 i, got;
+
+	KUNIT_ASSERT_NOT_NULL(test, sent);
+	conf_open(test, &p, 7);
+	for (i = 0; i < COUNT; i++) {
+		sent[i] = i * 7 + 1;
+		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, &sent[i], sizeof(*sent), NULL, 0, &sent[i]),
+				0);
+	}
+	msleep(200);
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, &got, sizeof(got), NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, got, i * 7 + 1);
+	}
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&sent[i]);
+	}
+	pair_close(test, &p);
+}
+
+/* A message larger than its receive: FI_ETRUNC, what did not fit in olen;
+ * the connection goes on. Also for a message sent in several pieces. */
+static void truncation(struct kunit *test)
+{
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	const size_t big = 100000;
+	u8 *src = vmalloc(big), *dst = vzalloc(big);
+
+	KUNIT_ASSERT_TRUE(test, src && dst);
+	fill(src, big, 12);
+	conf_open(test, &p, 8);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 10, NULL, 0, dst), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, 300, NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p.server.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.server.cq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_ETRUNC);
+	KUNIT_EXPECT_EQ(test, err.olen, (size_t)290);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)dst);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, src, 10), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 50000, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, big, NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p.server.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.server.cq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_ETRUNC);
+	KUNIT_EXPECT_EQ(test, err.olen, big - 50000);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, src, 50000), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	exchange(test, &p, 4096, 13);
+	pair_close(test, &p);
+	vfree(src);
+	vfree(dst);
+}
+
+/* Several endpoints completing to one CQ on each side. */
+static void multi_ep(struct kunit *test)
+{
+	enum { EPS = 4 };
+	struct pair p = { .prov = prov };
+	struct side cl[EPS] = {}, sv[EPS] = {};
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 64 };
+	struct fid_cq *ccq, *scq;
+	struct fi_cq_data_entry e;
+	struct cm_event ev;
+	u32 msgs[EPS], got[EPS] = {};
+	unsigned int seen = 0;
+	char port[8];
+	int i, who;
+
+	pair_listen(test, &p, node, port_of(port, 9));
+	KUNIT_ASSERT_EQ(test, fi_cq_open(p.domain, &cq_attr, &ccq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(p.domain, &cq_attr, &scq, NULL), 0);
+	for (i = 0; i < EPS; i++) {
+		struct fi_eq_attr eq_attr = {};
+
+		cl[i].info = test_info(test, prov, node, port, 0);
+		KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &cl[i].eq, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, cl[i].info, &cl[i].ep, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_ep_bind(cl[i].ep, &cl[i].eq->fid, 0), 0);
+		KUNIT_ASSERT_EQ(test, fi_ep_bind(cl[i].ep, &ccq->fid, FI_SEND | FI_RECV), 0);
+		KUNIT_ASSERT_EQ(test, fi_enable(cl[i].ep), 0);
+		KUNIT_ASSERT_EQ(test, fi_connect(cl[i].ep, NULL, &i, sizeof(i)), 0);
+	}
+	for (i = 0; i < EPS; i++) {
+		struct fi_eq_attr eq_attr = {};
+
+		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev),
+				(ssize_t)(sizeof(ev.entry) + sizeof(int)));
+		memcpy(&who, ev.data, sizeof(who));
+		KUNIT_ASSERT_TRUE(test, who >= 0 && who < EPS && !sv[who].info);
+		sv[who].info = ev.entry.info;
+		KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &sv[who].eq, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, sv[who].info, &sv[who].ep, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_ep_bind(sv[who].ep, &sv[who].eq->fid, 0), 0);
+		KUNIT_ASSERT_EQ(test, fi_ep_bind(sv[who].ep, &scq->fid, FI_SEND | FI_RECV), 0);
+		KUNIT_ASSERT_EQ(test, fi_enable(sv[who].ep), 0);
+		KUNIT_ASSERT_EQ(test, fi_accept(sv[who].ep, NULL, 0), 0);
+	}
+	for (i = 0; i < EPS; i++) {
+		KUNIT_ASSERT_EQ(test, cm_wait(cl[i].eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+		KUNIT_ASSERT_EQ(test, cm_wait(sv[i].eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	}
+	for (i = 0; i < EPS; i++) {
+		msgs[i] = 1000 + i;
+		KUNIT_ASSERT_EQ(test, fi_recv(sv[i].ep, &got[i], sizeof(got[i]), NULL, 0, &got[i]), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(cl[i].ep, &msgs[i], sizeof(msgs[i]), NULL, 0, &msgs[i]),
+				0);
+	}
+	for (i = 0; i < EPS; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(scq, &e), 1);
+		who = (u32 *)e.op_context - got;
+		KUNIT_ASSERT_TRUE(test, who >= 0 && who < EPS);
+		KUNIT_EXPECT_EQ(test, got[who], 1000u + who);
+		seen |= 1 << who;
+		KUNIT_ASSERT_EQ(test, cq_wait(ccq, &e), 1);
+	}
+	KUNIT_EXPECT_EQ(test, seen, (1u << EPS) - 1);
+	for (i = 0; i < EPS; i++) {
+		KUNIT_EXPECT_EQ(test, fi_close(&cl[i].ep->fid), 0);
+		KUNIT_EXPECT_EQ(test, fi_close(&sv[i].ep->fid), 0);
+		KUNIT_EXPECT_EQ(test, fi_close(&cl[i].eq->fid), 0);
+		KUNIT_EXPECT_EQ(test, fi_close(&sv[i].eq->fid), 0);
+		fi_freeinfo(cl[i].info);
+		fi_freeinfo(sv[i].info);
+	}
+	KUNIT_EXPECT_EQ(test, fi_close(&ccq->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&scq->fid), 0);
+	pair_close(test, &p);
+}
+
+/* RMA: write, read, writev, several remote buffers per call, pages. */
+static void rma(struct kunit *test)
+{
+	struct pair p = {};
+	struct fid_mr *mr, *ro, *gone;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
+	struct page *page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	struct fi_rma_iov rma_iov[3];
+	struct fi_msg_rma msg = {};
+	struct kvec iov[2];
+	struct bio_vec bv;
+	u8 *small = kunit_kzalloc(test, 64, GFP_KERNEL);
+	u64 key;
+
+	KUNIT_ASSERT_TRUE(test, region && src && back && page && small);
+	fill(src, 65536, 7);
+	conf_open(test, &p, 10);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, key, src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
+	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 4096, NULL, 0, 1000, key, back), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_READ);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src + 1000, 4096), 0);
+
+	/* writev: two local buffers into one remote. */
+	iov[0] = (struct kvec){ src + 100, 300 };
+	iov[1] = (struct kvec){ src + 5000, 200 };
+	KUNIT_ASSERT_EQ(test, fi_writev(p.client.ep, iov, NULL, 2, 0, 20000, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 20000, src + 100, 300), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 20300, src + 5000, 200), 0);
+
+	/* readmsg of two remote buffers into one local; writemsg into three. */
+	memset(back, 0, 65536);
+	iov[0] = (struct kvec){ back, 300 };
+	rma_iov[0] = (struct fi_rma_iov){ 10, 100, key };
+	rma_iov[1] = (struct fi_rma_iov){ 30000, 200, key };
+	msg = (struct fi_msg_rma){ .msg_iov = iov, .iov_count = 1, .rma_iov = rma_iov,
+				   .rma_iov_count = 2, .context = back };
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)back);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)300);
+	KUNIT_EXPECT_EQ(test, memcmp(back, region + 10, 100), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(back + 100, region + 30000, 200), 0);
+	iov[0] = (struct kvec){ src, 300 };
+	rma_iov[0] = (struct fi_rma_iov){ 40000, 100, key };
+	rma_iov[1] = (struct fi_rma_iov){ 50000, 100, key };
+	rma_iov[2] = (struct fi_rma_iov){ 60000, 100, key };
+	msg.rma_iov_count = 3;
+	msg.context = src;
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 40000, src, 100), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 50000, src + 100, 100), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 60000, src + 200, 100), 0);
+
+	/* Pages: read a part of the region into a page. */
+	bvec_set_page(&bv, page, 3000, 500);
+	rma_iov[0] = (struct fi_rma_iov){ 2000, 3000, key };
+	msg = (struct fi_msg_rma){ .msg_bvec = &bv, .iov_count = 1, .rma_iov = rma_iov,
+				   .rma_iov_count = 1 };
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(page_address(page) + 500, region + 2000, 3000), 0);
+
+	/* A region registered with an offset is addressed from it. */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, small, 64, FI_REMOTE_READ, 1 << 20, 0, 0, &ro,
+					NULL), 0);
+	fill(small, 64, 14);
+	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 16, NULL, 0, (1 << 20) + 8, fi_mr_key(ro),
+				      NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(back, small + 8, 16), 0);
+
+	/* A read naming a region that is gone fails at the initiator. (Which
+	 * error, and whether the connection survives, is the provider's; so are
+	 * rights a device does not check, siw's remote read, and whether a
+	 * refused write completes at its initiator first, as on iWARP.) */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, small, 64, FI_REMOTE_READ, 0, 0, 0, &gone, NULL),
+			0);
+	key = fi_mr_key(gone);
+	KUNIT_EXPECT_EQ(test, fi_close(&gone->fid), 0);
+	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 16, NULL, 0, 0, key, back), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_EXPECT_NE(test, err.err, 0);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)back);
+
+	/* Regions close after the endpoints that used them, before the domain. */
+	side_close(test, &p.client);
+	side_close(test, &p.server);
+	KUNIT_EXPECT_EQ(test, fi_close(&ro->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	__free_page(page);
+	vfree(region);
+	vfree(src);
+	vfree(back);
+}
+
+/* Sends queued faster than they go out keep their own buffers and order:
+ * 16 sendv calls of three kvecs (6 MiB) before any receive is posted. */
+static void queued_sends(struct kunit *test)
+{
+	enum { COUNT = 16 };
+	const size_t part = 128 << 10, len = 3 * part;
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	u8 *src[COUNT], *dst = vzalloc(len);
+	int i, j;
+
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	conf_open(test, &p, 11);
+	for (i = 0; i < COUNT; i++) {
+		struct kvec iov[3];
+
+		src[i] = vmalloc(len);
+		KUNIT_ASSERT_NOT_NULL(test, src[i]);
+		fill(src[i], len, i);
+		for (j = 0; j < 3; j++)
+			iov[j] = (struct kvec){ src[i] + j * part, part };
+		KUNIT_ASSERT_EQ(test, fi_sendv(p.client.ep, iov, NULL, 3, 0, src[i]), 0);
+	}
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, len, NULL, 0, dst), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, e.len, len);
+		KUNIT_EXPECT_EQ(test, memcmp(src[i], dst, len), 0);
+		memset(dst, 0, len);
+	}
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src[i]);
+	}
+	pair_close(test, &p);
+	for (i = 0; i < COUNT; i++)
+		vfree(src[i]);
+	vfree(dst);
+}
+
+/* fi_shutdown in the middle of traffic: what was sent arrives, both sides
+ * hear FI_SHUTDOWN, and the endpoint sends no more. */
+static void shutdown_mid_traffic(struct kunit *test)
+{
+	struct pair p = {};
+	struct cm_event ev;
+	struct fi_cq_data_entry e;
+	u8 out[2][64], in[4][64];
+	int i;
+
+	conf_open(test, &p, 12);
+	for (i = 0; i < 4; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, in[i], 64, NULL, 0, in[i]), 0);
+	for (i = 0; i < 2; i++) {
+		fill(out[i], 64, 20 + i);
+		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, out[i], 64, NULL, 0, out[i]), 0);
+	}
+	for (i = 0; i < 2; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)in[i]);
+		KUNIT_EXPECT_EQ(test, memcmp(in[i], out[i], 64), 0);
+	}
+	KUNIT_ASSERT_EQ(test, fi_shutdown(p.client.ep, 0), 0);
+	KUNIT_EXPECT_EQ(test, cm_wait(p.client.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, out[0], 8, NULL, 0, NULL), -FI_ENOTCONN);
+	pair_close(test, &p);
+}
+
+/* The peer's endpoint closes without a word: FI_SHUTDOWN here. */
+static void peer_gone(struct kunit *test)
+{
+	struct pair p = {};
+	struct cm_event ev;
+	u8 buf[64];
+
+	conf_open(test, &p, 13);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&p.client.ep->fid), 0);
+	p.client.ep = NULL;
+	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, fi_send(p.server.ep, buf, 8, NULL, 0, NULL), -FI_ENOTCONN);
+	pair_close(test, &p);
+}
+
+static struct kunit_case conformance_cases[] = {
+	KUNIT_CASE(getinfo_describes_the_provider),
+	KUNIT_CASE(close_ordering),
+	KUNIT_CASE(bad_arguments),
+	KUNIT_CASE(mr_registration),
+	KUNIT_CASE(msg_sizes),
+	KUNIT_CASE(msg_vectors),
+	KUNIT_CASE(cm_data_and_refusals),
+	KUNIT_CASE(cq_data),
+	KUNIT_CASE(inject),
+	KUNIT_CASE(unexpected_messages),
+	KUNIT_CASE(truncation),
+	KUNIT_CASE(multi_ep),
+	KUNIT_CASE(rma),
+	KUNIT_CASE(queued_sends),
+	KUNIT_CASE(shutdown_mid_traffic),
+	KUNIT_CASE(peer_gone),
+	{}
+};
+
+static struct kunit_suite conformance_suite = {
+	.name = "conformance",
+	.test_cases = conformance_cases,
+};
+kunit_test_suite(conformance_suite);
+
+/*
+ * KUnit runs the suite once the module is live, after this: name it after
+ * the provider and device under test.
+ */
+static int __init conformance_init(void)
+{
+	snprintf((char *)conformance_suite.name, sizeof(conformance_suite.name), "conformance_%s",
+		 label);
+	return 0;
+}
+module_init(conformance_init);
+
+static void __exit conformance_exit(void)
+{
+}
+module_exit(conformance_exit);
+
+MODULE_IMPORT_NS(KOFI);
+MODULE_DESCRIPTION("kofi conformance suite, run per provider and device");
+MODULE_LICENSE("GPL");

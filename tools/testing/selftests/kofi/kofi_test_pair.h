@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Test helpers shared by kofi's KUnit suites: a connected pair of FI_EP_MSG
+ * endpoints of one provider (a passive endpoint, a client and the server side
+ * it accepts), set up and torn down as a consumer would, with private data
+ * checked both ways; waits on EQs and CQs; patterned buffers.
+ */
+#ifndef _KOFI_TEST_PAIR_H
+#define _KOFI_TEST_PAIR_H
+
+#include <kunit/test.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/vmalloc.h>
+#include <kofi/fabric.h>
+#include <kofi/fi_cm.h>
+#include <kofi/fi_domain.h>
+#include <kofi/fi_endpoint.h>
+#include <kofi/fi_eq.h>
+#include <kofi/fi_rma.h>
+
+#define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
+#define WAIT_MS 10000
+
+struct cm_event {
+	struct fi_eq_cm_entry entry;
+	u8 data[KOFI_CM_DATA_MAX];
+};
+
+struct side {
+	struct fi_info *info;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+};
+
+struct pair {
+	const char *prov;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_pep *pep;
+	struct fid_eq *peq;
+	struct side server, client;
+};
+
+/* The first info @prov offers for FI_EP_MSG with messages and RMA. */
+static inline struct fi_info *test_info(struct kunit *test, const char *prov, const char *node,
+					const char *service, u64 flags)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, service, flags, hints, &info), 0);
+	fi_freeinfo(hints);
+	return info;
+}
+
+static inline void open_queues(struct kunit *test, struct pair *p, struct side *s)
+{
+	struct fi_eq_attr eq_attr = {};
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 256 };
+
+	KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &s->eq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(p->domain, &cq_attr, &s->cq, NULL), 0);
+}
+
+static inline void bind_enable(struct kunit *test, struct side *s)
+{
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(s->ep, &s->eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(s->ep, &s->cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(s->ep), 0);
+}
+
+/* The next event on @eq, which must be @want: its size, or an error. */
+static inline ssize_t cm_wait(struct fid_eq *eq, u32 want, struct cm_event *ev)
+{
+	u32 event = ~0U;
+	ssize_t ret = fi_eq_sread(eq, &event, ev, sizeof(*ev), WAIT_MS, 0);
+
+	if (ret >= 0 && event != want)
+		return -EPROTO;
+	return ret;
+}
+
+/* Fabric, domain and a listening passive endpoint of @p->prov at @node:@port. */
+static inline void pair_listen(struct kunit *test, struct pair *p, const char *node,
+			       const char *port)
+{
+	struct fi_eq_attr eq_attr = { .size = 256 };
+	struct fi_info *src = test_info(test, p->prov, node, port, FI_SOURCE);
+
+	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, src, &p->domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &p->peq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(p->fabric, src, &p->pep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_pep_bind(p->pep, &p->peq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_listen(p->pep), 0);
+	fi_freeinfo(src);
+}
+
+/* A client endpoint of @p's domain connecting to @node:@port with @data. */
+static inline void side_connect(struct kunit *test, struct pair *p, struct side *s,
+				const char *node, const char *port, const void *data, size_t len)
+{
+	s->info = test_info(test, p->prov, node, port, 0);
+	open_queues(test, p, s);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, s->info, &s->ep, NULL), 0);
+	bind_enable(test, s);
+	KUNIT_ASSERT_EQ(test, fi_connect(s->ep, NULL, data, len), 0);
+}
+
+/* The server side of the next request on @p's passive endpoint, accepted. */
+static inline void side_accept(struct kunit *test, struct pair *p, struct side *s,
+			       struct cm_event *ev, const void *data, size_t len)
+{
+	s->info = ev->entry.info;
+	KUNIT_ASSERT_NOT_NULL(test, s->info);
+	open_queues(test, p, s);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, s->info, &s->ep, NULL), 0);
+	bind_enable(test, s);
+	KUNIT_ASSERT_EQ(test, fi_accept(s->ep, data, len), 0);
+}
+
+/* A connected pair over @node:@port, private data both ways. */
+static inline void pair_open(struct kunit *test, struct pair *p, const char *prov,
+			     const char *node, const char *port)
+{
+	struct cm_event ev;
+
+	p->prov = prov;
+	pair_listen(test, p, node, port);
+	side_connect(test, p, &p->client, node, port, "from client", 12);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 12));
+	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "from client");
+	side_accept(test, p, &p->server, &ev, "from server", 12);
+	KUNIT_EXPECT_NOT_NULL(test, p->server.info->dest_addr);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_PTR_EQ(test, ev.entry.fid, &p->server.ep->fid);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev),
+			(ssize_t)(sizeof(ev.entry) + 12));
+	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "from server");
+}
+
+static inline void side_close(struct kunit *test, struct side *s)
+{
+	if (s->ep)
+		KUNIT_EXPECT_EQ(test, fi_close(&s->ep->fid), 0);
+	if (s->cq)
+		KUNIT_EXPECT_EQ(test, fi_close(&s->cq->fid), 0);
+	if (s->eq)
+		KUNIT_EXPECT_EQ(test, fi_close(&s->eq->fid), 0);
+	fi_freeinfo(s->info);
+	memset(s, 0, sizeof(*s));
+}
+
+static inline void pair_close(struct kunit *test, struct pair *p)
+{
+	side_close(test, &p->client);
+	side_close(test, &p->server);
+	if (p->pep)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->pep->fid), 0);
+	if (p->peq)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->peq->fid), 0);
+	if (p->domain)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->domain->fid), 0);
+	if (p->fabric)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->fabric->fid), 0);
+	p->pep = NULL;
+	p->peq = NULL;
+	p->domain = NULL;
+	p->fabric = NULL;
+}
+
+static inline ssize_t cq_wait(struct fid_cq *cq, struct fi_cq_data_entry *e)
+{
+	return fi_cq_sread(cq, e, 1, NULL, WAIT_MS);
+}
+
+static inline void fill(u8 *buf, size_t len, u8 seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (u8)(seed + i * 13 + (i >> 8));
+}
+
+/* Sends @len bytes client → server and checks them. */
+static inline void exchange(struct kunit *test, struct pair *p, size_t len, u8 seed)
+{
+	u8 *src = vmalloc(len + 1), *dst = vzalloc(len + 1);
+	struct fi_cq_data_entry e;
+
+	KUNIT_ASSERT_TRUE(test, src && dst);
+	fill(src, len, seed);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, len + 1, NULL, 0, dst), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, len, NULL, 0, src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)dst);
+	KUNIT_EXPECT_EQ(test, e.len, len);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG);
+	KUNIT_EXPECT_EQ(test, memcmp(src, dst, len), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_SEND | FI_MSG);
+	vfree(src);
+	vfree(dst);
+}
+
+#endif /* _KOFI_TEST_PAIR_H */

@@ -1,0 +1,62 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# kofi_verbs as a module, on siw and on rxe on eth0: a consumer holding the
+# provider (rmmod refused), the pingpong sample (private data, every byte
+# checked), streaming messages and RMA writes and reads, and the device
+# deleted under traffic (the consumer gets errors in bounded time; nothing
+# hangs or leaks, and the provider unloads after).
+. "$(dirname "$0")/ktap_helpers.sh"
+. "$(dirname "$0")/rdma_helpers.sh"
+MODDIR=/kofi/modules
+own=10.0.2.1${KOFI_NODE:-0}
+
+ktap_plan 26
+insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_verbs.ko || { ktap_diag "loading failed"; exit 1; }
+port=7700
+for type in siw rxe; do
+	dev=${type}0
+	ktap_expect_ok "${type}_link_up" link_up $dev $type
+	ktap_expect_ok "${type}_consumer_opens_verbs_objects" insmod $MODDIR/kofi_sample_consumer.ko prov=verbs
+	ktap_expect_fail "${type}_verbs_in_use_not_removable" rmmod kofi_verbs
+	rmmod kofi_sample_consumer
+	for size in 1 4096 1048576; do
+		port=$((port + 1))
+		iters=20
+		[ $size = 1048576 ] && iters=4
+		ktap_expect_ok "${type}_pingpong_$size" insmod $MODDIR/kofi_pingpong.ko prov=verbs \
+			mode=both addr=$own port=$port size=$size iters=$iters timeout_ms=20000
+		rmmod kofi_pingpong 2>/dev/null
+	done
+	for t in msg write read; do
+		port=$((port + 1))
+		ktap_expect_ok "${type}_bandwidth_$t" insmod $MODDIR/kofi_bw.ko prov=verbs test=$t \
+			addr=$own port=$port size=65536 iters=64 window=8
+		rmmod kofi_bw 2>/dev/null
+	done
+	# The device goes away under a stream of writes.
+	port=$((port + 1))
+	insmod $MODDIR/kofi_bw.ko prov=verbs test=write addr=$own port=$port size=65536 \
+		iters=1000000 window=8 2>/dev/null &
+	bw=$!
+	sleep 3
+	ktap_expect_ok "${type}_link_delete_under_traffic" rdma link delete $dev
+	if wait $bw; then
+		ktap_not_ok "${type}_traffic_fails_on_removal"
+	else
+		ktap_ok "${type}_traffic_fails_on_removal"
+	fi
+	rmmod kofi_bw 2>/dev/null
+	# A server listening on the device's address does not hold its removal.
+	ktap_expect_ok "${type}_link_up_again" link_up $dev $type
+	port=$((port + 1))
+	insmod $MODDIR/kofi_pingpong.ko prov=verbs mode=server addr=$own port=$port size=64 \
+		iters=1 timeout_ms=8000 2>/dev/null &
+	srv=$!
+	sleep 2
+	ktap_expect_ok "${type}_link_delete_with_listener" timeout 10 rdma link delete $dev
+	wait $srv
+	rmmod kofi_pingpong 2>/dev/null
+done
+ktap_expect_ok "verbs_unloads" rmmod kofi_verbs
+ktap_expect_ok "core_unloads" rmmod kofi
+ktap_finish
