@@ -207,7 +207,7 @@ impl kofi::Provider for Verbs {
         Ok(VerbsPep {
             pep,
             src,
-            listener: KBox::pin_init(new_mutex!(None, "kofi_verbs_pep"), GFP_KERNEL)?,
+            listening: KBox::pin_init(new_mutex!(None, "kofi_verbs_pep"), GFP_KERNEL)?,
         })
     }
 }
@@ -355,17 +355,23 @@ fn rma_parts(msg: &RmaMsg<'_>) -> Result<KVec<RmaPart>> {
     Ok(parts)
 }
 
-/// A passive endpoint and, once listening, its listener and bound address.
+/// A passive endpoint and, once listening, its listener.
 struct VerbsPep {
     pep: PepRef,
     src: SockAddr,
-    listener: Pin<KBox<Mutex<Option<(Arc<Listener>, SockAddr)>>>>,
+    listening: Pin<KBox<Mutex<Option<Listening>>>>,
+}
+
+/// A listener and the address it is bound to.
+struct Listening {
+    listener: Arc<Listener>,
+    addr: SockAddr,
 }
 
 impl Drop for VerbsPep {
     fn drop(&mut self) {
-        if let Some((l, _)) = self.listener.lock().take() {
-            l.close();
+        if let Some(l) = self.listening.lock().take() {
+            l.listener.close();
         }
     }
 }
@@ -375,7 +381,7 @@ impl kofi::PassiveEndpoint for VerbsPep {
     type Request = Request;
 
     fn listen(&self) -> Result {
-        let mut slot = self.listener.lock();
+        let mut slot = self.listening.lock();
         if slot.is_some() {
             return Err(fi_error(abi::FI_EOPBADSTATE));
         }
@@ -394,7 +400,7 @@ impl kofi::PassiveEndpoint for VerbsPep {
         if listener.id.put(id).is_err() {
             return Err(EINVAL);
         }
-        *slot = Some((listener, addr));
+        *slot = Some(Listening { listener, addr });
         Ok(())
     }
 
@@ -403,11 +409,8 @@ impl kofi::PassiveEndpoint for VerbsPep {
     }
 
     fn getname(&self, out: &mut KVec<u8>) -> Result {
-        let slot = self.listener.lock();
-        let a = match slot.as_ref() {
-            Some((_, addr)) => *addr,
-            None => self.src,
-        };
+        let slot = self.listening.lock();
+        let a = slot.as_ref().map_or(self.src, |l| l.addr);
         out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
         Ok(())
     }
