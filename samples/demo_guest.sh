@@ -26,7 +26,10 @@ case "$providers" in *kofi_sock*) prov=sock ;; esac
 set -- $providers
 pingpong=0
 [ "$prov" = sock ] && pingpong=3
-ktap_plan $((4 + 2 * $# + pingpong))
+# kofi_verbs runs the same pingpong on siw and on rxe, on eth0.
+verbs=0
+case "$providers" in *kofi_verbs*) verbs=6 ;; esac
+ktap_plan $((4 + 2 * $# + pingpong + verbs))
 ktap_expect_ok "insmod kofi.ko" insmod $MODDIR/kofi.ko
 show
 for p in "$@"; do
@@ -45,6 +48,22 @@ if [ "$prov" = sock ]; then
 	ktap_expect_ok "pingpong from a Rust consumer" insmod $MODDIR/kofi_rust_pingpong.ko
 	rmmod kofi_rust_pingpong
 	show
+	if [ $verbs != 0 ]; then
+		. /kofi/tests/rdma_helpers.sh
+		for type in siw rxe; do
+			ktap_expect_ok "rdma link add ${type}0 on eth0" link_up ${type}0 $type
+			ktap_expect_ok "pingpong over kofi_verbs on ${type}0, 4 KiB" \
+				insmod $MODDIR/kofi_pingpong.ko prov=verbs addr=10.0.2.10 port=7601 \
+				size=4096 iters=100
+			rmmod kofi_pingpong
+			ktap_expect_ok "pingpong over kofi_verbs on ${type}0, 1 MiB" \
+				insmod $MODDIR/kofi_pingpong.ko prov=verbs addr=10.0.2.10 port=7602 \
+				size=1048576 iters=10
+			rmmod kofi_pingpong
+			rdma link delete ${type}0
+		done
+		show
+	fi
 	ktap_expect_ok "insmod kofi_sample_consumer.ko prov=sock" \
 		insmod $MODDIR/kofi_sample_consumer.ko prov=sock
 else

@@ -51,6 +51,9 @@ void kverbs_dev_limits(struct ib_device *dev, struct kverbs_limits *out)
 	out->max_qp_wr = dev->attrs.max_qp_wr;
 	out->max_cqe = dev->attrs.max_cqe;
 	out->max_mr_pages = dev->attrs.max_fast_reg_page_list_len;
+	out->max_qp = dev->attrs.max_qp;
+	out->max_cq = dev->attrs.max_cq;
+	out->max_mr = dev->attrs.max_mr;
 	out->active = false;
 	out->max_msg = 0;
 	if (!ib_query_port(dev, rdma_start_port(dev), &pattr)) {

@@ -22,6 +22,9 @@ struct kverbs_limits {
 	u32 max_cqe;
 	u32 max_msg;
 	u32 max_mr_pages;
+	u32 max_qp;
+	u32 max_cq;
+	u32 max_mr;
 	bool active;
 };
 

@@ -82,7 +82,11 @@ pub(crate) fn msg_info(
         };
         f.ep.type_ = abi::fi_ep_type_FI_EP_MSG;
         f.ep.protocol = abi::FI_PROTO_RDMA_CM_IB_RC;
-        f.ep.max_msg_size = conn::MAX_MSG;
+        // Messages go in segments; an RMA goes in one work request per
+        // remote buffer, up to the port's message size.
+        f.ep.max_msg_size = limits
+            .as_ref()
+            .map_or(conn::MAX_MSG, |l| conn::MAX_MSG.min(l.max_msg as usize));
         // One SGE of each SEND carries the protocol header.
         f.tx.iov_limit = max_sge - 1;
         f.tx.rma_iov_limit = RMA_IOV_LIMIT;
@@ -92,9 +96,16 @@ pub(crate) fn msg_info(
         f.rx.iov_limit = RECV_IOV_LIMIT;
         f.rx.size = conn::RECV_DEPTH;
         f.domain.mr_mode = abi::FI_MR_PROV_KEY as i32;
-        f.domain.mr_iov_limit = limits
-            .as_ref()
-            .map_or(1, |l| l.max_mr_pages.max(1) as usize);
+        f.domain.mr_key_size = 8;
+        if let Some(l) = &limits {
+            // Each connection is a QP and a CQ; each region with remote
+            // access an MR.
+            f.domain.ep_cnt = l.max_qp as usize;
+            f.domain.cq_cnt = l.max_cq as usize;
+            f.domain.mr_cnt = l.max_mr as usize;
+            f.domain.mr_iov_limit = l.max_mr_pages.max(1) as usize;
+            f.tx.size = conn::TX_DEPTH.min(l.max_qp_wr as usize);
+        }
         f.domain.cq_data_size = CQ_DATA_SIZE;
         f.domain.threading = abi::fi_threading_FI_THREAD_SAFE;
         f.domain.control_progress = abi::fi_progress_FI_PROGRESS_AUTO;
