@@ -371,6 +371,46 @@ impl Lent {
             Lent::Pages(p) => p.len(),
         }
     }
+
+    /// Appends bytes `offset .. offset + len` of the buffers to `out` (for
+    /// a provider that sends small pieces inline).
+    pub(crate) fn gather_range(&self, offset: usize, len: usize, out: &mut KVec<u8>) -> Result {
+        if offset.checked_add(len).map_or(true, |end| end > self.len()) {
+            return Err(EINVAL);
+        }
+        let at = out.len();
+        out.extend_with(len, 0, GFP_KERNEL)?;
+        let mut iter = abi::iov_iter::default();
+        // SAFETY: The arrays describe the consumer's buffers, lent until the
+        // operation completes; advancing within their length is valid.
+        unsafe {
+            match self {
+                Lent::Kvecs(k) => abi::iov_iter_kvec(
+                    &mut iter,
+                    abi::ITER_SOURCE,
+                    k.iov.as_ptr(),
+                    k.iov.len() as _,
+                    k.len(),
+                ),
+                Lent::Pages(p) => abi::iov_iter_bvec(
+                    &mut iter,
+                    abi::ITER_SOURCE,
+                    p.bvecs.as_ptr(),
+                    p.bvecs.len() as _,
+                    p.len(),
+                ),
+            }
+            abi::iov_iter_advance(&mut iter, offset);
+        }
+        // SAFETY: `out` has `len` writable bytes from `at`; the iterator
+        // covers at least `len` more (checked above).
+        let n = unsafe { abi::_copy_from_iter(out.as_mut_ptr().add(at).cast(), len, &mut iter) };
+        if n == len {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
 }
 
 /// The pages of a message, lent by the consumer until its send completes.

@@ -21,8 +21,8 @@ use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
 use crate::kofi::{fi_error, Context, EpRef, Lent, PepRef, PostedRecv};
 use crate::rdma::{
-    CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, Device, IdHandle, Mapping, Slots,
-    WorkCompletion,
+    inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, Device, IdHandle, Mapping,
+    Slots, WorkCompletion,
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
@@ -39,6 +39,8 @@ pub(crate) const RX_BUF: usize = 16384;
 const SEGMENT: usize = RX_BUF - HEADER_LEN;
 /// Send work requests in flight.
 pub(crate) const SQ_DEPTH: usize = 64;
+/// Bytes a SEND may carry inline, asked of the device (which may take fewer).
+const INLINE_ASK: u32 = 256;
 /// Operations queued on an endpoint (posted or waiting for credits).
 pub(crate) const TX_DEPTH: usize = 256;
 /// Consumer receives posted on an endpoint.
@@ -113,11 +115,12 @@ pub(crate) struct RmaPart {
 
 /// What a send-queue slot holds until its completion.
 enum TxWr {
-    /// A SEND: its header buffer and mapped data; the report of its
-    /// operation when it is the last work request of it.
+    /// A SEND: the consumer's mapped data, the mapping of the provider's
+    /// bytes (none when they went inline) and those bytes; the report of
+    /// its operation when it is the last work request of it.
     Send {
         _map: Mapping,
-        _hdr: Mapping,
+        _head: Option<Mapping>,
         _buf: KVec<u8>,
         report: Option<Report>,
     },
@@ -171,6 +174,8 @@ struct Inner {
     dev: Option<Device>,
     lkey: u32,
     max_sge: usize,
+    /// Bytes the QP takes inline.
+    max_inline: usize,
     /// Private data for the connect, until the route is resolved.
     connect_data: KVec<u8>,
     credits: u32,
@@ -250,6 +255,7 @@ impl Conn {
                     dev: None,
                     lkey: 0,
                     max_sge: 1,
+                    max_inline: 0,
                     connect_data: KVec::new(),
                     credits: RX_DEPTH as u32,
                     grant: 0,
@@ -362,7 +368,7 @@ impl Conn {
         let domain = g.domain.clone().ok_or(EINVAL)?;
         let res = g.res.as_mut().ok_or(EINVAL)?;
         let dev = res.id.device().ok_or(EINVAL)?;
-        let (lkey, limits) = domain.with_pd(|pd| {
+        let (lkey, limits, inline) = domain.with_pd(|pd| {
             // The id must be on the domain's device: a QP lives in one PD.
             if !pd.device().same(&dev) {
                 return Err(fi_error(abi::FI_EINVAL));
@@ -370,13 +376,15 @@ impl Conn {
             let limits = dev.limits();
             let sge = limits.max_sge.min(16);
             let cq = Cq::new(dev, (RX_DEPTH + SQ_DEPTH + 1) as u32)?;
-            res.id
-                .create_qp(pd, &cq, SQ_DEPTH as u32, RX_DEPTH as u32, sge)?;
+            let inline =
+                res.id
+                    .create_qp(pd, &cq, SQ_DEPTH as u32, RX_DEPTH as u32, sge, INLINE_ASK)?;
             res.cq = Some(cq);
-            Ok((pd.lkey(), limits))
+            Ok((pd.lkey(), limits, inline))
         })?;
         g.dev = Some(dev);
         g.lkey = lkey;
+        g.max_inline = inline as usize;
         g.max_sge = (limits.max_sge.min(16) as usize).max(2);
         for i in 0..RX_DEPTH {
             let mut buf = KVec::with_capacity(RX_BUF, GFP_KERNEL)?;
@@ -713,7 +721,12 @@ impl Conn {
     /// Posts one work request of the operation at the queue's head.
     fn post_next(&self, g: &mut Inner) -> Result {
         let dev = g.dev.ok_or(EINVAL)?;
-        let (lkey, max_sge) = (g.lkey, g.max_sge);
+        let caps = SendCaps {
+            dev,
+            lkey: g.lkey,
+            max_sge: g.max_sge,
+            max_inline: g.max_inline,
+        };
         let grant = g.grant.min(u16::MAX as u32) as u16;
         let slot = *g.tx_free.last().ok_or(EINVAL)?;
         let Some(front) = g.queue.front_mut() else {
@@ -726,27 +739,10 @@ impl Conn {
                     credits: grant,
                     ..Default::default()
                 };
-                let (buf, hdr) = header_buf(dev, &h, &[], lkey)?;
-                let sges = hdr.sges();
-                self.post_send(
-                    g_res(front_res(&g.res))?,
-                    slot,
-                    abi::ib_wr_opcode_IB_WR_SEND,
-                    sges,
-                    (0, 0),
-                )?;
-                (
-                    TxWr::Send {
-                        _map: Mapping::empty(dev, true),
-                        _hdr: hdr,
-                        _buf: buf,
-                        report: None,
-                    },
-                    true,
-                    true,
-                )
+                let wr = self.post_head(g_res(front_res(&g.res))?, slot, &caps, &h, None, None)?;
+                (wr, true, true)
             }
-            _ => return self.post_op_part(g, dev, slot, lkey, max_sge, grant),
+            _ => return self.post_op_part(g, &caps, slot, grant),
         };
         self.posted(g, slot, wr, last, sends, grant);
         Ok(())
@@ -761,7 +757,72 @@ impl Conn {
         remote: (u64, u32),
     ) -> Result {
         res.id
-            .post_send(&self.slots, slot, opcode, sges, remote, None)
+            .post_send(&self.slots, slot, opcode, sges, remote, false)
+    }
+
+    /// Posts a SEND of header `h` and `payload` bytes at `offset` of the
+    /// consumer's buffers (or of `copy`, an inject's). Small ones go inline,
+    /// payload copied after the header; the others with the header in a
+    /// mapped buffer and the payload from the consumer's memory.
+    fn post_head(
+        &self,
+        res: &Resources,
+        slot: usize,
+        caps: &SendCaps,
+        h: &Header,
+        payload: Option<(&Lent, usize, usize)>,
+        copy: Option<&[u8]>,
+    ) -> Result<TxWr> {
+        let len = payload.map_or(0, |p| p.2) + copy.map_or(0, <[u8]>::len);
+        let inline = HEADER_LEN + len <= caps.max_inline;
+        let mut buf = KVec::with_capacity(HEADER_LEN + len, GFP_KERNEL)?;
+        buf.extend_from_slice(&h.encode(), GFP_KERNEL)?;
+        if let Some(c) = copy {
+            buf.extend_from_slice(c, GFP_KERNEL)?;
+        }
+        let mut map = Mapping::empty(caps.dev, true);
+        if let Some((lent, offset, n)) = payload {
+            if inline {
+                lent.gather_range(offset, n, &mut buf)?;
+            } else {
+                map = Mapping::of_lent(
+                    caps.dev,
+                    lent,
+                    (offset, n),
+                    true,
+                    caps.lkey,
+                    caps.max_sge - 1,
+                )?;
+            }
+        }
+        if inline {
+            let sge = inline_sge(&buf);
+            res.id.post_send(
+                &self.slots,
+                slot,
+                abi::ib_wr_opcode_IB_WR_SEND,
+                &[sge],
+                (0, 0),
+                true,
+            )?;
+            return Ok(TxWr::Send {
+                _map: map,
+                _head: None,
+                _buf: buf,
+                report: None,
+            });
+        }
+        let head = Mapping::of_buffer(caps.dev, &mut buf, true, caps.lkey)?;
+        let mut sges = KVec::with_capacity(1 + map.sges().len(), GFP_KERNEL)?;
+        sges.extend_from_slice(head.sges(), GFP_KERNEL)?;
+        sges.extend_from_slice(map.sges(), GFP_KERNEL)?;
+        self.post_send(res, slot, abi::ib_wr_opcode_IB_WR_SEND, &sges, (0, 0))?;
+        Ok(TxWr::Send {
+            _map: map,
+            _head: Some(head),
+            _buf: buf,
+            report: None,
+        })
     }
 
     /// Bookkeeping after a work request went out.
@@ -778,15 +839,8 @@ impl Conn {
     }
 
     /// The next work request of a message or an RMA.
-    fn post_op_part(
-        &self,
-        g: &mut Inner,
-        dev: Device,
-        slot: usize,
-        lkey: u32,
-        max_sge: usize,
-        grant: u16,
-    ) -> Result {
+    fn post_op_part(&self, g: &mut Inner, caps: &SendCaps, slot: usize, grant: u16) -> Result {
+        let (dev, lkey, max_sge) = (caps.dev, caps.lkey, caps.max_sge);
         let res = front_res(&g.res);
         let Some(front) = g.queue.front_mut() else {
             return Ok(());
@@ -819,47 +873,21 @@ impl Conn {
                     len: *len as u32,
                     data: data.unwrap_or(0),
                 };
-                let inline = if lent.is_none() {
-                    &copy[*sent..*sent + seg]
-                } else {
-                    &[][..]
+                let (payload, copied) = match lent {
+                    Some(l) => (Some((&*l, *sent, seg)), None),
+                    None => (None, Some(&copy[*sent..*sent + seg])),
                 };
-                let (buf, hdr) = header_buf(dev, &h, inline, lkey)?;
-                let map = match lent {
-                    Some(l) => Mapping::of_lent(dev, l, (*sent, seg), true, lkey, max_sge - 1)?,
-                    None => Mapping::empty(dev, true),
-                };
-                let mut sges = KVec::with_capacity(1 + map.sges().len(), GFP_KERNEL)?;
-                sges.extend_from_slice(hdr.sges(), GFP_KERNEL)?;
-                sges.extend_from_slice(map.sges(), GFP_KERNEL)?;
-                self.post_send(
-                    g_res(res)?,
-                    slot,
-                    abi::ib_wr_opcode_IB_WR_SEND,
-                    &sges,
-                    (0, 0),
-                )?;
+                let mut wr = self.post_head(g_res(res)?, slot, caps, &h, payload, copied)?;
                 *sent += seg;
-                let report = if last {
-                    done.map(|(ctx, flags)| Report {
+                if let (true, TxWr::Send { report, .. }) = (last, &mut wr) {
+                    *report = done.map(|(ctx, flags)| Report {
                         flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
                         ctx,
                         len: *len,
                         always: true,
-                    })
-                } else {
-                    None
-                };
-                (
-                    TxWr::Send {
-                        _map: map,
-                        _hdr: hdr,
-                        _buf: buf,
-                        report,
-                    },
-                    last,
-                    true,
-                )
+                    });
+                }
+                (wr, last, true)
             }
             TxOp::Rma {
                 write,
@@ -888,24 +916,11 @@ impl Conn {
                         data: data.unwrap_or(0),
                         ..Default::default()
                     };
-                    let (buf, hdr) = header_buf(dev, &h, &[], lkey)?;
-                    self.post_send(
-                        g_res(res)?,
-                        slot,
-                        abi::ib_wr_opcode_IB_WR_SEND,
-                        hdr.sges(),
-                        (0, 0),
-                    )?;
-                    (
-                        TxWr::Send {
-                            _map: Mapping::empty(dev, true),
-                            _hdr: hdr,
-                            _buf: buf,
-                            report: Some(report),
-                        },
-                        true,
-                        true,
-                    )
+                    let mut wr = self.post_head(g_res(res)?, slot, caps, &h, None, None)?;
+                    if let TxWr::Send { report: r, .. } = &mut wr {
+                        *r = Some(report);
+                    }
+                    (wr, true, true)
                 } else {
                     let p = &parts[*next];
                     // A write sends from local memory; a read lands in it. An
@@ -1219,13 +1234,12 @@ fn g_res(res: Option<&Resources>) -> Result<&Resources> {
     res.ok_or_else(|| fi_error(abi::FI_ENOTCONN))
 }
 
-/// A header (and an inject's bytes) in a buffer mapped for a SEND.
-fn header_buf(dev: Device, h: &Header, inline: &[u8], lkey: u32) -> Result<(KVec<u8>, Mapping)> {
-    let mut buf = KVec::with_capacity(HEADER_LEN + inline.len(), GFP_KERNEL)?;
-    buf.extend_from_slice(&h.encode(), GFP_KERNEL)?;
-    buf.extend_from_slice(inline, GFP_KERNEL)?;
-    let map = Mapping::of_buffer(dev, &mut buf, true, lkey)?;
-    Ok((buf, map))
+/// What posting a SEND needs of the connection.
+struct SendCaps {
+    dev: Device,
+    lkey: u32,
+    max_sge: usize,
+    max_inline: usize,
 }
 
 impl Completion for Conn {

@@ -126,8 +126,9 @@ int kverbs_id_addr(struct rdma_cm_id *id, bool peer, struct sockaddr_storage *ou
 }
 
 int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, u32 sq_depth,
-		     u32 rq_depth, u32 max_sge)
+		     u32 rq_depth, u32 max_sge, u32 *max_inline)
 {
+	int ret;
 	struct ib_qp_init_attr attr = {
 		.send_cq = cq,
 		.recv_cq = cq,
@@ -138,10 +139,18 @@ int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, 
 			.max_recv_wr = rq_depth,
 			.max_send_sge = max_sge,
 			.max_recv_sge = 1,
+			.max_inline_data = *max_inline,
 		},
 	};
 
-	return rdma_create_qp(id, pd, &attr);
+	ret = rdma_create_qp(id, pd, &attr);
+	if (ret == -EINVAL && attr.cap.max_inline_data) {
+		/* A device without inline sends. */
+		attr.cap.max_inline_data = 0;
+		ret = rdma_create_qp(id, pd, &attr);
+	}
+	*max_inline = ret ? 0 : attr.cap.max_inline_data;
+	return ret;
 }
 
 static void kverbs_conn_param(struct rdma_conn_param *p, const void *data, u8 len)
@@ -189,7 +198,7 @@ u32 kverbs_event_private(const struct rdma_cm_event *ev, const void **data)
 }
 
 int kverbs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u32 opcode, const struct ib_sge *sge,
-		     u32 nsge, u64 remote_addr, u32 rkey, u32 imm_be)
+		     u32 nsge, u64 remote_addr, u32 rkey, bool inline_data)
 {
 	struct ib_rdma_wr wr = {
 		.wr = {
@@ -197,8 +206,7 @@ int kverbs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u32 opcode, const str
 			.sg_list = (struct ib_sge *)sge,
 			.num_sge = nsge,
 			.opcode = opcode,
-			.send_flags = IB_SEND_SIGNALED,
-			.ex.imm_data = (__force __be32)imm_be,
+			.send_flags = IB_SEND_SIGNALED | (inline_data ? IB_SEND_INLINE : 0),
 		},
 		.remote_addr = remote_addr,
 		.rkey = rkey,

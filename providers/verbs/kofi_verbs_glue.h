@@ -52,8 +52,9 @@ void *kverbs_id_context(struct rdma_cm_id *id);
 void kverbs_id_set_handler(struct rdma_cm_id *id, rdma_cm_event_handler handler, void *context);
 /* The local (or, with @peer, remote) address; its length. */
 int kverbs_id_addr(struct rdma_cm_id *id, bool peer, struct sockaddr_storage *out);
+/* @max_inline: asked for; on return, what the QP takes inline. */
 int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, u32 sq_depth,
-		     u32 rq_depth, u32 max_sge);
+		     u32 rq_depth, u32 max_sge, u32 *max_inline);
 /* From the id's own event callback (ROUTE_RESOLVED). */
 int kverbs_connect(struct rdma_cm_id *id, const void *data, u8 len);
 int kverbs_accept(struct rdma_cm_id *id, const void *data, u8 len);
@@ -61,9 +62,13 @@ int kverbs_reject(struct rdma_cm_id *id, const void *data, u8 len);
 /* The event's private data and its length (0 when none). */
 u32 kverbs_event_private(const struct rdma_cm_event *ev, const void **data);
 
-/* A work request of @opcode (IB_WR_*), signaled, completing at @cqe. */
+/*
+ * A work request of @opcode (IB_WR_*), signaled, completing at @cqe. With
+ * @inline_data the device copies the bytes at posting (the SGEs then hold
+ * kernel virtual addresses).
+ */
 int kverbs_post_send(struct ib_qp *qp, struct ib_cqe *cqe, u32 opcode, const struct ib_sge *sge,
-		     u32 nsge, u64 remote_addr, u32 rkey, u32 imm_be);
+		     u32 nsge, u64 remote_addr, u32 rkey, bool inline_data);
 int kverbs_post_recv(struct ib_qp *qp, struct ib_cqe *cqe, const struct ib_sge *sge, u32 nsge);
 
 /*

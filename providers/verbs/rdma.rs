@@ -432,6 +432,16 @@ impl Drop for Mapping {
     }
 }
 
+/// An SGE for an inline send of `buf`: the device copies the bytes from this
+/// kernel virtual address while the work request is posted.
+pub(crate) fn inline_sge(buf: &[u8]) -> abi::ib_sge {
+    abi::ib_sge {
+        addr: buf.as_ptr() as u64,
+        length: buf.len() as u32,
+        lkey: 0,
+    }
+}
+
 /// A fast-registered memory region for remote access.
 ///
 /// # Invariants
@@ -826,11 +836,22 @@ impl IdHandle {
         to_result(unsafe { abi::rdma_resolve_route(self.ptr.as_ptr(), RESOLVE_MS) })
     }
 
-    /// An RC QP on `pd`, completing to `cq`; destroyed with the id.
-    pub(crate) fn create_qp(&self, pd: &Pd, cq: &Cq, sq: u32, rq: u32, sge: u32) -> Result {
+    /// An RC QP on `pd`, completing to `cq`, destroyed with the id; up to
+    /// `inline` bytes sent inline if the device takes them. Returns how many
+    /// it takes.
+    pub(crate) fn create_qp(
+        &self,
+        pd: &Pd,
+        cq: &Cq,
+        sq: u32,
+        rq: u32,
+        sge: u32,
+        inline: u32,
+    ) -> Result<u32> {
         if self.qp().is_ok() {
             return Err(EBUSY);
         }
+        let mut max_inline = inline;
         // SAFETY: A live id bound to `pd`'s device; `pd` and `cq` outlive
         // the QP (the owner drops the id first).
         to_result(unsafe {
@@ -841,8 +862,10 @@ impl IdHandle {
                 sq,
                 rq,
                 sge,
+                &mut max_inline,
             )
-        })
+        })?;
+        Ok(max_inline)
     }
 
     pub(crate) fn connect(&self, data: &[u8]) -> Result {
@@ -876,7 +899,9 @@ impl IdHandle {
 
     /// Posts a send work request (`IB_WR_*` `opcode`) completing at `slot`.
     ///
-    /// The memory the SGEs describe stays mapped until that completion.
+    /// The memory the SGEs describe stays mapped until that completion;
+    /// with `inline`, the SGEs are [`inline_sge`]s and the device copies
+    /// their bytes at once.
     pub(crate) fn post_send<T: Completion>(
         &self,
         slots: &Slots<T>,
@@ -884,7 +909,7 @@ impl IdHandle {
         opcode: u32,
         sges: &[abi::ib_sge],
         remote: (u64, u32),
-        imm: Option<u32>,
+        inline: bool,
     ) -> Result {
         let qp = self.qp()?;
         // SAFETY: A live QP; the slot's cqe is stable (`Slots`
@@ -898,7 +923,7 @@ impl IdHandle {
                 sges.len() as u32,
                 remote.0,
                 remote.1,
-                imm.map_or(0, u32::to_be),
+                inline,
             )
         })
     }
