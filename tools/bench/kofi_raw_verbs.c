@@ -10,6 +10,12 @@
  * time, then a SEND the server waits for. Prints
  *   kofi_raw_verbs: pingpong <size> x <iters>: <ns> ns
  *   kofi_raw_verbs: write <size> x <iters>: <MB/s> MB/s
+ *
+ * It is also the bad peer of kofi_verbs' tests: test=garbage_short and
+ * test=garbage_op connect to a kofi_pingpong server at addr:port (with the
+ * private data it expects) and send a SEND shorter than kofi's header, or a
+ * header of an unknown operation; loading succeeds when kofi_verbs answers
+ * by disconnecting.
  */
 #include <linux/completion.h>
 #include <linux/in.h>
@@ -65,6 +71,15 @@ struct target {
 static struct end server, client;
 static struct rdma_cm_id *listener;
 static struct target target;
+static DECLARE_COMPLETION(disconnected);
+
+static bool garbage(void)
+{
+	return !strncmp(test, "garbage_", 8);
+}
+
+/* kofi's private data: a length byte, then kofi_pingpong's greeting. */
+static const char hello[] = "\x14kofi-pingpong hello";
 
 static int setup_end(struct end *e, struct rdma_cm_id *id)
 {
@@ -169,6 +184,10 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		ret = rdma_resolve_route(id, 5000);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (garbage()) {
+			p.private_data = hello;
+			p.private_data_len = sizeof(hello);
+		}
 		ret = setup_end(e, id) ?: rdma_connect_locked(id, &p);
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
@@ -193,6 +212,9 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		complete(&e->established);
 		return 0;
 	case RDMA_CM_EVENT_DISCONNECTED:
+		if (e == &client)
+			complete(&disconnected);
+		return 0;
 	case RDMA_CM_EVENT_TIMEWAIT_EXIT:
 		return 0;
 	default:
@@ -224,6 +246,35 @@ static int server_fn(void *arg)
 	return 0;
 }
 
+/* A bad peer: one malformed SEND; kofi must disconnect. */
+static int run_garbage(struct sockaddr_in *sin)
+{
+	int ret;
+
+	client.id = rdma_create_id(&init_net, cm_handler, NULL, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(client.id)) {
+		ret = PTR_ERR(client.id);
+		client.id = NULL;
+		return ret;
+	}
+	ret = rdma_resolve_addr(client.id, NULL, (struct sockaddr *)sin, 5000);
+	if (ret)
+		return ret;
+	if (!wait_for_completion_timeout(&client.established, TIMEOUT))
+		return -ETIMEDOUT;
+	if (client.error)
+		return client.error;
+	memset(client.buf, 0xff, size);
+	ret = post_send(&client, IB_WR_SEND, !strcmp(test, "garbage_short") ? 4 : 16, 0, 0) ?:
+	      poll_one(&client);
+	if (ret)
+		return ret;
+	if (!wait_for_completion_timeout(&disconnected, TIMEOUT))
+		return -ETIMEDOUT;
+	pr_info("kofi_raw_verbs: %s: the peer disconnected\n", test);
+	return 0;
+}
+
 static int run(void)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -237,6 +288,8 @@ static int run(void)
 	init_end(&server);
 	init_end(&client);
 	init_completion(&served);
+	if (garbage())
+		return run_garbage(&sin);
 	listener = rdma_create_id(&init_net, cm_handler, NULL, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(listener))
 		return PTR_ERR(listener);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # kofi_verbs as a module, on siw and on rxe on eth0: a consumer holding the
-# provider (rmmod refused), the pingpong sample (private data, every byte
+# provider (rmmod refused), a bad peer (raw verbs sending malformed messages:
+# kofi disconnects it), the pingpong sample (private data, every byte
 # checked), streaming messages and RMA writes and reads, and the device
 # deleted under traffic (the consumer gets errors in bounded time; nothing
 # hangs or leaks, and the provider unloads after).
@@ -10,7 +11,20 @@
 MODDIR=/kofi/modules
 own=10.0.2.1${KOFI_NODE:-0}
 
-ktap_plan 26
+# bad_peer KIND PORT: a raw verbs client sends a malformed message to a
+# kofi_pingpong server; it succeeds when kofi disconnects it.
+bad_peer() {
+	for i in 1 2 3 4 5; do
+		if insmod $MODDIR/kofi_raw_verbs.ko test=garbage_$1 addr=$own port=$2 size=64; then
+			rmmod kofi_raw_verbs
+			return 0
+		fi
+		sleep 1
+	done
+	return 1
+}
+
+ktap_plan 30
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_verbs.ko || { ktap_diag "loading failed"; exit 1; }
 port=7700
 for type in siw rxe; do
@@ -19,6 +33,15 @@ for type in siw rxe; do
 	ktap_expect_ok "${type}_consumer_opens_verbs_objects" insmod $MODDIR/kofi_sample_consumer.ko prov=verbs
 	ktap_expect_fail "${type}_verbs_in_use_not_removable" rmmod kofi_verbs
 	rmmod kofi_sample_consumer
+	for kind in short op; do
+		port=$((port + 1))
+		insmod $MODDIR/kofi_pingpong.ko prov=verbs mode=server addr=$own port=$port size=64 \
+			iters=1 timeout_ms=8000 2>/dev/null &
+		srv=$!
+		ktap_expect_ok "${type}_bad_peer_${kind}_disconnected" bad_peer $kind $port
+		wait $srv
+		rmmod kofi_pingpong 2>/dev/null
+	done
 	for size in 1 4096 1048576; do
 		port=$((port + 1))
 		iters=20
