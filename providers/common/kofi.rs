@@ -763,6 +763,22 @@ pub(crate) fn pop<T>(v: &mut KVec<T>) -> Option<T> {
     }
 }
 
+/// Removes element `i` of `v`, the last one taking its place (the kernel's
+/// KVec of 6.12 has no `swap_remove`).
+///
+/// # Panics
+///
+/// If `i` is out of bounds.
+pub(crate) fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
+    let last = v.len() - 1;
+    v.as_mut_slice().swap(i, last);
+    // Element `last` (the one removed) is initialised: `pop` hands it over.
+    match pop(v) {
+        Some(x) => x,
+        None => unreachable!(),
+    }
+}
+
 /// A kofi passive endpoint, for connection requests.
 ///
 /// # Invariants

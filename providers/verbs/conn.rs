@@ -739,7 +739,7 @@ impl Conn {
                     credits: grant,
                     ..Default::default()
                 };
-                let wr = self.post_head(g_res(front_res(&g.res))?, slot, &caps, &h, None, None)?;
+                let wr = self.post_head(resources(&g.res)?, slot, &caps, &h, None, None)?;
                 (wr, true, true)
             }
             _ => return self.post_op_part(g, &caps, slot, grant),
@@ -841,7 +841,7 @@ impl Conn {
     /// The next work request of a message or an RMA.
     fn post_op_part(&self, g: &mut Inner, caps: &SendCaps, slot: usize, grant: u16) -> Result {
         let (dev, lkey, max_sge) = (caps.dev, caps.lkey, caps.max_sge);
-        let res = front_res(&g.res);
+        let res = &g.res;
         let Some(front) = g.queue.front_mut() else {
             return Ok(());
         };
@@ -877,7 +877,7 @@ impl Conn {
                     Some(l) => (Some((&*l, *sent, seg)), None),
                     None => (None, Some(&copy[*sent..*sent + seg])),
                 };
-                let mut wr = self.post_head(g_res(res)?, slot, caps, &h, payload, copied)?;
+                let mut wr = self.post_head(resources(res)?, slot, caps, &h, payload, copied)?;
                 *sent += seg;
                 if let (true, TxWr::Send { report, .. }) = (last, &mut wr) {
                     *report = done.map(|(ctx, flags)| Report {
@@ -916,7 +916,7 @@ impl Conn {
                         data: data.unwrap_or(0),
                         ..Default::default()
                     };
-                    let mut wr = self.post_head(g_res(res)?, slot, caps, &h, None, None)?;
+                    let mut wr = self.post_head(resources(res)?, slot, caps, &h, None, None)?;
                     if let TxWr::Send { report: r, .. } = &mut wr {
                         *r = Some(report);
                     }
@@ -944,7 +944,7 @@ impl Conn {
                     // The key carries the rkey and what to add to the address.
                     let rkey = p.key as u32;
                     let addr = p.addr.wrapping_add(p.key >> 32);
-                    self.post_send(g_res(res)?, slot, opcode, map.sges(), (addr, rkey))?;
+                    self.post_send(resources(res)?, slot, opcode, map.sges(), (addr, rkey))?;
                     *next += 1;
                     let last = *next == parts.len() && data.is_none();
                     (
@@ -1226,12 +1226,9 @@ impl Conn {
     }
 }
 
-fn front_res(res: &Option<Resources>) -> Option<&Resources> {
-    res.as_ref()
-}
-
-fn g_res(res: Option<&Resources>) -> Result<&Resources> {
-    res.ok_or_else(|| fi_error(abi::FI_ENOTCONN))
+/// The connection's resources on the device, while it has them.
+fn resources(res: &Option<Resources>) -> Result<&Resources> {
+    res.as_ref().ok_or_else(|| fi_error(abi::FI_ENOTCONN))
 }
 
 /// What posting a SEND needs of the connection.

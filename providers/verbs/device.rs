@@ -12,7 +12,7 @@
 use crate::abi;
 use crate::conn::Conn;
 use crate::flags::*;
-use crate::kofi::{self, fi_error, DomainRef, MrAttr};
+use crate::kofi::{self, fi_error, swap_remove, DomainRef, MrAttr};
 use crate::rdma::{Device, Pd, Region};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -87,16 +87,6 @@ impl DeviceEntry {
             d.device_gone();
             self.remove_domain(&d);
         }
-    }
-}
-
-fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
-    let last = v.len() - 1;
-    v.as_mut_slice().swap(i, last);
-    // SAFETY: Element `last` is initialised; shrinking first hands it to us.
-    unsafe {
-        v.set_len(last);
-        core::ptr::read(v.as_ptr().add(last))
     }
 }
 

@@ -429,25 +429,23 @@ impl kofi::PassiveEndpoint for VerbsPep {
 
 struct VerbsModule {
     registration: Option<kofi::Registration<Verbs>>,
+    client: Option<rdma::ClientRegistration>,
     _registry: Pin<KBox<device::Registry>>,
 }
 
 impl kernel::Module for VerbsModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        // The registry first: the client's callbacks fill it at once.
         let registry = device::Registry::install()?;
-        // SAFETY: No preconditions; the callbacks find the registry.
-        if let Err(e) = kernel::error::to_result(unsafe { abi::kverbs_client_register() }) {
-            device::Registry::uninstall();
-            return Err(e);
-        }
-        match kofi::Registration::register(module) {
-            Ok(r) => Ok(VerbsModule {
-                registration: Some(r),
+        let client = rdma::ClientRegistration::register()
+            .and_then(|c| Ok((c, kofi::Registration::register(module)?)));
+        match client {
+            Ok((client, registration)) => Ok(VerbsModule {
+                registration: Some(registration),
+                client: Some(client),
                 _registry: registry,
             }),
             Err(e) => {
-                // SAFETY: Registered above.
-                unsafe { abi::kverbs_client_unregister() };
                 device::Registry::uninstall();
                 Err(e)
             }
@@ -460,8 +458,7 @@ impl Drop for VerbsModule {
         // No fabric is open (the module was pinned otherwise): deregister,
         // then let the devices go, then the registry.
         drop(self.registration.take());
-        // SAFETY: Registered in `init`.
-        unsafe { abi::kverbs_client_unregister() };
+        drop(self.client.take());
         device::Registry::uninstall();
     }
 }

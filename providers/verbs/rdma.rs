@@ -65,6 +65,27 @@ impl Device {
     }
 }
 
+/// The provider's ib_client (in `kofi_verbs_glue.c`), registered while
+/// this lives: the RDMA core calls `kofi_verbs_device_add` for each device
+/// present and to come, and `kofi_verbs_device_remove` as each goes
+/// (for all of them when the client unregisters).
+pub(crate) struct ClientRegistration(());
+
+impl ClientRegistration {
+    pub(crate) fn register() -> Result<ClientRegistration> {
+        // SAFETY: No preconditions; the callbacks are the provider's.
+        to_result(unsafe { abi::kverbs_client_register() })?;
+        Ok(ClientRegistration(()))
+    }
+}
+
+impl Drop for ClientRegistration {
+    fn drop(&mut self) {
+        // SAFETY: Registered in `register`.
+        unsafe { abi::kverbs_client_unregister() };
+    }
+}
+
 /// A protection domain.
 ///
 /// # Invariants
