@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: set up, build the kernel and the modules, boot a VM, load kofi
-# (and the providers there are), run the sample consumer and show what it did.
+# (and the providers there are), run the samples and show what they did; then
+# boot two VMs and run the pingpong between them over each provider.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -23,4 +24,14 @@ grep -vE '^(KTAP|1\.\.|KOFI-GUEST-DONE)' "$KOFI_ROOT/build/demo/vm0/results.ktap
 echo "--- verdict:"
 cat "$KOFI_ROOT/build/demo.verdict"
 echo "(console log: $KOFI_ROOT/build/demo/vm0/console.log)"
+
+echo "=== two VMs: the pingpong between them over each provider"
+rc2=0
+scripts/vm-run.sh --kernel "$KDIR/arch/x86/boot/bzImage" --vms 2 --out "$KOFI_ROOT/build/demo-pair" \
+	--timeout 600 -- /kofi/samples/demo_pair.sh >"$KOFI_ROOT/build/demo-pair.verdict" 2>&1 || rc2=$?
+echo "--- what node 1 (the client) did:"
+grep -vE '^(KTAP|1\.\.|KOFI-GUEST-DONE)' "$KOFI_ROOT/build/demo-pair/vm1/results.ktap" | tr -d '\r'
+echo "--- verdict:"
+cat "$KOFI_ROOT/build/demo-pair.verdict"
+[ $rc = 0 ] && rc=$rc2
 exit $rc
