@@ -458,6 +458,23 @@ pub(crate) struct PostedRecv {
 }
 
 impl PostedRecv {
+    /// The receive's buffers as a lent view (a copy of their descriptors),
+    /// for a provider whose device writes into them.
+    pub(crate) fn lend(&self) -> Result<Lent> {
+        Ok(match &self.buffers {
+            Buffers::Kvec(v) => {
+                let mut iov = KVec::with_capacity(v.len(), GFP_KERNEL)?;
+                iov.extend_from_slice(v, GFP_KERNEL)?;
+                Lent::Kvecs(Kvecs { iov })
+            }
+            Buffers::Bvec(v) => {
+                let mut bvecs = KVec::with_capacity(v.len(), GFP_KERNEL)?;
+                bvecs.extend_from_slice(v, GFP_KERNEL)?;
+                Lent::Pages(Pages { bvecs })
+            }
+        })
+    }
+
     /// The buffers' total size.
     pub(crate) fn capacity(&self) -> usize {
         self.buffers.len()

@@ -5,7 +5,9 @@
 //! Messages go as SENDs into the peer's provider buffers with the protocol
 //! of `wire.rs` (credits, segments), sent from the consumer's buffers
 //! (DMA-mapped) and copied on receipt into the posted receive, so a message
-//! may arrive before its receive and a short receive truncates. RMA goes
+//! may arrive before its receive and a short receive truncates; a large one
+//! goes by rendezvous (the receiver reads it straight into the posted
+//! receive, see `wire.rs`). RMA goes
 //! straight between the consumer's buffers and the peer's registered region
 //! (RDMA READ and WRITE); remote CQ data of a write follows it as a SEND.
 //!
@@ -19,10 +21,10 @@
 use crate::abi;
 use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
-use crate::kofi::{fi_error, Context, EpRef, Lent, PepRef, PostedRecv};
+use crate::kofi::{fi_error, swap_remove, Context, EpRef, Lent, MrMemory, PepRef, PostedRecv};
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, Device, IdHandle, Mapping,
-    Slots, WorkCompletion,
+    Region, Slots, WorkCompletion,
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
@@ -41,6 +43,9 @@ const SEGMENT: usize = RX_BUF - HEADER_LEN;
 pub(crate) const SQ_DEPTH: usize = 64;
 /// Bytes a SEND may carry inline, asked of the device (which may take fewer).
 const INLINE_ASK: u32 = 256;
+/// Messages longer than this go by rendezvous (when their buffers fit one
+/// region): the receiver RDMA-READs them into the posted receive.
+const RNDV_MIN: usize = 64 << 10;
 /// Operations queued on an endpoint (posted or waiting for credits).
 pub(crate) const TX_DEPTH: usize = 256;
 /// Consumer receives posted on an endpoint.
@@ -62,6 +67,8 @@ enum Phase {
     /// Server: accept sent.
     Accepting,
     Connected,
+    /// fi_shutdown: what is queued and posted goes out, then disconnect.
+    Closing,
     Closed,
 }
 
@@ -75,6 +82,7 @@ enum TxOp {
         sent: usize,
         data: Option<u64>,
         done: Option<(Context, u64)>,
+        rndv: Rndv,
     },
     Rma {
         write: bool,
@@ -88,6 +96,35 @@ enum TxOp {
         flags: u64,
     },
     Credit,
+    /// A rendezvous read is done: its sender may complete.
+    Fin {
+        cookie: u64,
+    },
+    /// A rendezvous message read into the receive in progress: `chunks`
+    /// are (offset, length) of the local buffers, each one READ.
+    Read {
+        local: Lent,
+        key: u64,
+        chunks: KVec<(usize, usize)>,
+        next: usize,
+    },
+}
+
+/// Whether a message goes by rendezvous.
+enum Rndv {
+    No,
+    /// Large enough: try to register its buffers.
+    Try,
+    /// Registration posted: announce it.
+    Registered(Region),
+}
+
+/// A rendezvous send waiting for its OP_FIN.
+struct RndvSend {
+    cookie: u64,
+    _region: Region,
+    _lent: Lent,
+    report: Option<Report>,
 }
 
 /// The local side of an RMA.
@@ -131,6 +168,14 @@ enum TxWr {
         report: Option<Report>,
     },
     Reg(Arc<RegState>),
+    /// The registration of a rendezvous send's buffers (the region lives
+    /// with the send).
+    RndvReg,
+    /// A READ of a rendezvous message; the last one ends the receive.
+    RndvRead {
+        _map: Mapping,
+        last: bool,
+    },
 }
 
 struct Report {
@@ -153,6 +198,8 @@ struct Assembly {
     total: usize,
     got: usize,
     data: Option<u64>,
+    /// Read by rendezvous: the sender's cookie.
+    rndv: Option<u64>,
 }
 
 /// What the connection uses on the device (the id itself is owned by
@@ -174,8 +221,13 @@ struct Inner {
     dev: Option<Device>,
     lkey: u32,
     max_sge: usize,
+    /// SGEs a READ may land in.
+    max_sge_rd: usize,
     /// Bytes the QP takes inline.
     max_inline: usize,
+    /// Rendezvous sends waiting for their OP_FIN, and the next cookie.
+    rndv_sends: KVec<RndvSend>,
+    next_cookie: u64,
     /// Private data for the connect, until the route is resolved.
     connect_data: KVec<u8>,
     credits: u32,
@@ -191,8 +243,9 @@ struct Inner {
     /// The first failed work request's error, for those that follow.
     sq_error: Option<u32>,
     shutdown_reported: bool,
-    /// The peer disconnected; answer once the send queue is empty (moving
-    /// the QP to error sooner would flush sends whose ACK is on its way).
+    /// Disconnect once the send queue is empty: after the peer's
+    /// disconnect or our fi_shutdown (moving the QP to error sooner would
+    /// flush work requests not yet out, or whose ACK is on its way).
     answer_disconnect: bool,
 }
 
@@ -255,7 +308,10 @@ impl Conn {
                     dev: None,
                     lkey: 0,
                     max_sge: 1,
+                    max_sge_rd: 1,
                     max_inline: 0,
+                    rndv_sends: KVec::new(),
+                    next_cookie: 1,
                     connect_data: KVec::new(),
                     credits: RX_DEPTH as u32,
                     grant: 0,
@@ -386,6 +442,7 @@ impl Conn {
         g.lkey = lkey;
         g.max_inline = inline as usize;
         g.max_sge = (limits.max_sge.min(16) as usize).max(2);
+        g.max_sge_rd = (limits.max_sge_rd.min(limits.max_sge).min(16) as usize).max(1);
         for i in 0..RX_DEPTH {
             let mut buf = KVec::with_capacity(RX_BUF, GFP_KERNEL)?;
             buf.extend_with(RX_BUF, 0, GFP_KERNEL)?;
@@ -439,16 +496,17 @@ impl Conn {
         Ok(())
     }
 
-    /// fi_shutdown: disconnects; FI_SHUTDOWN here at once, and at the peer.
+    /// fi_shutdown: no more sends; once what is queued and posted has gone
+    /// out (a last OP_FIN or message must not be flushed), disconnect:
+    /// FI_SHUTDOWN here, and at the peer.
     pub(crate) fn shutdown(&self) -> Result {
         let mut g = self.inner.lock();
         if g.phase != Phase::Connected {
             return Err(fi_error(abi::FI_ENOTCONN));
         }
-        if let Some(res) = &g.res {
-            res.id.disconnect();
-        }
-        self.end(&mut g, abi::FI_ECONNRESET);
+        g.phase = Phase::Closing;
+        g.answer_disconnect = true;
+        self.answer_disconnect(&mut g);
         Ok(())
     }
 
@@ -476,6 +534,7 @@ impl Conn {
         let mut g = self.inner.lock();
         while g.queue.pop().is_some() {}
         while g.recvs.pop().is_some() {}
+        g.rndv_sends = KVec::new();
         g.cur = None;
         g.domain = None;
         drop(g);
@@ -487,6 +546,7 @@ impl Conn {
         {
             let mut g = self.inner.lock();
             if g.phase == Phase::Connected
+                || g.phase == Phase::Closing
                 || g.phase == Phase::Accepting
                 || g.phase == Phase::Connecting
             {
@@ -501,6 +561,8 @@ impl Conn {
         drop(owner);
         let mut g = self.inner.lock();
         g.phase = Phase::Closed;
+        // The regions of rendezvous sends go before the domain's PD.
+        g.rndv_sends = KVec::new();
         g.domain = None;
         drop(g);
         self.entry.remove_conn(self);
@@ -579,6 +641,11 @@ impl Conn {
         }
         let mut g = self.inner.lock();
         Self::ensure_connected(&g)?;
+        let rndv = if lent.is_some() && len > RNDV_MIN {
+            Rndv::Try
+        } else {
+            Rndv::No
+        };
         let op = TxOp::Msg {
             lent,
             copy,
@@ -586,6 +653,7 @@ impl Conn {
             sent: 0,
             data,
             done,
+            rndv,
         };
         self.queue_op(&mut g, op)
     }
@@ -607,6 +675,28 @@ impl Conn {
         }
         let mut g = self.inner.lock();
         Self::ensure_connected(&g)?;
+        // A READ lands in at most max_sge_rd local pieces (one on iWARP):
+        // split each remote buffer's read to fit.
+        let parts = match (&local, write) {
+            (RmaLocal::Lent(l), false) => {
+                let mut split = KVec::new();
+                for p in parts.iter() {
+                    for (offset, n) in chunks(l, p.offset, p.len, g.max_sge_rd)?.iter() {
+                        split.push(
+                            RmaPart {
+                                key: p.key,
+                                addr: p.addr + (offset - p.offset) as u64,
+                                offset: *offset,
+                                len: *n,
+                            },
+                            GFP_KERNEL,
+                        )?;
+                    }
+                }
+                split
+            }
+            _ => parts,
+        };
         let op = TxOp::Rma {
             write,
             local,
@@ -659,7 +749,7 @@ impl Conn {
 
     /// Posts what the credits and free slots allow, in order.
     fn pump(&self, g: &mut Inner) {
-        while g.phase == Phase::Connected {
+        while g.phase == Phase::Connected || g.phase == Phase::Closing {
             if g.tx_free.is_empty() {
                 return;
             }
@@ -667,7 +757,11 @@ impl Conn {
                 return;
             };
             let need = match front {
-                TxOp::Credit => 1,
+                TxOp::Credit | TxOp::Fin { .. } => 1,
+                TxOp::Read { .. }
+                | TxOp::Msg {
+                    rndv: Rndv::Try, ..
+                } => 0,
                 TxOp::Msg { .. } => 2,
                 TxOp::Rma {
                     write,
@@ -692,8 +786,10 @@ impl Conn {
                     n if n == EINVAL.to_errno() => abi::FI_EINVAL,
                     _ => abi::FI_EIO,
                 };
-                if let Some(op) = g.queue.pop() {
-                    self.fail_op(g, op, err);
+                match g.queue.pop() {
+                    Some(TxOp::Read { .. }) => self.finish_rndv(g, false),
+                    Some(op) => self.fail_op(g, op, err),
+                    None => {}
                 }
             }
         }
@@ -725,6 +821,7 @@ impl Conn {
             dev,
             lkey: g.lkey,
             max_sge: g.max_sge,
+            max_sge_rd: g.max_sge_rd,
             max_inline: g.max_inline,
         };
         let grant = g.grant.min(u16::MAX as u32) as u16;
@@ -733,10 +830,15 @@ impl Conn {
             return Ok(());
         };
         let (wr, last, sends) = match front {
-            TxOp::Credit => {
+            TxOp::Credit | TxOp::Fin { .. } => {
+                let (op, data) = match front {
+                    TxOp::Fin { cookie } => (wire::OP_FIN, *cookie),
+                    _ => (wire::OP_CREDIT, 0),
+                };
                 let h = Header {
-                    op: wire::OP_CREDIT,
+                    op,
                     credits: grant,
+                    data,
                     ..Default::default()
                 };
                 let wr = self.post_head(resources(&g.res)?, slot, &caps, &h, None, None)?;
@@ -840,6 +942,9 @@ impl Conn {
 
     /// The next work request of a message or an RMA.
     fn post_op_part(&self, g: &mut Inner, caps: &SendCaps, slot: usize, grant: u16) -> Result {
+        if self.post_rndv(g, caps, slot, grant)? {
+            return Ok(());
+        }
         let (dev, lkey, max_sge) = (caps.dev, caps.lkey, caps.max_sge);
         let res = &g.res;
         let Some(front) = g.queue.front_mut() else {
@@ -853,6 +958,7 @@ impl Conn {
                 sent,
                 data,
                 done,
+                ..
             } => {
                 let seg = (*len - *sent).min(SEGMENT);
                 let mut flags = 0;
@@ -958,10 +1064,164 @@ impl Conn {
                     )
                 }
             }
-            TxOp::Credit => return Ok(()),
+            TxOp::Read {
+                local,
+                key,
+                chunks,
+                next,
+            } => {
+                let (offset, n) = chunks[*next];
+                let map = Mapping::of_lent(dev, local, (offset, n), false, lkey, caps.max_sge_rd)?;
+                // The sender's region starts at the message's first byte.
+                let addr = (offset as u64).wrapping_add(*key >> 32);
+                self.post_send(
+                    resources(res)?,
+                    slot,
+                    abi::ib_wr_opcode_IB_WR_RDMA_READ,
+                    map.sges(),
+                    (addr, *key as u32),
+                )?;
+                *next += 1;
+                let last = *next == chunks.len();
+                (TxWr::RndvRead { _map: map, last }, last, false)
+            }
+            TxOp::Credit | TxOp::Fin { .. } => return Ok(()),
         };
         self.posted(g, slot, wr, last, sends, if sends { grant } else { 0 });
         Ok(())
+    }
+
+    /// The rendezvous steps of the message at the queue's head: register
+    /// its buffers, then announce them (OP_RTS). False when it goes by
+    /// segments instead.
+    fn post_rndv(&self, g: &mut Inner, caps: &SendCaps, slot: usize, grant: u16) -> Result<bool> {
+        let Some(TxOp::Msg {
+            lent,
+            len,
+            data,
+            done,
+            rndv,
+            ..
+        }) = g.queue.front_mut()
+        else {
+            return Ok(false);
+        };
+        match rndv {
+            Rndv::No => Ok(false),
+            Rndv::Try => {
+                let Some(l) = lent.as_ref() else {
+                    *rndv = Rndv::No;
+                    return Ok(true);
+                };
+                let memory = match l {
+                    Lent::Kvecs(k) => MrMemory::Kvecs(k.kvecs()),
+                    Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
+                };
+                let domain = g.domain.as_ref().ok_or(EINVAL)?;
+                // SAFETY: The consumer lends the buffers until the send
+                // completes, which is after the region is dropped (with the
+                // send, at its OP_FIN or the connection's close); the PD
+                // outlives the connection.
+                let region =
+                    domain.with_pd(|pd| unsafe { Region::new(pd, &memory, 0, true, false) });
+                let Ok(region) = region else {
+                    // Buffers no region can take: by segments.
+                    *rndv = Rndv::No;
+                    return Ok(true);
+                };
+                resources(&g.res)?.id.post_reg(&self.slots, slot, &region)?;
+                *rndv = Rndv::Registered(region);
+                self.posted(g, slot, TxWr::RndvReg, false, false, 0);
+                Ok(true)
+            }
+            Rndv::Registered(region) => {
+                let cookie = g.next_cookie;
+                let body = wire::RtsBody {
+                    key: region.key(),
+                    cookie,
+                }
+                .encode();
+                let h = Header {
+                    op: wire::OP_RTS,
+                    flags: if data.is_some() {
+                        wire::FLAG_CQ_DATA
+                    } else {
+                        0
+                    },
+                    credits: grant,
+                    len: *len as u32,
+                    data: data.unwrap_or(0),
+                };
+                let wr = self.post_head(resources(&g.res)?, slot, caps, &h, None, Some(&body))?;
+                let Rndv::Registered(region) = core::mem::replace(rndv, Rndv::No) else {
+                    return Err(EINVAL);
+                };
+                let report = done.map(|(ctx, flags)| Report {
+                    flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
+                    ctx,
+                    len: *len,
+                    always: true,
+                });
+                let lent = lent.take().ok_or(EINVAL)?;
+                g.next_cookie += 1;
+                g.rndv_sends.push(
+                    RndvSend {
+                        cookie,
+                        _region: region,
+                        _lent: lent,
+                        report,
+                    },
+                    GFP_ATOMIC,
+                )?;
+                self.posted(g, slot, wr, true, true, grant);
+                Ok(true)
+            }
+        }
+    }
+
+    /// Rendezvous sends whose OP_FIN can no longer come fail; their
+    /// regions stay until the QP is gone.
+    fn fail_rndv_sends(g: &mut Inner, err: u32) {
+        for send in g.rndv_sends.iter_mut() {
+            if let (Some(r), Some(ep)) = (send.report.take(), &g.ep) {
+                let _ = ep.complete_error(r.flags, r.ctx, err, 0, 0, 0);
+            }
+        }
+    }
+
+    /// The rendezvous read into the receive in progress is over (`ok`):
+    /// report the receive, and let the sender complete (OP_FIN).
+    fn finish_rndv(&self, g: &mut Inner, ok: bool) {
+        let Some(done) = g.cur.take() else {
+            return;
+        };
+        let Some(cookie) = done.rndv else {
+            g.cur = Some(done);
+            return;
+        };
+        if let Some(ep) = &g.ep {
+            let cap = done.recv.capacity();
+            let ctx = done.recv.context;
+            if !ok {
+                let _ = ep.complete_error(FI_RECV | FI_MSG, ctx, abi::FI_EIO, 0, 0, 0);
+            } else if done.total > cap {
+                let _ = ep.complete_error(
+                    FI_RECV | FI_MSG,
+                    ctx,
+                    abi::FI_ETRUNC,
+                    cap,
+                    done.total - cap,
+                    0,
+                );
+            } else {
+                let mut flags = FI_RECV | FI_MSG | (done.recv.flags & FI_COMPLETION);
+                if done.data.is_some() {
+                    flags |= FI_REMOTE_CQ_DATA;
+                }
+                let _ = ep.complete(flags, ctx, done.total, done.data.unwrap_or(0));
+            }
+        }
+        let _ = g.queue.push(TxOp::Fin { cookie });
     }
 
     /// A send-queue completion.
@@ -986,8 +1246,16 @@ impl Conn {
                 reg.done(wc.ok());
                 None
             }
+            TxWr::RndvReg => None,
+            TxWr::RndvRead { last, .. } => {
+                if last {
+                    self.finish_rndv(g, wc.ok());
+                    self.deliver_held(g);
+                }
+                None
+            }
         };
-        Self::answer_disconnect(g);
+        self.answer_disconnect(g);
         if let (Some(r), Some(ep)) = (report, &g.ep) {
             if wc.ok() {
                 if r.always {
@@ -1005,6 +1273,9 @@ impl Conn {
     fn rx_done(&self, g: &mut Inner, wc: &WorkCompletion) {
         let i = wc.slot;
         if !wc.ok() {
+            // The QP is flushing: every OP_FIN that came is processed (the
+            // CQ is in order, the CM's disconnect event is not).
+            Self::fail_rndv_sends(g, abi::FI_ECONNRESET);
             return;
         }
         let len = (wc.byte_len as usize).min(RX_BUF);
@@ -1028,11 +1299,19 @@ impl Conn {
             .saturating_add(u32::from(h.credits))
             .min(RX_DEPTH as u32);
         match h.op {
-            wire::OP_MSG => {
+            wire::OP_MSG | wire::OP_RTS => {
                 if g.held.len() != 0 || !self.deliver(g, i, &h, len) {
                     let _ = g.held.push((i, len));
                     self.pump(g);
                     return;
+                }
+            }
+            wire::OP_FIN => {
+                if let Some(i) = g.rndv_sends.iter().position(|r| r.cookie == h.data) {
+                    let send = swap_remove(&mut g.rndv_sends, i);
+                    if let (Some(r), Some(ep)) = (&send.report, &g.ep) {
+                        let _ = ep.complete(r.flags, r.ctx, r.len, 0);
+                    }
                 }
             }
             wire::OP_WRITE_DATA => {
@@ -1069,6 +1348,13 @@ impl Conn {
     /// Copies the segment in buffer `i` into the receive it belongs to;
     /// false when none is posted (the segment is held).
     fn deliver(&self, g: &mut Inner, i: usize, h: &Header, len: usize) -> bool {
+        // Messages wait behind a rendezvous read in progress.
+        if g.cur.as_ref().is_some_and(|c| c.rndv.is_some()) {
+            return false;
+        }
+        if h.op == wire::OP_RTS {
+            return self.deliver_rts(g, i, h, len);
+        }
         if g.cur.is_none() {
             let Some(recv) = g.recvs.pop() else {
                 return false;
@@ -1078,6 +1364,7 @@ impl Conn {
                 total: h.len as usize,
                 got: 0,
                 data: (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data),
+                rndv: None,
             });
         }
         let Some(res) = &g.res else {
@@ -1113,6 +1400,54 @@ impl Conn {
                 }
                 let _ = ep.complete(flags, done.recv.context, done.total, done.data.unwrap_or(0));
             }
+        }
+        true
+    }
+
+    /// An OP_RTS in buffer `i`: read the message into the next receive;
+    /// false when none is posted (the announcement is held).
+    fn deliver_rts(&self, g: &mut Inner, i: usize, h: &Header, len: usize) -> bool {
+        if g.cur.is_some() {
+            return false;
+        }
+        let Some(res) = &g.res else {
+            return true;
+        };
+        let Some(body) = wire::RtsBody::decode(&res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)])
+        else {
+            // A malformed announcement: the peer is broken.
+            res.id.disconnect();
+            return true;
+        };
+        let Some(recv) = g.recvs.pop() else {
+            return false;
+        };
+        let total = h.len as usize;
+        let n = total.min(recv.capacity());
+        let read = recv
+            .lend()
+            .and_then(|local| Ok((chunks(&local, 0, n, g.max_sge_rd)?, local)));
+        g.cur = Some(Assembly {
+            recv,
+            total,
+            got: n,
+            data: (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data),
+            rndv: Some(body.cookie),
+        });
+        match read {
+            Ok((chunks, local)) if !chunks.is_empty() => {
+                let op = TxOp::Read {
+                    local,
+                    key: body.key,
+                    chunks,
+                    next: 0,
+                };
+                if g.queue.push(op).is_err() {
+                    self.finish_rndv(g, false);
+                }
+            }
+            Ok(_) => self.finish_rndv(g, true),
+            Err(_) => self.finish_rndv(g, false),
         }
         true
     }
@@ -1195,8 +1530,8 @@ impl Conn {
                 // Answer the peer's disconnect (IB's DREP, so its side
                 // completes too) once nothing is in flight.
                 g.answer_disconnect = true;
-                Self::answer_disconnect(&mut g);
-                if g.phase == Phase::Connected {
+                self.answer_disconnect(&mut g);
+                if g.phase == Phase::Connected || g.phase == Phase::Closing {
                     self.end(&mut g, abi::FI_ECONNRESET);
                 }
             }
@@ -1204,19 +1539,24 @@ impl Conn {
         }
     }
 
-    /// Disconnects on the peer's disconnect once the send queue is empty.
-    fn answer_disconnect(g: &mut Inner) {
-        if g.answer_disconnect && g.tx_free.len() == SQ_DEPTH {
+    /// Disconnects, when asked to, once nothing is queued or posted; ends a
+    /// connection shutting down.
+    fn answer_disconnect(&self, g: &mut Inner) {
+        let queued = g.phase == Phase::Closing && g.queue.len() != 0;
+        if g.answer_disconnect && g.tx_free.len() == SQ_DEPTH && !queued {
             g.answer_disconnect = false;
             if let Some(res) = &g.res {
                 res.id.disconnect();
+            }
+            if g.phase == Phase::Closing {
+                self.end(g, abi::FI_ECONNRESET);
             }
         }
     }
 
     /// A connection that never came up.
     fn cm_error(&self, g: &mut Inner, err: u32) {
-        if g.phase == Phase::Closed || g.phase == Phase::Connected {
+        if matches!(g.phase, Phase::Closed | Phase::Connected | Phase::Closing) {
             return;
         }
         g.phase = Phase::Closed;
@@ -1231,12 +1571,58 @@ fn resources(res: &Option<Resources>) -> Result<&Resources> {
     res.as_ref().ok_or_else(|| fi_error(abi::FI_ENOTCONN))
 }
 
-/// What posting a SEND needs of the connection.
+/// What posting a work request needs of the connection.
 struct SendCaps {
     dev: Device,
     lkey: u32,
     max_sge: usize,
+    max_sge_rd: usize,
     max_inline: usize,
+}
+
+/// Splits bytes `offset .. offset + len` of `lent` into pieces that each
+/// touch at most `max` of its kvecs or bio_vecs (a READ's SGE limit).
+fn chunks(lent: &Lent, offset: usize, len: usize, max: usize) -> Result<KVec<(usize, usize)>> {
+    let lens: KVec<usize> = {
+        let mut v = KVec::new();
+        match lent {
+            Lent::Kvecs(k) => {
+                for kv in k.kvecs() {
+                    v.push(kv.iov_len, GFP_KERNEL)?;
+                }
+            }
+            Lent::Pages(p) => {
+                for bv in p.bvecs() {
+                    v.push(bv.bv_len as usize, GFP_KERNEL)?;
+                }
+            }
+        }
+        v
+    };
+    let mut out = KVec::new();
+    let (end, mut pos, mut at) = (offset + len, 0usize, offset);
+    let (mut start, mut pieces) = (offset, 0);
+    for l in lens.iter() {
+        let (lo, hi) = (pos, pos + l);
+        pos = hi;
+        if hi <= at || *l == 0 {
+            continue;
+        }
+        if lo >= end {
+            break;
+        }
+        if pieces == max {
+            out.push((start, at - start), GFP_KERNEL)?;
+            start = at;
+            pieces = 0;
+        }
+        pieces += 1;
+        at = hi.min(end);
+    }
+    if at > start {
+        out.push((start, at - start), GFP_KERNEL)?;
+    }
+    Ok(out)
 }
 
 impl Completion for Conn {

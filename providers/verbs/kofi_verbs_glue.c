@@ -48,6 +48,7 @@ void kverbs_dev_limits(struct ib_device *dev, struct kverbs_limits *out)
 	struct ib_port_attr pattr = {};
 
 	out->max_sge = min(dev->attrs.max_send_sge, dev->attrs.max_recv_sge);
+	out->max_sge_rd = dev->attrs.max_sge_rd;
 	out->max_qp_wr = dev->attrs.max_qp_wr;
 	out->max_cqe = dev->attrs.max_cqe;
 	out->max_mr_pages = dev->attrs.max_fast_reg_page_list_len;

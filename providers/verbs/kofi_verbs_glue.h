@@ -18,6 +18,7 @@
 /* A device's limits, for fi_getinfo and for sizing queues. */
 struct kverbs_limits {
 	u32 max_sge;
+	u32 max_sge_rd;
 	u32 max_qp_wr;
 	u32 max_cqe;
 	u32 max_msg;

@@ -10,6 +10,11 @@
 //!
 //! Header, little endian: op u8, flags u8, credits u16, len u32 (the whole
 //! message), data u64 (remote CQ data).
+//!
+//! A large message goes by rendezvous instead: its sender registers the
+//! buffers for remote reading and SENDs a header (OP_RTS) followed by the
+//! region's key and a cookie; the receiver RDMA-READs the message straight
+//! into the posted receive and answers OP_FIN with the cookie in `data`.
 
 /// A message segment.
 pub(crate) const OP_MSG: u8 = 1;
@@ -17,6 +22,10 @@ pub(crate) const OP_MSG: u8 = 1;
 pub(crate) const OP_WRITE_DATA: u8 = 2;
 /// Credits only.
 pub(crate) const OP_CREDIT: u8 = 3;
+/// A large message ready to be read: [`RtsBody`] follows the header.
+pub(crate) const OP_RTS: u8 = 4;
+/// A rendezvous read is done: `data` is the cookie of its OP_RTS.
+pub(crate) const OP_FIN: u8 = 5;
 
 pub(crate) const FLAG_FIRST: u8 = 1;
 pub(crate) const FLAG_LAST: u8 = 2;
@@ -54,7 +63,36 @@ impl Header {
             len: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
             data: u64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
         };
-        matches!(h.op, OP_MSG | OP_WRITE_DATA | OP_CREDIT).then_some(h)
+        matches!(h.op, OP_MSG | OP_WRITE_DATA | OP_CREDIT | OP_RTS | OP_FIN).then_some(h)
+    }
+}
+
+/// What follows an OP_RTS header: the key of the sender's region (offset
+/// 0 is the message's first byte) and the cookie its OP_FIN returns.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub(crate) struct RtsBody {
+    pub(crate) key: u64,
+    pub(crate) cookie: u64,
+}
+
+pub(crate) const RTS_BODY_LEN: usize = 16;
+
+impl RtsBody {
+    pub(crate) fn encode(&self) -> [u8; RTS_BODY_LEN] {
+        let mut b = [0u8; RTS_BODY_LEN];
+        b[..8].copy_from_slice(&self.key.to_le_bytes());
+        b[8..].copy_from_slice(&self.cookie.to_le_bytes());
+        b
+    }
+
+    /// The body after an OP_RTS header, or `None` when too short.
+    pub(crate) fn decode(b: &[u8]) -> Option<RtsBody> {
+        let b: &[u8; RTS_BODY_LEN] = b.get(..RTS_BODY_LEN)?.try_into().ok()?;
+        let (key, cookie) = b.split_at(8);
+        Some(RtsBody {
+            key: u64::from_le_bytes(key.try_into().ok()?),
+            cookie: u64::from_le_bytes(cookie.try_into().ok()?),
+        })
     }
 }
 

@@ -41,7 +41,7 @@ fn malformed_headers_are_refused() {
         assert_eq!(Header::decode(&b[..n]), None);
     }
     // Unknown operations.
-    for op in [0u8, 4, 0x80, 0xff] {
+    for op in [0u8, 6, 0x80, 0xff] {
         let h = Header {
             op,
             ..Default::default()
@@ -79,4 +79,16 @@ fn private_data_carries_its_length() {
     assert_eq!(cm_data_decode(&[]), b"");
     assert_eq!(cm_data_decode(&[0]), b"");
     assert_eq!(cm_data_decode(&[9, 1, 2]), b"");
+}
+
+#[test]
+fn rendezvous_body_round_trips() {
+    let b = RtsBody {
+        key: 0x0000_0123_0000_4567,
+        cookie: 42,
+    };
+    let bytes = b.encode();
+    assert_eq!(RtsBody::decode(&bytes), Some(b));
+    // A short body (a broken peer) is refused.
+    assert_eq!(RtsBody::decode(&bytes[..RTS_BODY_LEN - 1]), None);
 }
