@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Connection management: rdma_cm events of a connection, disconnects, and
+//! the listener that turns connection requests into FI_CONNREQ.
+
+use super::*;
+
+impl Conn {
+    pub(super) fn cm(&self, event: CmEvent<'_>) {
+        let mut g = self.inner.lock();
+        match event {
+            CmEvent::AddrResolved => {
+                if let Some(res) = &g.res {
+                    if res.id.resolve_route().is_err() {
+                        self.cm_error(&mut g, abi::FI_EHOSTUNREACH);
+                    }
+                }
+            }
+            CmEvent::RouteResolved => {
+                let r = self.setup(&mut g).and_then(|()| {
+                    let data = core::mem::take(&mut g.connect_data);
+                    g.res.as_ref().ok_or(EINVAL)?.id.connect(&data)
+                });
+                match r {
+                    Ok(()) => g.phase = Phase::Connecting,
+                    Err(_) => self.cm_error(&mut g, abi::FI_ECONNREFUSED),
+                }
+            }
+            CmEvent::Established(data) => {
+                if g.phase != Phase::Connecting && g.phase != Phase::Accepting {
+                    return;
+                }
+                let client = g.phase == Phase::Connecting;
+                g.phase = Phase::Connected;
+                // Regions registered before any connection become valid
+                // through this one, ahead of anything the consumer sends.
+                if let Some(domain) = g.domain.clone() {
+                    drop(g);
+                    domain.register_pending(self);
+                    g = self.inner.lock();
+                }
+                if let Some(ep) = &g.ep {
+                    let data = if client {
+                        wire::cm_data_decode(data)
+                    } else {
+                        &[]
+                    };
+                    let _ = ep.event(abi::FI_CONNECTED, data);
+                }
+                self.pump(&mut g);
+            }
+            CmEvent::Rejected => self.cm_error(&mut g, abi::FI_ECONNREFUSED),
+            CmEvent::Unreachable => self.cm_error(&mut g, abi::FI_EHOSTUNREACH),
+            CmEvent::Error(err) => self.cm_error(&mut g, err),
+            CmEvent::Disconnected => {
+                // Answer the peer's disconnect (IB's DREP, so its side
+                // completes too) once nothing is in flight.
+                g.answer_disconnect = true;
+                self.answer_disconnect(&mut g);
+                if g.phase == Phase::Connected || g.phase == Phase::Closing {
+                    self.end(&mut g, abi::FI_ECONNRESET);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Disconnects, when asked to, once nothing is queued or posted; ends a
+    /// connection shutting down.
+    pub(super) fn answer_disconnect(&self, g: &mut Inner) {
+        let queued = g.phase == Phase::Closing && g.queue.len() != 0;
+        if g.answer_disconnect && g.tx_free.len() == SQ_DEPTH && !queued {
+            g.answer_disconnect = false;
+            if let Some(res) = &g.res {
+                res.id.disconnect();
+            }
+            if g.phase == Phase::Closing {
+                self.end(g, abi::FI_ECONNRESET);
+            }
+        }
+    }
+
+    /// A connection that never came up.
+    pub(super) fn cm_error(&self, g: &mut Inner, err: u32) {
+        if matches!(g.phase, Phase::Closed | Phase::Connected | Phase::Closing) {
+            return;
+        }
+        g.phase = Phase::Closed;
+        if let Some(ep) = &g.ep {
+            let _ = ep.event_error(err, 0);
+        }
+    }
+}
+
+impl CmHandler for Conn {
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool {
+        this.cm(event);
+        false
+    }
+}
+
+/// The provider's state of a connection request: the server connection
+/// and, until an endpoint takes it, the request's id.
+pub(crate) struct Request {
+    pub(crate) conn: Arc<Conn>,
+    pub(crate) id: CmIdSlot,
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        if self.conn.in_connreq() {
+            // Not reported after all: the id goes back to rdma_cm.
+            if let Some(id) = self.id.take() {
+                // SAFETY: Still in the CONNECT_REQUEST callback that
+                // adopted the id, which then returns true (`Listener`).
+                unsafe { id.abandon() };
+            }
+            self.conn.forget_request();
+        } else if !self.conn.is_bound() {
+            // Not taken by an endpoint: nobody else will close it.
+            self.conn.close();
+            drop(self.id.take());
+        }
+    }
+}
+
+/// A listening id and the passive endpoint it reports requests to.
+pub(crate) struct Listener {
+    pub(crate) pep: PepRef,
+    /// Taken by the passive endpoint's close, or by the device's removal.
+    pub(crate) id: CmIdSlot,
+}
+
+impl Listener {
+    pub(crate) fn close(&self) {
+        drop(self.id.take());
+    }
+}
+
+impl CmHandler for Listener {
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool {
+        match event {
+            CmEvent::ConnectRequest(new, data) => Self::request(this, new, data),
+            CmEvent::DeviceRemoval => match this.id.take() {
+                // The listener was bound to the device's address: it goes
+                // with it (rdma_cm waits for that).
+                Some(id) => {
+                    // SAFETY: In this id's callback, which returns true.
+                    unsafe { id.abandon() };
+                    true
+                }
+                None => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+impl Listener {
+    /// A connection request: reported as FI_CONNREQ; true when it could
+    /// not be (its new id goes back to rdma_cm).
+    fn request(this: ArcBorrow<'_, Self>, new: crate::rdma::NewId, data: &[u8]) -> bool {
+        let Some(dev) = new.device() else {
+            return true;
+        };
+        let Some(entry) = crate::device::entry_of(&dev) else {
+            return true;
+        };
+        let (local, peer) = (new.addr(false), new.addr(true));
+        let Ok(info) =
+            crate::msg_info(Some(&local), Some(&peer), local.is_ipv6(), Some(dev.name()))
+        else {
+            return true;
+        };
+        let Ok(conn) = Conn::requested(entry) else {
+            return true;
+        };
+        let id = new.adopt(conn.clone());
+        // SAFETY: The state drops the handle (in `close`) before the
+        // request or the endpoint drops the id.
+        conn.set_handle(unsafe { id.handle() });
+        conn.set_in_connreq(true);
+        // Whatever fails from here drops the request, which abandons the id.
+        let request = Request {
+            conn: conn.clone(),
+            id: CmIdSlot::new(id),
+        };
+        let reported = KBox::new(request, GFP_KERNEL)
+            .map_err(Error::from)
+            .and_then(|req| this.pep.connreq(info, req, wire::cm_data_decode(data)));
+        conn.set_in_connreq(false);
+        reported.is_err()
+    }
+}

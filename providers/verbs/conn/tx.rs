@@ -1,0 +1,670 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The send path of a connection: the queue of operations, credits, SENDs
+//! (inline, segmented or by rendezvous), RDMA READs and WRITEs, and their
+//! completions.
+
+use super::*;
+
+/// What posting a work request needs of the connection.
+struct SendCaps {
+    dev: Device,
+    lkey: u32,
+    max_sge: usize,
+    max_sge_rd: usize,
+    max_inline: usize,
+}
+
+/// Splits bytes `offset .. offset + len` of `lent` into pieces that each
+/// touch at most `max` of its kvecs or bio_vecs (a READ's SGE limit).
+pub(super) fn chunks(
+    lent: &Lent,
+    offset: usize,
+    len: usize,
+    max: usize,
+) -> Result<KVec<(usize, usize)>> {
+    let lens: KVec<usize> = {
+        let mut v = KVec::new();
+        match lent {
+            Lent::Kvecs(k) => {
+                for kv in k.kvecs() {
+                    v.push(kv.iov_len, GFP_KERNEL)?;
+                }
+            }
+            Lent::Pages(p) => {
+                for bv in p.bvecs() {
+                    v.push(bv.bv_len as usize, GFP_KERNEL)?;
+                }
+            }
+        }
+        v
+    };
+    let mut out = KVec::new();
+    let (end, mut pos, mut at) = (offset + len, 0usize, offset);
+    let (mut start, mut pieces) = (offset, 0);
+    for l in lens.iter() {
+        let (lo, hi) = (pos, pos + l);
+        pos = hi;
+        if hi <= at || *l == 0 {
+            continue;
+        }
+        if lo >= end {
+            break;
+        }
+        if pieces == max {
+            out.push((start, at - start), GFP_KERNEL)?;
+            start = at;
+            pieces = 0;
+        }
+        pieces += 1;
+        at = hi.min(end);
+    }
+    if at > start {
+        out.push((start, at - start), GFP_KERNEL)?;
+    }
+    Ok(out)
+}
+
+impl Conn {
+    fn queue_op(&self, g: &mut Inner, op: TxOp) -> Result {
+        if g.queue.push(op).is_err() {
+            return Err(fi_error(abi::FI_EAGAIN));
+        }
+        self.pump(g);
+        Ok(())
+    }
+
+    /// A send from the consumer's buffers (`lent`) or of a copy (inject).
+    pub(crate) fn send(
+        &self,
+        lent: Option<Lent>,
+        copy: KVec<u8>,
+        data: Option<u64>,
+        done: Option<(Context, u64)>,
+    ) -> Result {
+        let len = lent.as_ref().map_or(copy.len(), Lent::len);
+        if len > MAX_MSG {
+            return Err(EINVAL);
+        }
+        let mut g = self.inner.lock();
+        Self::ensure_connected(&g)?;
+        let rndv = if lent.is_some() && len > RNDV_MIN {
+            Rndv::Try
+        } else {
+            Rndv::No
+        };
+        let op = TxOp::Msg {
+            lent,
+            copy,
+            len,
+            sent: 0,
+            data,
+            done,
+            rndv,
+        };
+        self.queue_op(&mut g, op)
+    }
+
+    /// fi_read/fi_write (and writedata).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rma(
+        &self,
+        write: bool,
+        local: RmaLocal,
+        parts: KVec<RmaPart>,
+        data: Option<u64>,
+        ctx: Context,
+        flags: u64,
+    ) -> Result {
+        let len = local.len();
+        if len > MAX_MSG {
+            return Err(EINVAL);
+        }
+        let mut g = self.inner.lock();
+        Self::ensure_connected(&g)?;
+        // A READ lands in at most max_sge_rd local pieces (one on iWARP):
+        // split each remote buffer's read to fit.
+        let parts = match (&local, write) {
+            (RmaLocal::Lent(l), false) => {
+                let mut split = KVec::new();
+                for p in parts.iter() {
+                    for (offset, n) in chunks(l, p.offset, p.len, g.max_sge_rd)?.iter() {
+                        split.push(
+                            RmaPart {
+                                key: p.key,
+                                addr: p.addr + (offset - p.offset) as u64,
+                                offset: *offset,
+                                len: *n,
+                            },
+                            GFP_KERNEL,
+                        )?;
+                    }
+                }
+                split
+            }
+            _ => parts,
+        };
+        let op = TxOp::Rma {
+            write,
+            local,
+            parts,
+            next: 0,
+            len,
+            data,
+            ctx,
+            flags,
+        };
+        self.queue_op(&mut g, op)
+    }
+
+    /// Registers `reg` through this connection's QP.
+    pub(crate) fn post_reg(&self, reg: &Arc<RegState>) -> Result {
+        let mut g = self.inner.lock();
+        Self::ensure_connected(&g)?;
+        let slot = crate::kofi::pop(&mut g.tx_free).ok_or_else(|| fi_error(abi::FI_EAGAIN))?;
+        let posted = reg.with_region(|region| {
+            g.res
+                .as_ref()
+                .ok_or(EINVAL)?
+                .id
+                .post_reg(&self.slots, slot, region)
+        });
+        match posted {
+            Ok(()) => {
+                g.tx_wr[slot - RX_DEPTH] = Some(TxWr::Reg(reg.clone()));
+                Ok(())
+            }
+            Err(e) => {
+                let _ = g.tx_free.push(slot, GFP_ATOMIC);
+                Err(e)
+            }
+        }
+    }
+
+    /// Posts what the credits and free slots allow, in order.
+    pub(super) fn pump(&self, g: &mut Inner) {
+        while g.phase == Phase::Connected || g.phase == Phase::Closing {
+            if g.tx_free.is_empty() {
+                return;
+            }
+            let Some(front) = g.queue.front() else {
+                return;
+            };
+            let need = match front {
+                TxOp::Credit | TxOp::Fin { .. } => 1,
+                TxOp::Read { .. }
+                | TxOp::Msg {
+                    rndv: Rndv::Try, ..
+                } => 0,
+                TxOp::Msg { .. } => 2,
+                TxOp::Rma {
+                    write,
+                    data,
+                    next,
+                    parts,
+                    ..
+                } => {
+                    if *write && data.is_some() && *next == parts.len() {
+                        2
+                    } else {
+                        0
+                    }
+                }
+            };
+            if g.credits < need {
+                return;
+            }
+            if let Err(e) = self.post_next(g) {
+                // A work request that cannot be posted fails its operation.
+                let err = match e.to_errno() {
+                    n if n == EINVAL.to_errno() => abi::FI_EINVAL,
+                    _ => abi::FI_EIO,
+                };
+                match g.queue.pop() {
+                    Some(TxOp::Read { .. }) => self.finish_rndv(g, false),
+                    Some(op) => self.fail_op(g, op, err),
+                    None => {}
+                }
+            }
+        }
+    }
+
+    fn fail_op(&self, g: &Inner, op: TxOp, err: u32) {
+        let Some(ep) = &g.ep else {
+            return;
+        };
+        match op {
+            TxOp::Msg {
+                done: Some((ctx, _)),
+                ..
+            } => {
+                let _ = ep.complete_error(FI_SEND | FI_MSG, ctx, err, 0, 0, 0);
+            }
+            TxOp::Rma { write, ctx, .. } => {
+                let kind = FI_RMA | if write { FI_WRITE } else { FI_READ };
+                let _ = ep.complete_error(kind, ctx, err, 0, 0, 0);
+            }
+            _ => {}
+        }
+    }
+
+    /// Posts one work request of the operation at the queue's head.
+    fn post_next(&self, g: &mut Inner) -> Result {
+        let dev = g.dev.ok_or(EINVAL)?;
+        let caps = SendCaps {
+            dev,
+            lkey: g.lkey,
+            max_sge: g.max_sge,
+            max_sge_rd: g.max_sge_rd,
+            max_inline: g.max_inline,
+        };
+        let grant = g.grant.min(u16::MAX as u32) as u16;
+        let slot = *g.tx_free.last().ok_or(EINVAL)?;
+        let Some(front) = g.queue.front_mut() else {
+            return Ok(());
+        };
+        let (wr, last, sends) = match front {
+            TxOp::Credit | TxOp::Fin { .. } => {
+                let (op, data) = match front {
+                    TxOp::Fin { cookie } => (wire::OP_FIN, *cookie),
+                    _ => (wire::OP_CREDIT, 0),
+                };
+                let h = Header {
+                    op,
+                    credits: grant,
+                    data,
+                    ..Default::default()
+                };
+                let wr = self.post_head(resources(&g.res)?, slot, &caps, &h, None, None)?;
+                (wr, true, true)
+            }
+            _ => return self.post_op_part(g, &caps, slot, grant),
+        };
+        self.posted(g, slot, wr, last, sends, grant);
+        Ok(())
+    }
+
+    fn post_send(
+        &self,
+        res: &Resources,
+        slot: usize,
+        opcode: u32,
+        sges: &[abi::ib_sge],
+        remote: (u64, u32),
+    ) -> Result {
+        res.id
+            .post_send(&self.slots, slot, opcode, sges, remote, false)
+    }
+
+    /// Posts a SEND of header `h` and `payload` bytes at `offset` of the
+    /// consumer's buffers (or of `copy`, an inject's). Small ones go inline,
+    /// payload copied after the header; the others with the header in a
+    /// mapped buffer and the payload from the consumer's memory.
+    fn post_head(
+        &self,
+        res: &Resources,
+        slot: usize,
+        caps: &SendCaps,
+        h: &Header,
+        payload: Option<(&Lent, usize, usize)>,
+        copy: Option<&[u8]>,
+    ) -> Result<TxWr> {
+        let len = payload.map_or(0, |p| p.2) + copy.map_or(0, <[u8]>::len);
+        let inline = HEADER_LEN + len <= caps.max_inline;
+        let mut buf = KVec::with_capacity(HEADER_LEN + len, GFP_KERNEL)?;
+        buf.extend_from_slice(&h.encode(), GFP_KERNEL)?;
+        if let Some(c) = copy {
+            buf.extend_from_slice(c, GFP_KERNEL)?;
+        }
+        let mut map = Mapping::empty(caps.dev, true);
+        if let Some((lent, offset, n)) = payload {
+            if inline {
+                lent.gather_range(offset, n, &mut buf)?;
+            } else {
+                map = Mapping::of_lent(
+                    caps.dev,
+                    lent,
+                    (offset, n),
+                    true,
+                    caps.lkey,
+                    caps.max_sge - 1,
+                )?;
+            }
+        }
+        if inline {
+            let sge = inline_sge(&buf);
+            res.id.post_send(
+                &self.slots,
+                slot,
+                abi::ib_wr_opcode_IB_WR_SEND,
+                &[sge],
+                (0, 0),
+                true,
+            )?;
+            return Ok(TxWr::Send {
+                _map: map,
+                _head: None,
+                _buf: buf,
+                report: None,
+            });
+        }
+        let head = Mapping::of_buffer(caps.dev, &mut buf, true, caps.lkey)?;
+        let mut sges = KVec::with_capacity(1 + map.sges().len(), GFP_KERNEL)?;
+        sges.extend_from_slice(head.sges(), GFP_KERNEL)?;
+        sges.extend_from_slice(map.sges(), GFP_KERNEL)?;
+        self.post_send(res, slot, abi::ib_wr_opcode_IB_WR_SEND, &sges, (0, 0))?;
+        Ok(TxWr::Send {
+            _map: map,
+            _head: Some(head),
+            _buf: buf,
+            report: None,
+        })
+    }
+
+    /// Bookkeeping after a work request went out.
+    fn posted(&self, g: &mut Inner, slot: usize, wr: TxWr, last: bool, sends: bool, grant: u16) {
+        let _ = crate::kofi::pop(&mut g.tx_free);
+        g.tx_wr[slot - RX_DEPTH] = Some(wr);
+        if sends {
+            g.credits -= 1;
+            g.grant -= u32::from(grant);
+        }
+        if last {
+            let _ = g.queue.pop();
+        }
+    }
+
+    /// The next work request of a message or an RMA.
+    fn post_op_part(&self, g: &mut Inner, caps: &SendCaps, slot: usize, grant: u16) -> Result {
+        if self.post_rndv(g, caps, slot, grant)? {
+            return Ok(());
+        }
+        let (dev, lkey, max_sge) = (caps.dev, caps.lkey, caps.max_sge);
+        let res = &g.res;
+        let Some(front) = g.queue.front_mut() else {
+            return Ok(());
+        };
+        let (wr, last, sends) = match front {
+            TxOp::Msg {
+                lent,
+                copy,
+                len,
+                sent,
+                data,
+                done,
+                ..
+            } => {
+                let seg = (*len - *sent).min(SEGMENT);
+                let mut flags = 0;
+                if *sent == 0 {
+                    flags |= wire::FLAG_FIRST;
+                }
+                let last = *sent + seg == *len;
+                if last {
+                    flags |= wire::FLAG_LAST;
+                }
+                if data.is_some() {
+                    flags |= wire::FLAG_CQ_DATA;
+                }
+                let h = Header {
+                    op: wire::OP_MSG,
+                    flags,
+                    credits: grant,
+                    len: *len as u32,
+                    data: data.unwrap_or(0),
+                };
+                let (payload, copied) = match lent {
+                    Some(l) => (Some((&*l, *sent, seg)), None),
+                    None => (None, Some(&copy[*sent..*sent + seg])),
+                };
+                let mut wr = self.post_head(resources(res)?, slot, caps, &h, payload, copied)?;
+                *sent += seg;
+                if let (true, TxWr::Send { report, .. }) = (last, &mut wr) {
+                    *report = done.map(|(ctx, flags)| Report {
+                        flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
+                        ctx,
+                        len: *len,
+                        always: true,
+                    });
+                }
+                (wr, last, true)
+            }
+            TxOp::Rma {
+                write,
+                local,
+                parts,
+                next,
+                len,
+                data,
+                ctx,
+                flags,
+            } => {
+                let kind = FI_RMA | if *write { FI_WRITE } else { FI_READ };
+                let report = Report {
+                    flags: kind | (*flags & FI_COMPLETION),
+                    ctx: *ctx,
+                    len: *len,
+                    // An inject write reports only when asked to.
+                    always: *flags & FI_INJECT == 0 || *flags & FI_COMPLETION != 0,
+                };
+                if *next == parts.len() {
+                    // The remote CQ data of a write, after the write.
+                    let h = Header {
+                        op: wire::OP_WRITE_DATA,
+                        credits: grant,
+                        len: *len as u32,
+                        data: data.unwrap_or(0),
+                        ..Default::default()
+                    };
+                    let mut wr = self.post_head(resources(res)?, slot, caps, &h, None, None)?;
+                    if let TxWr::Send { report: r, .. } = &mut wr {
+                        *r = Some(report);
+                    }
+                    (wr, true, true)
+                } else {
+                    let p = &parts[*next];
+                    // A write sends from local memory; a read lands in it. An
+                    // inject write's part goes from a buffer of its own, which
+                    // lives with the work request.
+                    let mut buf = KVec::new();
+                    let map = match local {
+                        RmaLocal::Lent(l) => {
+                            Mapping::of_lent(dev, l, (p.offset, p.len), *write, lkey, max_sge)?
+                        }
+                        RmaLocal::Copy(c) => {
+                            buf.extend_from_slice(&c[p.offset..p.offset + p.len], GFP_KERNEL)?;
+                            Mapping::of_buffer(dev, &mut buf, true, lkey)?
+                        }
+                    };
+                    let opcode = if *write {
+                        abi::ib_wr_opcode_IB_WR_RDMA_WRITE
+                    } else {
+                        abi::ib_wr_opcode_IB_WR_RDMA_READ
+                    };
+                    // The key carries the rkey and what to add to the address.
+                    let rkey = p.key as u32;
+                    let addr = p.addr.wrapping_add(p.key >> 32);
+                    self.post_send(resources(res)?, slot, opcode, map.sges(), (addr, rkey))?;
+                    *next += 1;
+                    let last = *next == parts.len() && data.is_none();
+                    (
+                        TxWr::Rma {
+                            _map: map,
+                            _buf: buf,
+                            report: last.then_some(report),
+                        },
+                        last,
+                        false,
+                    )
+                }
+            }
+            TxOp::Read {
+                local,
+                key,
+                chunks,
+                next,
+            } => {
+                let (offset, n) = chunks[*next];
+                let map = Mapping::of_lent(dev, local, (offset, n), false, lkey, caps.max_sge_rd)?;
+                // The sender's region starts at the message's first byte.
+                let addr = (offset as u64).wrapping_add(*key >> 32);
+                self.post_send(
+                    resources(res)?,
+                    slot,
+                    abi::ib_wr_opcode_IB_WR_RDMA_READ,
+                    map.sges(),
+                    (addr, *key as u32),
+                )?;
+                *next += 1;
+                let last = *next == chunks.len();
+                (TxWr::RndvRead { _map: map, last }, last, false)
+            }
+            TxOp::Credit | TxOp::Fin { .. } => return Ok(()),
+        };
+        self.posted(g, slot, wr, last, sends, if sends { grant } else { 0 });
+        Ok(())
+    }
+
+    /// The rendezvous steps of the message at the queue's head: register
+    /// its buffers, then announce them (OP_RTS). False when it goes by
+    /// segments instead.
+    fn post_rndv(&self, g: &mut Inner, caps: &SendCaps, slot: usize, grant: u16) -> Result<bool> {
+        let Some(TxOp::Msg {
+            lent,
+            len,
+            data,
+            done,
+            rndv,
+            ..
+        }) = g.queue.front_mut()
+        else {
+            return Ok(false);
+        };
+        match rndv {
+            Rndv::No => Ok(false),
+            Rndv::Try => {
+                let Some(l) = lent.as_ref() else {
+                    *rndv = Rndv::No;
+                    return Ok(true);
+                };
+                let memory = match l {
+                    Lent::Kvecs(k) => MrMemory::Kvecs(k.kvecs()),
+                    Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
+                };
+                let domain = g.domain.as_ref().ok_or(EINVAL)?;
+                // SAFETY: The consumer lends the buffers until the send
+                // completes, which is after the region is dropped (with the
+                // send, at its OP_FIN or the connection's close); the PD
+                // outlives the connection.
+                let region =
+                    domain.with_pd(|pd| unsafe { Region::new(pd, &memory, 0, true, false) });
+                let Ok(region) = region else {
+                    // Buffers no region can take: by segments.
+                    *rndv = Rndv::No;
+                    return Ok(true);
+                };
+                resources(&g.res)?.id.post_reg(&self.slots, slot, &region)?;
+                *rndv = Rndv::Registered(region);
+                self.posted(g, slot, TxWr::RndvReg, false, false, 0);
+                Ok(true)
+            }
+            Rndv::Registered(region) => {
+                let cookie = g.next_cookie;
+                let body = wire::RtsBody {
+                    key: region.key(),
+                    cookie,
+                }
+                .encode();
+                let h = Header {
+                    op: wire::OP_RTS,
+                    flags: if data.is_some() {
+                        wire::FLAG_CQ_DATA
+                    } else {
+                        0
+                    },
+                    credits: grant,
+                    len: *len as u32,
+                    data: data.unwrap_or(0),
+                };
+                let wr = self.post_head(resources(&g.res)?, slot, caps, &h, None, Some(&body))?;
+                let Rndv::Registered(region) = core::mem::replace(rndv, Rndv::No) else {
+                    return Err(EINVAL);
+                };
+                let report = done.map(|(ctx, flags)| Report {
+                    flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
+                    ctx,
+                    len: *len,
+                    always: true,
+                });
+                let lent = lent.take().ok_or(EINVAL)?;
+                g.next_cookie += 1;
+                g.rndv_sends.push(
+                    RndvSend {
+                        cookie,
+                        _region: region,
+                        _lent: lent,
+                        report,
+                    },
+                    GFP_ATOMIC,
+                )?;
+                self.posted(g, slot, wr, true, true, grant);
+                Ok(true)
+            }
+        }
+    }
+
+    /// Rendezvous sends whose OP_FIN can no longer come fail; their
+    /// regions stay until the QP is gone.
+    pub(super) fn fail_rndv_sends(g: &mut Inner, err: u32) {
+        for send in g.rndv_sends.iter_mut() {
+            if let (Some(r), Some(ep)) = (send.report.take(), &g.ep) {
+                let _ = ep.complete_error(r.flags, r.ctx, err, 0, 0, 0);
+            }
+        }
+    }
+
+    /// A send-queue completion.
+    pub(super) fn tx_done(&self, g: &mut Inner, wc: &WorkCompletion) {
+        let i = wc.slot - RX_DEPTH;
+        let Some(wr) = g.tx_wr[i].take() else {
+            return;
+        };
+        let _ = g.tx_free.push(wc.slot, GFP_ATOMIC);
+        if !wc.ok() && g.sq_error.is_none() {
+            g.sq_error = Some(wc_error(wc.status));
+            // The QP is in error: end the connection on both sides.
+            if wc.status != abi::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+                if let Some(res) = &g.res {
+                    res.id.disconnect();
+                }
+            }
+        }
+        let report = match wr {
+            TxWr::Send { report, .. } | TxWr::Rma { report, .. } => report,
+            TxWr::Reg(reg) => {
+                reg.done(wc.ok());
+                None
+            }
+            TxWr::RndvReg => None,
+            TxWr::RndvRead { last, .. } => {
+                if last {
+                    self.finish_rndv(g, wc.ok());
+                    self.deliver_held(g);
+                }
+                None
+            }
+        };
+        self.answer_disconnect(g);
+        if let (Some(r), Some(ep)) = (report, &g.ep) {
+            if wc.ok() {
+                if r.always {
+                    let _ = ep.complete(r.flags, r.ctx, r.len, 0);
+                }
+            } else {
+                let err = g.sq_error.unwrap_or(abi::FI_EIO);
+                let _ = ep.complete_error(r.flags, r.ctx, err, 0, 0, wc.status as i32);
+            }
+        }
+        self.pump(g);
+    }
+}
