@@ -30,7 +30,7 @@ use crate::rdma::{
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
-use crate::wire::{self, Header, HEADER_LEN};
+use crate::wire::{self, CmData, Header, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
@@ -60,9 +60,6 @@ pub(crate) const TX_DEPTH: usize = 256;
 pub(crate) const RECV_DEPTH: usize = 256;
 /// The largest message or RMA.
 pub(crate) const MAX_MSG: usize = 16 << 20;
-/// Private data bytes on connect, accept and reject (IB's connect request
-/// carries 56, less our length byte).
-pub(crate) const CM_DATA_MAX: usize = 55;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -237,7 +234,7 @@ struct Inner {
     rndv_sends: KVec<RndvSend>,
     next_cookie: u64,
     /// Private data for the connect, until the route is resolved.
-    connect_data: KVec<u8>,
+    connect_data: Option<CmData>,
     credits: u32,
     /// Buffers reposted and not yet granted to the peer.
     grant: u32,
@@ -320,7 +317,7 @@ impl Conn {
                     max_inline: 0,
                     rndv_sends: KVec::new(),
                     next_cookie: 1,
-                    connect_data: KVec::new(),
+                    connect_data: None,
                     credits: RX_DEPTH as u32,
                     grant: 0,
                     tx_wr,
@@ -352,16 +349,13 @@ impl Conn {
         ep: EpRef,
         domain: Arc<VDomain>,
     ) -> Result<Arc<Conn>> {
-        if param.len() > CM_DATA_MAX {
-            return Err(EINVAL);
-        }
+        let data = CmData::encode(param).ok_or(EINVAL)?;
         let conn = Conn::new(domain.entry().clone(), Phase::Resolving, Some(ep))?;
         let id = CmId::new(conn.clone())?;
         {
             let mut owner = conn.id.lock();
             let mut g = conn.inner.lock();
-            g.connect_data.push(param.len() as u8, GFP_KERNEL)?;
-            g.connect_data.extend_from_slice(param, GFP_KERNEL)?;
+            g.connect_data = Some(data);
             g.domain = Some(domain);
             id.resolve_addr(dest)?;
             g.res = Some(Resources {
@@ -463,12 +457,7 @@ impl Conn {
 
     /// fi_accept.
     pub(crate) fn accept(&self, param: &[u8]) -> Result {
-        if param.len() > CM_DATA_MAX {
-            return Err(EINVAL);
-        }
-        let mut data = KVec::with_capacity(param.len() + 1, GFP_KERNEL)?;
-        data.push(param.len() as u8, GFP_KERNEL)?;
-        data.extend_from_slice(param, GFP_KERNEL)?;
+        let data = CmData::encode(param).ok_or(EINVAL)?;
         let owner = self.id.lock();
         {
             let mut g = self.inner.lock();
@@ -480,7 +469,7 @@ impl Conn {
         }
         // rdma_accept takes the id's handler lock, under which the CM
         // callback takes the state mutex: call it without the latter.
-        let r = owner.as_ref().ok_or(EINVAL)?.accept(&data);
+        let r = owner.as_ref().ok_or(EINVAL)?.accept(data.as_bytes());
         if r.is_err() {
             self.inner.lock().phase = Phase::Closed;
         }
@@ -489,17 +478,12 @@ impl Conn {
 
     /// fi_reject.
     pub(crate) fn reject(&self, param: &[u8]) -> Result {
-        if param.len() > CM_DATA_MAX {
-            return Err(EINVAL);
-        }
-        let mut data = KVec::with_capacity(param.len() + 1, GFP_KERNEL)?;
-        data.push(param.len() as u8, GFP_KERNEL)?;
-        data.extend_from_slice(param, GFP_KERNEL)?;
+        let data = CmData::encode(param).ok_or(EINVAL)?;
         let mut g = self.inner.lock();
         if g.phase != Phase::Requested {
             return Err(fi_error(abi::FI_EOPBADSTATE));
         }
-        g.res.as_ref().ok_or(EINVAL)?.id.reject(&data)?;
+        g.res.as_ref().ok_or(EINVAL)?.id.reject(data.as_bytes())?;
         g.phase = Phase::Closed;
         Ok(())
     }
@@ -595,21 +579,7 @@ impl Conn {
     fn end(&self, g: &mut Inner, err: u32) {
         g.phase = Phase::Closed;
         while let Some(op) = g.queue.pop() {
-            if let Some(ep) = &g.ep {
-                match op {
-                    TxOp::Msg {
-                        done: Some((ctx, _)),
-                        ..
-                    } => {
-                        let _ = ep.complete_error(FI_SEND | FI_MSG, ctx, err, 0, 0, 0);
-                    }
-                    TxOp::Rma { write, ctx, .. } => {
-                        let kind = FI_RMA | if write { FI_WRITE } else { FI_READ };
-                        let _ = ep.complete_error(kind, ctx, err, 0, 0, 0);
-                    }
-                    _ => {}
-                }
-            }
+            self.fail_op(g, op, err);
         }
         if let Some(ep) = &g.ep {
             if !g.shutdown_reported {

@@ -53,17 +53,16 @@ const INJECT_SIZE: usize = 1024;
 const RMA_IOV_LIMIT: usize = 4;
 const RECV_IOV_LIMIT: usize = 16;
 
-/// An FI_EP_MSG info for device `dev` (named, with its limits);
-/// `local`/`peer` become the source and destination addresses.
+/// An FI_EP_MSG info for device `dev`, with its limits (queried once by
+/// the caller); `local`/`peer` become the source and destination addresses.
 pub(crate) fn msg_info(
     local: Option<&SockAddr>,
     peer: Option<&SockAddr>,
     ipv6: bool,
-    dev: Option<&CStr>,
+    dev: Option<(&CStr, &abi::kverbs_limits)>,
 ) -> Result<Info> {
-    let entry = dev.and_then(device::entry_named);
-    let limits = entry.as_ref().map(|e| e.device().limits());
-    let max_sge = limits.as_ref().map_or(2, |l| l.max_sge.min(16) as usize);
+    let limits = dev.map(|(_, l)| l);
+    let max_sge = limits.map_or(2, |l| l.max_sge.min(16) as usize);
     let mut info = Info::new()?;
     {
         let f = info.fields();
@@ -84,9 +83,7 @@ pub(crate) fn msg_info(
         f.ep.protocol = abi::FI_PROTO_RDMA_CM_IB_RC;
         // Messages go in segments; an RMA goes in one work request per
         // remote buffer, up to the port's message size.
-        f.ep.max_msg_size = limits
-            .as_ref()
-            .map_or(conn::MAX_MSG, |l| conn::MAX_MSG.min(l.max_msg as usize));
+        f.ep.max_msg_size = limits.map_or(conn::MAX_MSG, |l| conn::MAX_MSG.min(l.max_msg as usize));
         // One SGE of each SEND carries the protocol header.
         f.tx.iov_limit = max_sge - 1;
         f.tx.rma_iov_limit = RMA_IOV_LIMIT;
@@ -97,7 +94,7 @@ pub(crate) fn msg_info(
         f.rx.size = conn::RECV_DEPTH;
         f.domain.mr_mode = abi::FI_MR_PROV_KEY as i32;
         f.domain.mr_key_size = 8;
-        if let Some(l) = &limits {
+        if let Some(l) = limits {
             // Each connection is a QP and a CQ; each region with remote
             // access an MR.
             f.domain.ep_cnt = l.max_qp as usize;
@@ -111,7 +108,7 @@ pub(crate) fn msg_info(
         f.domain.control_progress = abi::fi_progress_FI_PROGRESS_AUTO;
         f.domain.data_progress = abi::fi_progress_FI_PROGRESS_AUTO;
     }
-    if let Some(name) = dev {
+    if let Some((name, _)) = dev {
         info.set_domain_name(name)?;
     }
     info.set_fabric_name(c_str!("rdma"))?;
@@ -162,7 +159,8 @@ impl kofi::Provider for Verbs {
         // One info per device that is up, per address family.
         for entry in device::devices()?.iter() {
             let dev = entry.device();
-            if !dev.limits().active {
+            let limits = dev.limits();
+            if !limits.active {
                 continue;
             }
             for ipv6 in [false, true] {
@@ -174,7 +172,7 @@ impl kofi::Provider for Verbs {
                     Some(a) => (None, Some(a)),
                     None => (None, None),
                 };
-                list.push(msg_info(local, peer, ipv6, Some(dev.name()))?)?;
+                list.push(msg_info(local, peer, ipv6, Some((dev.name(), &limits)))?)?;
             }
         }
         Ok(list)

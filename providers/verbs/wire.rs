@@ -96,8 +96,35 @@ impl RtsBody {
     }
 }
 
-/// Connection private data: a length byte, then the consumer's bytes (IB
-/// pads private data to a fixed size, so the length travels with it).
+/// The consumer's private data on connect, accept and reject at most (an IB
+/// connect request carries 56 bytes, less the length byte).
+pub(crate) const CM_DATA_MAX: usize = 55;
+
+/// Connection private data as it goes: a length byte, then the consumer's
+/// bytes (IB pads private data to a fixed size, so the length travels).
+#[derive(Clone, Copy)]
+pub(crate) struct CmData {
+    bytes: [u8; CM_DATA_MAX + 1],
+}
+
+impl CmData {
+    /// The encoding of `param`, or `None` when it is too long.
+    pub(crate) fn encode(param: &[u8]) -> Option<CmData> {
+        if param.len() > CM_DATA_MAX {
+            return None;
+        }
+        let mut bytes = [0u8; CM_DATA_MAX + 1];
+        bytes[0] = param.len() as u8;
+        bytes[1..=param.len()].copy_from_slice(param);
+        Some(CmData { bytes })
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..=self.bytes[0] as usize]
+    }
+}
+
+/// The consumer's bytes of received private data (see [`CmData`]).
 pub(crate) fn cm_data_decode(b: &[u8]) -> &[u8] {
     match b.split_first() {
         Some((&n, rest)) if (n as usize) <= rest.len() => &rest[..n as usize],

@@ -18,8 +18,8 @@ impl Conn {
             }
             CmEvent::RouteResolved => {
                 let r = self.setup(&mut g).and_then(|()| {
-                    let data = core::mem::take(&mut g.connect_data);
-                    g.res.as_ref().ok_or(EINVAL)?.id.connect(&data)
+                    let data = g.connect_data.take().ok_or(EINVAL)?;
+                    g.res.as_ref().ok_or(EINVAL)?.id.connect(data.as_bytes())
                 });
                 match r {
                     Ok(()) => g.phase = Phase::Connecting,
@@ -167,9 +167,9 @@ impl Listener {
             return true;
         };
         let (local, peer) = (new.addr(false), new.addr(true));
-        let Ok(info) =
-            crate::msg_info(Some(&local), Some(&peer), local.is_ipv6(), Some(dev.name()))
-        else {
+        let limits = dev.limits();
+        let dev_info = Some((dev.name(), &limits));
+        let Ok(info) = crate::msg_info(Some(&local), Some(&peer), local.is_ipv6(), dev_info) else {
             return true;
         };
         let Ok(conn) = Conn::requested(entry) else {

@@ -7,6 +7,33 @@
 use super::tx::chunks;
 use super::*;
 
+/// Reports a finished receive: its message, truncated (FI_ETRUNC, what did
+/// not fit in olen), or failed (`ok` false: its read failed).
+fn report_recv(ep: Option<&EpRef>, done: &Assembly, ok: bool) {
+    let Some(ep) = ep else {
+        return;
+    };
+    let (cap, ctx) = (done.recv.capacity(), done.recv.context);
+    if !ok {
+        let _ = ep.complete_error(FI_RECV | FI_MSG, ctx, abi::FI_EIO, 0, 0, 0);
+    } else if done.total > cap {
+        let _ = ep.complete_error(
+            FI_RECV | FI_MSG,
+            ctx,
+            abi::FI_ETRUNC,
+            cap,
+            done.total - cap,
+            0,
+        );
+    } else {
+        let mut flags = FI_RECV | FI_MSG | (done.recv.flags & FI_COMPLETION);
+        if done.data.is_some() {
+            flags |= FI_REMOTE_CQ_DATA;
+        }
+        let _ = ep.complete(flags, ctx, done.total, done.data.unwrap_or(0));
+    }
+}
+
 impl Conn {
     /// A posted receive: filled by the next message (or held segments).
     pub(crate) fn post_recv(&self, recv: PostedRecv) -> Result {
@@ -31,28 +58,7 @@ impl Conn {
             g.cur = Some(done);
             return;
         };
-        if let Some(ep) = &g.ep {
-            let cap = done.recv.capacity();
-            let ctx = done.recv.context;
-            if !ok {
-                let _ = ep.complete_error(FI_RECV | FI_MSG, ctx, abi::FI_EIO, 0, 0, 0);
-            } else if done.total > cap {
-                let _ = ep.complete_error(
-                    FI_RECV | FI_MSG,
-                    ctx,
-                    abi::FI_ETRUNC,
-                    cap,
-                    done.total - cap,
-                    0,
-                );
-            } else {
-                let mut flags = FI_RECV | FI_MSG | (done.recv.flags & FI_COMPLETION);
-                if done.data.is_some() {
-                    flags |= FI_REMOTE_CQ_DATA;
-                }
-                let _ = ep.complete(flags, ctx, done.total, done.data.unwrap_or(0));
-            }
-        }
+        report_recv(g.ep.as_ref(), &done, ok);
         let _ = g.queue.push(TxOp::Fin { cookie });
     }
 
@@ -166,27 +172,8 @@ impl Conn {
         if h.flags & wire::FLAG_LAST == 0 {
             return true;
         }
-        let Some(done) = g.cur.take() else {
-            return true;
-        };
-        if let Some(ep) = &g.ep {
-            let cap = done.recv.capacity();
-            if done.total > cap {
-                let _ = ep.complete_error(
-                    FI_RECV | FI_MSG,
-                    done.recv.context,
-                    abi::FI_ETRUNC,
-                    cap,
-                    done.total - cap,
-                    0,
-                );
-            } else {
-                let mut flags = FI_RECV | FI_MSG | (done.recv.flags & FI_COMPLETION);
-                if done.data.is_some() {
-                    flags |= FI_REMOTE_CQ_DATA;
-                }
-                let _ = ep.complete(flags, done.recv.context, done.total, done.data.unwrap_or(0));
-            }
+        if let Some(done) = g.cur.take() {
+            report_recv(g.ep.as_ref(), &done, true);
         }
         true
     }

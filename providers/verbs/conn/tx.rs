@@ -23,29 +23,31 @@ pub(super) fn chunks(
     len: usize,
     max: usize,
 ) -> Result<KVec<(usize, usize)>> {
-    let lens: KVec<usize> = {
-        let mut v = KVec::new();
-        match lent {
-            Lent::Kvecs(k) => {
-                for kv in k.kvecs() {
-                    v.push(kv.iov_len, GFP_KERNEL)?;
-                }
-            }
-            Lent::Pages(p) => {
-                for bv in p.bvecs() {
-                    v.push(bv.bv_len as usize, GFP_KERNEL)?;
-                }
-            }
-        }
-        v
-    };
+    match lent {
+        Lent::Kvecs(k) => split(k.kvecs().iter().map(|kv| kv.iov_len), offset, len, max),
+        Lent::Pages(p) => split(
+            p.bvecs().iter().map(|bv| bv.bv_len as usize),
+            offset,
+            len,
+            max,
+        ),
+    }
+}
+
+/// [`chunks`] over the lengths of the buffers.
+fn split(
+    lens: impl Iterator<Item = usize>,
+    offset: usize,
+    len: usize,
+    max: usize,
+) -> Result<KVec<(usize, usize)>> {
     let mut out = KVec::new();
     let (end, mut pos, mut at) = (offset + len, 0usize, offset);
     let (mut start, mut pieces) = (offset, 0);
-    for l in lens.iter() {
+    for l in lens {
         let (lo, hi) = (pos, pos + l);
         pos = hi;
-        if hi <= at || *l == 0 {
+        if hi <= at || l == 0 {
             continue;
         }
         if lo >= end {
@@ -229,7 +231,8 @@ impl Conn {
         }
     }
 
-    fn fail_op(&self, g: &Inner, op: TxOp, err: u32) {
+    /// Fails an operation that was queued, not posted (`err`: FI_E*).
+    pub(super) fn fail_op(&self, g: &Inner, op: TxOp, err: u32) {
         let Some(ep) = &g.ep else {
             return;
         };
@@ -552,12 +555,13 @@ impl Conn {
                     Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
                 };
                 let domain = g.domain.as_ref().ok_or(EINVAL)?;
-                // SAFETY: The consumer lends the buffers until the send
-                // completes, which is after the region is dropped (with the
-                // send, at its OP_FIN or the connection's close); the PD
-                // outlives the connection.
-                let region =
-                    domain.with_pd(|pd| unsafe { Region::new(pd, &memory, 0, true, false) });
+                let region = domain.with_pd(|pd| {
+                    // SAFETY: The consumer lends the buffers until the send
+                    // completes, which is after the region is dropped (with
+                    // the send, at its OP_FIN or the connection's close);
+                    // the PD outlives the connection.
+                    unsafe { Region::new(pd, &memory, 0, true, false) }
+                });
                 let Ok(region) = region else {
                     // Buffers no region can take: by segments.
                     *rndv = Rndv::No;

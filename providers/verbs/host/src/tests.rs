@@ -68,6 +68,17 @@ fn any_accepted_header_encodes_back() {
 }
 
 #[test]
+fn private_data_round_trips() {
+    let d = CmData::encode(b"from client").unwrap();
+    assert_eq!(d.as_bytes().len(), 12);
+    assert_eq!(cm_data_decode(d.as_bytes()), b"from client");
+    assert_eq!(cm_data_decode(CmData::encode(&[]).unwrap().as_bytes()), b"");
+    let max = [7u8; CM_DATA_MAX];
+    assert_eq!(cm_data_decode(CmData::encode(&max).unwrap().as_bytes()), &max[..]);
+    assert!(CmData::encode(&[0; CM_DATA_MAX + 1]).is_none());
+}
+
+#[test]
 fn private_data_carries_its_length() {
     // As sent: a length byte, then the bytes.
     assert_eq!(cm_data_decode(&[3, b'a', b'b', b'c']), b"abc");
