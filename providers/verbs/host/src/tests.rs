@@ -74,7 +74,10 @@ fn private_data_round_trips() {
     assert_eq!(cm_data_decode(d.as_bytes()), b"from client");
     assert_eq!(cm_data_decode(CmData::encode(&[]).unwrap().as_bytes()), b"");
     let max = [7u8; CM_DATA_MAX];
-    assert_eq!(cm_data_decode(CmData::encode(&max).unwrap().as_bytes()), &max[..]);
+    assert_eq!(
+        cm_data_decode(CmData::encode(&max).unwrap().as_bytes()),
+        &max[..]
+    );
     assert!(CmData::encode(&[0; CM_DATA_MAX + 1]).is_none());
 }
 
