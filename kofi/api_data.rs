@@ -657,3 +657,30 @@ pub(crate) extern "C" fn fi_writedata(
         Rma::Write,
     )
 }
+
+/// `fi_sendto()`: fi_send to an address of an FI_EP_RDM endpoint's AV.
+#[no_mangle]
+pub(crate) extern "C" fn fi_sendto(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    desc: *mut c_void,
+    dest_addr: u64,
+    context: *mut c_void,
+) -> isize {
+    fi_send(ep, buf, len, desc, dest_addr, context)
+}
+
+/// `fi_recvfrom()`: fi_recv from an address of an FI_EP_RDM endpoint's AV
+/// (FI_ADDR_UNSPEC: any peer).
+#[no_mangle]
+pub(crate) extern "C" fn fi_recvfrom(
+    ep: *mut abi::fid_ep,
+    buf: *mut c_void,
+    len: usize,
+    desc: *mut c_void,
+    src_addr: u64,
+    context: *mut c_void,
+) -> isize {
+    fi_recv(ep, buf, len, desc, src_addr, context)
+}

@@ -353,6 +353,9 @@ fn close(fid: *mut abi::fid) -> Result {
             if let Some(eq) = &b.eq {
                 eq.users.put();
             }
+            if let Some(av) = &b.av {
+                av.users.put();
+            }
             drop(b);
             ep.domain.users.put();
             ep.domain.fabric.provider().count(abi::FI_CLASS_EP, false);
@@ -398,6 +401,10 @@ fn close(fid: *mut abi::fid) -> Result {
             mr::close(m)?;
             // SAFETY: The consumer's reference, not used after.
             drop(unsafe { reclaim::<Mr>(fid.cast()) });
+        }
+        abi::FI_CLASS_AV => {
+            // SAFETY: The class says it is an AV, which the consumer gives up.
+            unsafe { crate::av::close(fid) }?;
         }
         // Connection requests go with their info (fi_freeinfo), not fi_close.
         _ => return Err(EINVAL),
@@ -484,6 +491,22 @@ fn ep_bind(ep: *mut abi::fid_ep, bfid: *mut abi::fid, flags: u64) -> Result {
             // SAFETY: `eq` was published.
             b.eq = Some(unsafe { arc_of(eq) });
             eq.users.get();
+        }
+        abi::FI_CLASS_AV => {
+            // SAFETY: The class says it is an AV.
+            let av = unsafe { lookup::<crate::av::Av>(bfid.cast()) }?;
+            if !e.is_rdm() || !Arc::ptr_eq(&av.domain, &e.domain) || flags != 0 {
+                return Err(EINVAL);
+            }
+            let mut b = e.bindings.lock();
+            if b.av.is_some() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `av` was published.
+            b.av = Some(unsafe { arc_of(av) });
+            av.users.get();
+            // The core's RDM endpoint reads the binding itself.
+            return Ok(());
         }
         _ => return Err(EINVAL),
     }
@@ -576,6 +599,9 @@ fn enable(ep: *mut abi::fid_ep) -> Result {
         let caps = e.limits.caps;
         if e.limits.ep_type == abi::fi_ep_type_FI_EP_MSG && b.eq.is_none() {
             return Err(errno::enoeq());
+        }
+        if e.is_rdm() && b.av.is_none() {
+            return Err(errno::enoav());
         }
         let transmits = caps & (FI_MSG | FI_RMA) != 0 && has(caps, FI_SEND | FI_READ | FI_WRITE);
         let receives = caps & FI_MSG != 0 && has(caps, FI_RECV);

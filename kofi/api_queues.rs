@@ -47,7 +47,45 @@ pub(crate) extern "C" fn fi_cq_sread(
     }
     to_c_ssize(cq_args(cq, buf, count).and_then(|q| {
         // SAFETY: `buf` holds `count` entries of the CQ's format (ABI).
-        unsafe { q.sread(buf, count, timeout) }
+        unsafe { q.sread(buf, count, core::ptr::null_mut(), timeout) }
+    }))
+}
+
+/// `fi_cq_readfrom()`: as fi_cq_read, with each entry's source address.
+#[no_mangle]
+pub(crate) extern "C" fn fi_cq_readfrom(
+    cq: *mut abi::fid_cq,
+    buf: *mut c_void,
+    count: usize,
+    src_addr: *mut u64,
+) -> isize {
+    if src_addr.is_null() {
+        return EINVAL.to_errno() as isize;
+    }
+    to_c_ssize(cq_args(cq, buf, count).and_then(|q| {
+        // SAFETY: `buf` holds `count` entries of the CQ's format and
+        // `src_addr` `count` addresses (ABI).
+        unsafe { q.read_from(buf, count, src_addr) }
+    }))
+}
+
+/// `fi_cq_sreadfrom()`: as fi_cq_sread, with each entry's source address.
+#[no_mangle]
+pub(crate) extern "C" fn fi_cq_sreadfrom(
+    cq: *mut abi::fid_cq,
+    buf: *mut c_void,
+    count: usize,
+    src_addr: *mut u64,
+    _cond: *const c_void,
+    timeout: c_int,
+) -> isize {
+    // SAFETY: No preconditions.
+    if src_addr.is_null() || !unsafe { abi::kofi_in_task() } {
+        return EINVAL.to_errno() as isize;
+    }
+    to_c_ssize(cq_args(cq, buf, count).and_then(|q| {
+        // SAFETY: As in `fi_cq_readfrom`.
+        unsafe { q.sread(buf, count, src_addr, timeout) }
     }))
 }
 

@@ -44,6 +44,10 @@ fi_errors! {
     eoverrun => FI_EOVERRUN,
     etoosmall => FI_ETOOSMALL,
     eacces => FI_EACCES,
+    enospc => FI_ENOSPC,
+    enoent => FI_ENOENT,
+    enoav => FI_ENOAV,
+    eaddrnotavail => FI_EADDRNOTAVAIL,
 }
 
 /// The C return value of a call that returns nothing on success.

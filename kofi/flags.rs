@@ -39,7 +39,13 @@ bits!(
     FI_NUMERICHOST,
     FI_PROV_ATTR_ONLY,
     FI_SELECTIVE_COMPLETION,
+    FI_DIRECTED_RECV,
 );
+
+/// `FI_ADDR_UNSPEC` (bindgen cannot evaluate its cast).
+pub(crate) const FI_ADDR_UNSPEC: u64 = u64::MAX;
+/// `FI_ADDR_NOTAVAIL`, the same value.
+pub(crate) const FI_ADDR_NOTAVAIL: u64 = u64::MAX;
 
 /// Flags a transmit (send or RMA) accepts from the consumer.
 pub(crate) const TX_OP_FLAGS: u64 = FI_COMPLETION

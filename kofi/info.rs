@@ -262,7 +262,53 @@ fn well_formed(info: &abi::fi_info) -> bool {
         && !info.fabric_attr.is_null()
 }
 
+/// Capabilities an RDM endpoint adds to its MSG endpoints'.
+const RDM_CAPS: u64 = flags::FI_SOURCE | flags::FI_DIRECTED_RECV;
+
+/// The FI_EP_RDM info the core offers over a provider's FI_EP_MSG `info`
+/// (see `rdm.rs`): a send's header takes one iov, segments carry at most
+/// `u32::MAX` bytes of message, sends are ordered per peer.
+fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
+    // SAFETY: A well-formed info from a provider.
+    let twin = unsafe { dup_one(info) }?;
+    // SAFETY: `dup_one` copied every attr.
+    unsafe {
+        let t = &mut *twin;
+        t.caps |= RDM_CAPS;
+        (*t.ep_attr).type_ = abi::fi_ep_type_FI_EP_RDM;
+        let ep = &mut *t.ep_attr;
+        ep.max_msg_size = ep.max_msg_size.min(u32::MAX as usize);
+        let tx = &mut *t.tx_attr;
+        tx.iov_limit = tx.iov_limit.saturating_sub(1).max(1);
+        tx.inject_size = tx.inject_size.min(crate::rdm::SEG);
+        tx.msg_order = abi::FI_ORDER_SAS as u64;
+        (*t.rx_attr).msg_order = abi::FI_ORDER_SAS as u64;
+        let d = &mut *t.domain_attr;
+        if d.av_type == abi::fi_av_type_FI_AV_UNSPEC {
+            d.av_type = abi::fi_av_type_FI_AV_MAP;
+        }
+    }
+    Ok(twin)
+}
+
+/// Turns an RDM info made by `rdm_twin` back into the MSG info it came from,
+/// for the RDM endpoint's own listener and connections.
+pub(crate) fn msg_twin(info: *mut abi::fi_info) {
+    // SAFETY: A checked info (its attrs set), owned by the caller.
+    unsafe {
+        let t = &mut *info;
+        t.caps &= !flags::FI_DIRECTED_RECV;
+        (*t.ep_attr).type_ = abi::fi_ep_type_FI_EP_MSG;
+        (*t.tx_attr).iov_limit += 1;
+        t.handle = ptr::null_mut();
+        free(t.dest_addr);
+        t.dest_addr = ptr::null_mut();
+        t.dest_addrlen = 0;
+    }
+}
+
 /// Appends to `out` the infos of one provider that satisfy `hints`.
+#[allow(clippy::too_many_arguments)]
 fn provider_infos(
     module: &ModuleRef,
     version: u32,
@@ -270,6 +316,7 @@ fn provider_infos(
     service: *const c_char,
     flags: u64,
     hints: *const abi::fi_info,
+    prov_hints: *const abi::fi_info,
     out: &mut *mut *mut abi::fi_info,
 ) -> Result {
     let table = module.table();
@@ -280,11 +327,35 @@ fn provider_infos(
     let mut list: *mut abi::fi_info = ptr::null_mut();
     // SAFETY: The provider's module is pinned by `module`; the arguments are
     // the consumer's, passed on as the ABI says.
-    let ret = unsafe { getinfo(version, node, service, flags, hints, &mut list) };
+    let ret = unsafe { getinfo(version, node, service, flags, prov_hints, &mut list) };
     if ret != 0 {
         fi_freeinfo(list);
         // A provider with nothing to offer for these arguments is not an error.
         return Ok(());
+    }
+    // Each MSG info is followed by its RDM twin, filtered like the rest.
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: The provider's list, which we own.
+        let info = unsafe { &mut *at };
+        let next = info.next;
+        // SAFETY: `ep_attr` is null or valid.
+        let msg =
+            well_formed(info) && unsafe { (*info.ep_attr).type_ } == abi::fi_ep_type_FI_EP_MSG;
+        if msg {
+            match rdm_twin(info) {
+                Ok(twin) => {
+                    // SAFETY: A fresh, unlinked info.
+                    unsafe { (*twin).next = next };
+                    info.next = twin;
+                }
+                Err(e) => {
+                    fi_freeinfo(list);
+                    return Err(e);
+                }
+            }
+        }
+        at = next;
     }
     let mut cur = list;
     while !cur.is_null() {
@@ -402,17 +473,35 @@ fn getinfo(
         }
         None => registry.snapshot()?,
     };
+    // Providers offer MSG endpoints; the core builds RDM ones over them.
+    let mut prov_hints = hints;
+    let mut msg_hints: *mut abi::fi_info = ptr::null_mut();
+    if wanted.is_some_and(|h| h.ep_type == abi::fi_ep_type_FI_EP_RDM) {
+        // SAFETY: `hints` is a valid info (ABI).
+        msg_hints = unsafe { dup_one(hints) }?;
+        // SAFETY: Our copy; `ep_attr` is set since the hints name a type.
+        unsafe {
+            (*msg_hints).caps &= !RDM_CAPS;
+            (*(*msg_hints).ep_attr).type_ = abi::fi_ep_type_FI_EP_MSG;
+        }
+        prov_hints = msg_hints;
+    }
     let mut head: *mut abi::fi_info = ptr::null_mut();
     let mut tail: *mut *mut abi::fi_info = &mut head;
     for p in providers.iter() {
         let Some(module) = ModuleRef::get(p) else {
             continue;
         };
-        if let Err(e) = provider_infos(&module, version, node, service, flags, hints, &mut tail) {
+        let r = provider_infos(
+            &module, version, node, service, flags, hints, prov_hints, &mut tail,
+        );
+        if let Err(e) = r {
             fi_freeinfo(head);
+            fi_freeinfo(msg_hints);
             return Err(e);
         }
     }
+    fi_freeinfo(msg_hints);
     if head.is_null() {
         return Err(errno::enodata());
     }

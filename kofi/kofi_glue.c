@@ -18,6 +18,8 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/socket.h>
+#include <linux/workqueue.h>
+#include <linux/mm.h>
 #include <kofi/kofi_provider.h>
 #include "kofi_glue.h"
 
@@ -98,6 +100,34 @@ void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bv
 	iov_iter_truncate(iter, len);
 }
 
+/* The core's own work (FI_EP_RDM progress); it must go on under memory pressure. */
+struct workqueue_struct *kofi_wq_alloc(void)
+{
+	return alloc_workqueue("kofi_rdm", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+}
+
+void kofi_wq_destroy(struct workqueue_struct *wq)
+{
+	destroy_workqueue(wq);
+}
+
+/* The page of kmalloc'ed memory, to send a header from it in a bio_vec. */
+struct page *kofi_virt_to_page(const void *addr)
+{
+	return virt_to_page(addr);
+}
+
+size_t kofi_copy_to_iter(const void *from, size_t len, struct iov_iter *iter)
+{
+	return copy_to_iter(from, len, iter);
+}
+
+/* "a.b.c.d:port" or "[v6]:port"; the length without the NUL, as snprintf. */
+int kofi_sockaddr_str(const struct sockaddr_storage *addr, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%pISpc", addr);
+}
+
 bool kofi_in_task(void)
 {
 	return in_task();
@@ -174,6 +204,15 @@ EXPORT_SYMBOL_NS_GPL(fi_senddata, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recv, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvv, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_sendto, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_recvfrom, KOFI);
+/* Address vectors */
+EXPORT_SYMBOL_NS_GPL(fi_av_open, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_av_insert, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_av_insertsvc, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_av_remove, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_av_lookup, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_av_straddr, KOFI);
 /* RMA */
 EXPORT_SYMBOL_NS_GPL(fi_read, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_readv, KOFI);
@@ -188,6 +227,8 @@ EXPORT_SYMBOL_NS_GPL(fi_cq_read, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cq_readerr, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cq_sread, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cq_signal, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cq_readfrom, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cq_sreadfrom, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_eq_read, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_eq_readerr, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_eq_write, KOFI);

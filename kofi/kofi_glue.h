@@ -28,6 +28,13 @@ void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bv
 			  const void *iov, unsigned long nr, size_t total, size_t start,
 			  size_t len);
 bool kofi_in_task(void);
+struct workqueue_struct;
+struct workqueue_struct *kofi_wq_alloc(void);
+void kofi_wq_destroy(struct workqueue_struct *wq);
+struct page *kofi_virt_to_page(const void *addr);
+size_t kofi_copy_to_iter(const void *from, size_t len, struct iov_iter *iter);
+struct sockaddr_storage;
+int kofi_sockaddr_str(const struct sockaddr_storage *addr, char *buf, size_t len);
 int kofi_module_refcount(struct module *module);
 
 struct seq_file;

@@ -10,10 +10,12 @@
 use kernel::prelude::*;
 
 mod abi;
+mod addr;
 mod api_cm;
 mod api_data;
 mod api_objects;
 mod api_queues;
+mod av;
 mod errno;
 mod flags;
 mod info;
@@ -22,9 +24,11 @@ mod lock;
 mod mr;
 mod object;
 mod queue;
+mod rdm;
 mod registry;
 mod report;
 mod ring;
+mod vec;
 
 module! {
     type: Kofi,
@@ -46,7 +50,14 @@ struct Kofi {
 
 impl kernel::Module for Kofi {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        let registry = registry::Registry::install()?;
+        rdm::init()?;
+        let registry = match registry::Registry::install() {
+            Ok(r) => r,
+            Err(e) => {
+                rdm::exit();
+                return Err(e);
+            }
+        };
         // SAFETY: No preconditions; undone in `drop`.
         unsafe { abi::kofi_debugfs_init() };
         pr_info!(
@@ -66,6 +77,7 @@ impl Drop for Kofi {
         // SAFETY: Created in `init`; removal waits for readers.
         unsafe { abi::kofi_debugfs_exit() };
         registry::Registry::uninstall();
+        rdm::exit();
         pr_info!("core unloaded\n");
     }
 }

@@ -201,6 +201,8 @@ pub(crate) struct Bindings {
     pub(crate) tx_selective: bool,
     pub(crate) rx_selective: bool,
     pub(crate) eq: Option<Arc<Eq>>,
+    /// The address vector of an FI_EP_RDM endpoint.
+    pub(crate) av: Option<Arc<crate::av::Av>>,
 }
 
 /// The limits an endpoint was opened with, from its info.
@@ -256,8 +258,18 @@ impl Endpoint {
         }? Error)
     }
 
+    /// The endpoint's ops: the provider's, or for FI_EP_RDM the core's own,
+    /// built over the provider's FI_EP_MSG endpoints.
     pub(crate) fn ops(&self) -> &abi::kofi_ep_ops {
-        self.domain.ep_ops()
+        if self.is_rdm() {
+            &crate::rdm::EP_OPS
+        } else {
+            self.domain.ep_ops()
+        }
+    }
+
+    pub(crate) fn is_rdm(&self) -> bool {
+        self.limits.ep_type == abi::fi_ep_type_FI_EP_RDM
     }
 
     pub(crate) fn is_enabled(&self) -> bool {

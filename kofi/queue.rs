@@ -30,6 +30,9 @@ pub(crate) struct Completion {
     pub(crate) len: usize,
     pub(crate) buf: *mut c_void,
     pub(crate) data: u64,
+    /// The sender's address in the receiving RDM endpoint's AV (FI_SOURCE),
+    /// or FI_ADDR_NOTAVAIL.
+    pub(crate) src: u64,
 }
 
 // SAFETY: The pointers are the consumer's cookies, never dereferenced by kofi.
@@ -248,9 +251,24 @@ impl Cq {
     ///
     /// `buf` holds `count` entries of the queue's format.
     pub(crate) unsafe fn read(&self, buf: *mut c_void, count: usize) -> Result<usize> {
+        // SAFETY: The caller's guarantee.
+        unsafe { self.read_from(buf, count, ptr::null_mut()) }
+    }
+
+    /// fi_cq_readfrom: as [`Cq::read`], with each entry's source in `src`.
+    ///
+    /// # Safety
+    ///
+    /// As [`Cq::read`]; `src` is null or holds `count` addresses.
+    pub(crate) unsafe fn read_from(
+        &self,
+        buf: *mut c_void,
+        count: usize,
+        src: *mut u64,
+    ) -> Result<usize> {
         let mut state = self.state.lock();
         // SAFETY: The caller's guarantee.
-        unsafe { self.read_locked(&mut state, buf, count) }
+        unsafe { self.read_locked(&mut state, buf, count, src) }
     }
 
     /// # Safety
@@ -261,12 +279,17 @@ impl Cq {
         state: &mut CqState,
         buf: *mut c_void,
         count: usize,
+        src: *mut u64,
     ) -> Result<usize> {
         if state.ring.error_at_head() {
             return Err(errno::eavail());
         }
         let mut i = 0;
         let n = state.ring.pop_done(count, |c| {
+            if !src.is_null() {
+                // SAFETY: `src` holds `count` addresses and `i < count`.
+                unsafe { src.add(i).write_unaligned(c.src) };
+            }
             // SAFETY: `i < count` because `pop_done` pops at most `count`.
             unsafe { self.store(buf, i, c) };
             i += 1;
@@ -303,6 +326,7 @@ impl Cq {
         &self,
         buf: *mut c_void,
         count: usize,
+        src: *mut u64,
         timeout_ms: i32,
     ) -> Result<usize> {
         if !self.can_wait {
@@ -312,7 +336,7 @@ impl Cq {
         let mut state = self.state.lock();
         loop {
             // SAFETY: The caller's guarantee.
-            match unsafe { self.read_locked(&mut state, buf, count) } {
+            match unsafe { self.read_locked(&mut state, buf, count, src) } {
                 Err(e) if e == errno::eagain() => {}
                 other => return other,
             }

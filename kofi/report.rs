@@ -37,8 +37,36 @@ fn wanted(flags: u64) -> bool {
 fn complete(ep: *mut abi::fid_ep, slot: Slot<Completion, CqError>, flags: u64) -> Result {
     // SAFETY: The provider passes its live endpoint.
     let e = unsafe { lookup::<Endpoint>(ep) }?;
+    post(e, slot, flags)
+}
+
+fn post(e: &Endpoint, slot: Slot<Completion, CqError>, flags: u64) -> Result {
     let (cq, _selective) = e.cq_for(flags).ok_or_else(errno::enocq)?;
     cq.post(slot)
+}
+
+/// A completion of an endpoint built in the core (FI_EP_RDM), with the
+/// source address of a receive.
+pub(crate) fn complete_from(e: &Endpoint, c: Completion) -> Result {
+    if !wanted(c.flags) {
+        return Ok(());
+    }
+    let flags = c.flags;
+    post(
+        e,
+        Slot::Done(Completion {
+            flags: flags & CQ_FLAGS,
+            ..c
+        }),
+        flags,
+    )
+}
+
+/// A failed operation of an endpoint built in the core.
+pub(crate) fn complete_error_of(e: &Endpoint, mut entry: abi::fi_cq_err_entry) -> Result {
+    let flags = entry.flags;
+    entry.flags &= CQ_FLAGS;
+    post(e, Slot::Failed(CqError(entry)), flags)
 }
 
 /// `kofi_ep_complete()`.
@@ -60,6 +88,7 @@ pub(crate) extern "C" fn kofi_ep_complete(
         len,
         buf,
         data,
+        src: FI_ADDR_NOTAVAIL,
     };
     to_c(complete(ep, Slot::Done(c), flags))
 }

@@ -50,6 +50,40 @@ struct fi_mr_attr {
 	void *context;
 };
 
+/**
+ * struct fid_av - an address vector: the peers of connectionless (FI_EP_RDM)
+ * endpoints, each named by an fi_addr_t
+ */
+struct fid_av {
+	struct fid fid;
+};
+
+/**
+ * struct fi_av_attr - attributes of an address vector
+ * @type: FI_AV_MAP (fi_addr_t values are opaque) or FI_AV_TABLE (indices
+ *	0, 1, 2, ... in insertion order); FI_AV_UNSPEC picks FI_AV_MAP
+ * @rx_ctx_bits: 0 (no scalable endpoints)
+ * @count: the number of addresses expected (a hint; 0 for the default)
+ * @ep_per_node: ignored
+ * @name: NULL (no shared AVs)
+ * @map_addr: NULL
+ * @flags: 0 (inserts complete synchronously; no FI_EVENT)
+ *
+ * Addresses are struct sockaddr_in or sockaddr_in6, as fi_getname() gives
+ * them for an FI_EP_RDM endpoint.
+ */
+struct fi_av_attr {
+	enum fi_av_type type;
+	int rx_ctx_bits;
+	size_t count;
+	size_t ep_per_node;
+	const char *name;
+	void *map_addr;
+	u64 flags;
+};
+
+#define KOFI_AV_COUNT_MAX (1 << 20)
+
 #define KOFI_MR_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 int fi_domain(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain,
@@ -66,6 +100,27 @@ int fi_mr_regbv(struct fid_domain *domain, const struct bio_vec *bvec, size_t co
 int fi_mr_regattr(struct fid_domain *domain, const struct fi_mr_attr *attr, u64 flags,
 		  struct fid_mr **mr);
 void *fi_mr_desc(struct fid_mr *mr);
+
+int fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+	       void *context);
+/*
+ * @addr holds @count sockaddrs one after another, each as long as its family's
+ * (sockaddr_in: 16 bytes, sockaddr_in6: 28). Return: the number inserted;
+ * @fi_addr[i] is FI_ADDR_NOTAVAIL for each address that was not.
+ */
+int fi_av_insert(struct fid_av *av, const void *addr, size_t count, fi_addr_t *fi_addr,
+		 u64 flags, void *context);
+/* One numeric IPv4/IPv6 @node and @service (a port number). Return: 1 or -errno. */
+int fi_av_insertsvc(struct fid_av *av, const char *node, const char *service,
+		    fi_addr_t *fi_addr, u64 flags, void *context);
+int fi_av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count, u64 flags);
+/* Copies the address (up to *@addrlen bytes) and sets *@addrlen to its size. */
+int fi_av_lookup(struct fid_av *av, fi_addr_t fi_addr, void *addr, size_t *addrlen);
+/*
+ * "a.b.c.d:port" or "[v6]:port" into @buf (truncated to *@len, NUL-ended);
+ * *@len becomes the size needed. Return: @buf, or NULL for a bad address.
+ */
+const char *fi_av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len);
 u64 fi_mr_key(struct fid_mr *mr);
 
 #endif /* _KOFI_FI_DOMAIN_H */

@@ -71,4 +71,13 @@ ssize_t fi_recvv(struct fid_ep *ep, const struct kvec *iov, void **desc, size_t 
 		 fi_addr_t src_addr, void *context);
 ssize_t fi_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, u64 flags);
 
+/*
+ * The Reliable Datagram forms the kofi slides name: fi_send()/fi_recv() to or
+ * from an address of the endpoint's AV (FI_ADDR_UNSPEC: from any peer).
+ */
+ssize_t fi_sendto(struct fid_ep *ep, const void *buf, size_t len, void *desc,
+		  fi_addr_t dest_addr, void *context);
+ssize_t fi_recvfrom(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src_addr,
+		    void *context);
+
 #endif /* _KOFI_FI_ENDPOINT_H */

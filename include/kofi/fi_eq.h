@@ -178,6 +178,14 @@ ssize_t fi_cq_read(struct fid_cq *cq, void *buf, size_t count);
 ssize_t fi_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf, u64 flags);
 ssize_t fi_cq_sread(struct fid_cq *cq, void *buf, size_t count, const void *cond, int timeout);
 int fi_cq_signal(struct fid_cq *cq);
+/*
+ * As fi_cq_read()/fi_cq_sread(), with each entry's source in @src_addr: the
+ * sender's fi_addr_t in the receiving FI_EP_RDM endpoint's AV (FI_SOURCE), or
+ * FI_ADDR_NOTAVAIL (a sender not in the AV; transmit completions; FI_EP_MSG).
+ */
+ssize_t fi_cq_readfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src_addr);
+ssize_t fi_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src_addr,
+			const void *cond, int timeout);
 
 ssize_t fi_eq_read(struct fid_eq *eq, u32 *event, void *buf, size_t len, u64 flags);
 ssize_t fi_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, u64 flags);

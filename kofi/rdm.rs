@@ -1,0 +1,661 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Reliable datagram endpoints (FI_EP_RDM), built once in the core over any
+//! provider's FI_EP_MSG endpoints, as libfabric's rxm is.
+//!
+//! An RDM endpoint listens on a passive endpoint of its own (its name is the
+//! listener's address) and keeps one MSG connection per peer, made on the
+//! first send and reused. It is a consumer of the public calls: its MSG
+//! endpoints report to an internal CQ and EQ whose handlers queue the
+//! endpoint's work item, which reads them in process context.
+//!
+//! - Sends queue per peer and go out, in order, on the peer's connection
+//!   once it is up: send-after-send ordering per peer (FI_ORDER_SAS).
+//! - Receives land in bounce buffers posted on each connection, then are
+//!   matched in arrival order against the posted receives (FI_ADDR_UNSPEC,
+//!   or the source with FI_DIRECTED_RECV). An unmatched message keeps its
+//!   buffers until a receive takes it, which holds the peer back through the
+//!   provider's own flow control: memory stays bounded.
+//! - Requests crossing (both sides connect at once) are both accepted: each
+//!   side sends on the first of its connections to the peer that came up and
+//!   receives on all, so nothing is lost, duplicated or reordered.
+//! - A connection that fails fails what was posted on it (error completions
+//!   to the consumer); queued sends try one new connection, and fail if that
+//!   fails too. Nothing is sent twice.
+
+mod cm;
+mod handle;
+mod rx;
+mod tx;
+pub(crate) mod wire;
+
+use crate::abi;
+use crate::addr::Name;
+use crate::errno;
+use crate::flags::*;
+use crate::object::Endpoint;
+use crate::vec::VecExt;
+use handle::{Handle, InfoBox};
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
+use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+
+/// Payload bytes of one segment: a segment with its header is one 16 KiB
+/// MSG send (kofi_verbs' eager size, so it needs no rendezvous).
+pub(crate) const SEG: usize = 16 * 1024 - wire::HDR_LEN;
+/// Bounce buffers posted per connection.
+const RX_BUFS: usize = 8;
+/// Peers an endpoint knows at most (connection requests beyond are refused).
+const PEERS_MAX: usize = 4096;
+/// Operations in flight or queued at most (-FI_EAGAIN beyond).
+const OPS_MAX: usize = 4096;
+
+/// What an internal operation's context stands for: a transmit of
+/// `ops[slot]`, or receive buffer `index` of `conns[slot]`. The generation
+/// makes a completion of a slot since reused harmless.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Token {
+    Tx { slot: usize, gen: u32 },
+    Rx { slot: usize, gen: u32, index: usize },
+    Conn { slot: usize, gen: u32 },
+}
+
+impl Token {
+    const TX: u64 = 1;
+    const RX: u64 = 2;
+    const CONN: u64 = 3;
+
+    pub(crate) fn encode(self) -> *mut c_void {
+        let (kind, slot, gen, index) = match self {
+            Token::Tx { slot, gen } => (Self::TX, slot, gen, 0),
+            Token::Rx { slot, gen, index } => (Self::RX, slot, gen, index),
+            Token::Conn { slot, gen } => (Self::CONN, slot, gen, 0),
+        };
+        let v =
+            (kind << 60) | ((slot as u64 & 0xf_ffff) << 40) | (u64::from(gen) << 8) | index as u64;
+        v as usize as *mut c_void
+    }
+
+    pub(crate) fn decode(p: *mut c_void) -> Option<Token> {
+        let v = p as usize as u64;
+        let slot = ((v >> 40) & 0xf_ffff) as usize;
+        let gen = (v >> 8) as u32;
+        let index = (v & 0xff) as usize;
+        match v >> 60 {
+            Self::TX => Some(Token::Tx { slot, gen }),
+            Self::RX => Some(Token::Rx { slot, gen, index }),
+            Self::CONN => Some(Token::Conn { slot, gen }),
+            _ => None,
+        }
+    }
+}
+
+/// A consumer's buffers, copied from its call (the array need not outlive
+/// the call; the memory must, until the completion).
+pub(crate) enum Iovs {
+    Kvec(KVec<abi::kvec>),
+    Bvec(KVec<abi::bio_vec>),
+}
+
+impl Iovs {
+    /// A copy of the `count` kvecs or bio_vecs of a message.
+    ///
+    /// # Safety
+    ///
+    /// The one non-null array holds `count` entries.
+    pub(crate) unsafe fn copy(
+        iov: *const abi::kvec,
+        bvec: *const abi::bio_vec,
+        count: usize,
+    ) -> Result<(Iovs, usize)> {
+        if iov.is_null() && !bvec.is_null() {
+            let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
+            // SAFETY: The caller's guarantee.
+            for b in unsafe { core::slice::from_raw_parts(bvec, count) } {
+                v.push(*b, GFP_KERNEL)?;
+            }
+            let total = v.iter().map(|b| b.bv_len as usize).sum();
+            return Ok((Iovs::Bvec(v), total));
+        }
+        let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
+        if count != 0 {
+            // SAFETY: The caller's guarantee.
+            for k in unsafe { core::slice::from_raw_parts(iov, count) } {
+                v.push(*k, GFP_KERNEL)?;
+            }
+        }
+        let total = v.iter().map(|k| k.iov_len).sum();
+        Ok((Iovs::Kvec(v), total))
+    }
+
+    /// The first buffer's address (the `buf` of a receive completion).
+    pub(crate) fn base(&self) -> *mut c_void {
+        match self {
+            Iovs::Kvec(v) => v.first().map_or(core::ptr::null_mut(), |k| k.iov_base),
+            Iovs::Bvec(_) => core::ptr::null_mut(),
+        }
+    }
+}
+
+/// A peer: the other end of connections, by name.
+pub(crate) struct Peer {
+    pub(crate) name: Name,
+    /// The connection this side sends on, once one is up.
+    pub(crate) tx: Option<usize>,
+    /// Our own request in progress.
+    pub(crate) connecting: Option<usize>,
+    /// Operations waiting to be (fully) posted, in order.
+    pub(crate) backlog: KVec<usize>,
+    /// Whether a connection to the peer ever came up (a retry after a failure
+    /// is made once).
+    pub(crate) retried: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Phase {
+    Connecting,
+    Accepting,
+    Connected,
+    /// Closed; kept only while unmatched messages hold its buffers.
+    Dead,
+}
+
+/// One MSG connection.
+pub(crate) struct Conn {
+    pub(crate) ep: Option<Handle<abi::fid_ep>>,
+    pub(crate) gen: u32,
+    pub(crate) peer: usize,
+    pub(crate) phase: Phase,
+    pub(crate) bufs: KVec<KVec<u8>>,
+    /// The message whose segments arrive, by inbound id.
+    pub(crate) assembling: Option<u64>,
+    /// Buffers held by unmatched messages.
+    pub(crate) held: usize,
+}
+
+pub(crate) enum OpKind {
+    Msg {
+        hdr: KBox<[u8; wire::HDR_LEN]>,
+        /// Payload bytes posted so far.
+        sent: usize,
+    },
+    Rma {
+        read: bool,
+        rma_iov: KVec<abi::fi_rma_iov>,
+        data: u64,
+    },
+}
+
+/// A consumer's transmit.
+pub(crate) struct TxOp {
+    pub(crate) gen: u32,
+    pub(crate) peer: usize,
+    pub(crate) conn: Option<usize>,
+    pub(crate) context: *mut c_void,
+    /// The completion's flags (FI_COMPLETION: the consumer wants one).
+    pub(crate) flags: u64,
+    pub(crate) len: usize,
+    pub(crate) iov: Iovs,
+    /// The consumer's bytes of an inject, which it may reuse at once.
+    pub(crate) _copy: Option<KVec<u8>>,
+    pub(crate) kind: OpKind,
+    pub(crate) posted: usize,
+    pub(crate) done: usize,
+    pub(crate) all_posted: bool,
+}
+
+/// A consumer's receive.
+pub(crate) struct Recv {
+    pub(crate) context: *mut c_void,
+    pub(crate) flags: u64,
+    pub(crate) iov: Iovs,
+    pub(crate) cap: usize,
+    pub(crate) from: Option<Name>,
+}
+
+/// A message arriving or arrived, matched to a receive or not yet.
+pub(crate) struct Inbound {
+    pub(crate) id: u64,
+    pub(crate) conn: usize,
+    pub(crate) peer: usize,
+    pub(crate) total: usize,
+    pub(crate) got: usize,
+    pub(crate) data: Option<u64>,
+    pub(crate) recv: Option<Recv>,
+    /// (buffer index, payload length) of segments waiting for a receive.
+    pub(crate) held: KVec<(usize, usize)>,
+}
+
+pub(crate) struct State {
+    pub(crate) closing: bool,
+    pub(crate) msg_info: InfoBox,
+    pub(crate) name: Name,
+    pub(crate) av: Option<Arc<crate::av::Av>>,
+    pub(crate) peers: KVec<Peer>,
+    pub(crate) conns: KVec<Option<Conn>>,
+    pub(crate) ops: KVec<Option<TxOp>>,
+    pub(crate) recvs: KVec<Recv>,
+    pub(crate) inbound: KVec<Inbound>,
+    pub(crate) gen: u32,
+    pub(crate) next_id: u64,
+    // Closed last, in this order: the endpoints above go first.
+    pub(crate) pep: Option<Handle<abi::fid_pep>>,
+    pub(crate) cq: Option<Handle<abi::fid_cq>>,
+    pub(crate) eq: Option<Handle<abi::fid_eq>>,
+}
+
+// SAFETY: The raw pointers are the consumer's cookies and buffers, handed
+// back in completions, and kofi objects usable from any thread.
+unsafe impl Send for State {}
+
+impl State {
+    pub(crate) fn next_gen(&mut self) -> u32 {
+        self.gen = self.gen.wrapping_add(1).max(1);
+        self.gen
+    }
+
+    pub(crate) fn cq(&self) -> *mut abi::fid_cq {
+        self.cq
+            .as_ref()
+            .map_or(core::ptr::null_mut(), |c| c.as_ptr())
+    }
+
+    pub(crate) fn eq(&self) -> *mut abi::fid_eq {
+        self.eq
+            .as_ref()
+            .map_or(core::ptr::null_mut(), |e| e.as_ptr())
+    }
+
+    /// The live connection in `slot` of generation `gen`.
+    pub(crate) fn conn(&mut self, slot: usize, gen: u32) -> Option<&mut Conn> {
+        self.conns.get_mut(slot)?.as_mut().filter(|c| c.gen == gen)
+    }
+
+    /// The peer named `name`, added when new.
+    pub(crate) fn peer_of(&mut self, name: &Name) -> Result<usize> {
+        if let Some(i) = self.peers.iter().position(|p| p.name == *name) {
+            return Ok(i);
+        }
+        if self.peers.len() >= PEERS_MAX {
+            return Err(errno::enospc());
+        }
+        self.peers.push(
+            Peer {
+                name: *name,
+                tx: None,
+                connecting: None,
+                backlog: KVec::new(),
+                retried: false,
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(self.peers.len() - 1)
+    }
+
+    /// The sender's address for FI_SOURCE.
+    pub(crate) fn source(&self, peer: usize) -> u64 {
+        match (&self.av, self.peers.get(peer)) {
+            (Some(av), Some(p)) => av.addr_of(&p.name),
+            _ => FI_ADDR_NOTAVAIL,
+        }
+    }
+
+    /// A free slot in `v`.
+    pub(crate) fn slot<T>(v: &mut KVec<Option<T>>, max: usize) -> Result<usize> {
+        if let Some(i) = v.iter().position(|s| s.is_none()) {
+            return Ok(i);
+        }
+        if v.len() >= max {
+            return Err(errno::eagain());
+        }
+        v.push(None, GFP_KERNEL)?;
+        Ok(v.len() - 1)
+    }
+}
+
+/// An RDM endpoint's state: `fid.prov_data` of its `Endpoint`.
+#[pin_data]
+pub(crate) struct Rdm {
+    #[pin]
+    work: Work<Rdm>,
+    /// The consumer's endpoint, alive until our close op returns.
+    ep: *const Endpoint,
+    domain: *mut abi::fid_domain,
+    /// Largest message.
+    max_msg: usize,
+    /// The endpoint's own directed-receive capability.
+    directed: bool,
+    #[pin]
+    pub(crate) state: Mutex<State>,
+}
+
+// SAFETY: `ep` and `domain` are only used while the endpoint is open, which
+// `state.closing` tells under the lock; the rest is locked or immutable.
+unsafe impl Send for Rdm {}
+// SAFETY: As above.
+unsafe impl Sync for Rdm {}
+
+impl_has_work! {
+    impl HasWork<Self> for Rdm { self.work }
+}
+
+impl WorkItem for Rdm {
+    type Pointer = Arc<Rdm>;
+
+    fn run(this: Arc<Rdm>) {
+        this.progress();
+    }
+}
+
+/// The core's workqueue for RDM progress, for the module's lifetime.
+static WQ: core::sync::atomic::AtomicPtr<abi::workqueue_struct> =
+    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+
+/// Allocates the workqueue; at module load.
+pub(crate) fn init() -> Result {
+    // SAFETY: No preconditions.
+    let wq = unsafe { abi::kofi_wq_alloc() };
+    if wq.is_null() {
+        return Err(ENOMEM);
+    }
+    WQ.store(wq, core::sync::atomic::Ordering::Release);
+    Ok(())
+}
+
+/// Destroys the workqueue (running what is queued); at module unload.
+pub(crate) fn exit() {
+    let wq = WQ.swap(core::ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
+    if !wq.is_null() {
+        // SAFETY: Allocated in `init`; nothing queues after every endpoint
+        // is closed, which module unload implies.
+        unsafe { abi::kofi_wq_destroy(wq) };
+    }
+}
+
+impl Rdm {
+    /// Queues the progress work.
+    fn kick(self: Arc<Self>) {
+        let wq = WQ.load(core::sync::atomic::Ordering::Acquire);
+        // SAFETY: The workqueue lives from `init` to `exit`, and endpoints
+        // exist only in between.
+        let queue = unsafe { workqueue::Queue::from_raw(wq.cast()) };
+        // Already queued is fine: that run will see what is new.
+        let _ = queue.enqueue(self);
+    }
+
+    /// The consumer's endpoint.
+    ///
+    /// The caller holds the state lock and has seen `closing` false.
+    pub(crate) fn endpoint(&self) -> &Endpoint {
+        // SAFETY: The endpoint lives until the close op, which sets `closing`
+        // under the lock before it returns.
+        unsafe { &*self.ep }
+    }
+
+    /// Reads the internal CQ and EQ until both are empty.
+    fn progress(&self) {
+        let mut s = self.state.lock();
+        loop {
+            if s.closing {
+                return;
+            }
+            // Completions first: a shutdown follows the completions of what
+            // went out before it.
+            let completions = self.drain_cq(&mut s);
+            let events = self.one_event(&mut s);
+            if completions == 0 && !events {
+                break;
+            }
+        }
+    }
+}
+
+/// The internal CQ's handler: may run in softirq context.
+///
+/// # Safety
+///
+/// `cq` is an internal CQ opened by `cm::listen`.
+unsafe extern "C" fn cq_handler(cq: *mut abi::fid_cq) {
+    // SAFETY: The CQ's context is its endpoint's `Rdm` (see `open_queues`),
+    // alive while the CQ is open.
+    let rdm = unsafe { ArcBorrow::from_raw((*cq.cast::<abi::fid>()).context.cast::<Rdm>()) };
+    Arc::from(rdm).kick();
+}
+
+/// The internal EQ's handler.
+///
+/// # Safety
+///
+/// `eq` is an internal EQ opened by `cm::listen`.
+unsafe extern "C" fn eq_handler(eq: *mut abi::fid_eq) {
+    // SAFETY: As in `cq_handler`.
+    let rdm = unsafe { ArcBorrow::from_raw((*eq.cast::<abi::fid>()).context.cast::<Rdm>()) };
+    Arc::from(rdm).kick();
+}
+
+/// The MSG info an RDM info was made from (see `info::rdm_twin`).
+fn msg_info_of(info: *const abi::fi_info) -> Result<InfoBox> {
+    // SAFETY: The core checked the info and its attrs.
+    let b = unsafe { InfoBox::new(crate::info::fi_dupinfo(info)) }.ok_or(ENOMEM)?;
+    crate::info::msg_twin(b.as_ptr());
+    Ok(b)
+}
+
+fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::fid_ep) -> Result {
+    // SAFETY: The core passes its own live objects.
+    let e = unsafe { crate::object::lookup::<Endpoint>(ep) }?;
+    let msg_info = msg_info_of(info)?;
+    let rdm = Arc::pin_init(
+        try_pin_init!(Rdm {
+            work <- new_work!("kofi_rdm"),
+            ep: e as *const Endpoint,
+            domain,
+            max_msg: e.limits.max_msg_size,
+            directed: e.limits.caps & FI_DIRECTED_RECV != 0,
+            state <- new_mutex!(
+                State {
+                    closing: false,
+                    msg_info,
+                    name: unreachable_name(),
+                    av: None,
+                    peers: KVec::new(),
+                    conns: KVec::new(),
+                    ops: KVec::new(),
+                    recvs: KVec::new(),
+                    inbound: KVec::new(),
+                    gen: 0,
+                    next_id: 0,
+                    pep: None,
+                    cq: None,
+                    eq: None,
+                },
+                "kofi_rdm_state"
+            ),
+        }? Error),
+        GFP_KERNEL,
+    )?;
+    let raw: *const Rdm = &*rdm;
+    {
+        let mut s = rdm.state.lock();
+        if let Err(err) = cm::listen(&rdm, raw, &mut s) {
+            s.closing = true;
+            s.pep = None;
+            s.cq = None;
+            s.eq = None;
+            return Err(err);
+        }
+    }
+    // SAFETY: The core's endpoint head; the reference is taken back in
+    // `close`.
+    unsafe { (*ep.cast::<abi::fid>()).prov_data = Arc::into_raw(rdm).cast_mut().cast() };
+    Ok(())
+}
+
+/// A placeholder name before the listener has one.
+fn unreachable_name() -> Name {
+    let mut b = [0u8; crate::addr::SIN_LEN];
+    b[..2].copy_from_slice(&crate::addr::AF_INET.to_ne_bytes());
+    match Name::parse(&b) {
+        Ok(n) => n,
+        Err(_) => unreachable!(),
+    }
+}
+
+/// The endpoint's `Rdm`.
+///
+/// # Safety
+///
+/// `ep` is an open RDM endpoint (its `prov_data` set by `open`).
+unsafe fn rdm_of<'a>(ep: *mut abi::fid_ep) -> ArcBorrow<'a, Rdm> {
+    // SAFETY: `open` stored an `Arc::into_raw` there (caller).
+    unsafe { ArcBorrow::from_raw((*ep.cast::<abi::fid>()).prov_data.cast::<Rdm>()) }
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_open(
+    domain: *mut abi::fid_domain,
+    info: *const abi::fi_info,
+    ep: *mut abi::fid_ep,
+) -> c_int {
+    errno::to_c(open(domain, info, ep))
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_close(ep: *mut abi::fid_ep) {
+    // SAFETY: The core closes an endpoint it opened with `rdm_open`.
+    let rdm = unsafe { Arc::from_raw((*ep.cast::<abi::fid>()).prov_data.cast::<Rdm>()) };
+    let (conns, pep, cq, eq) = {
+        let mut s = rdm.state.lock();
+        s.closing = true;
+        // What is in flight is dropped with the endpoint, as on close of an
+        // MSG endpoint; buffers go once the endpoints that use them are shut.
+        s.ops.clear();
+        s.recvs.clear();
+        s.inbound.clear();
+        let conns = core::mem::take(&mut s.conns);
+        (conns, s.pep.take(), s.cq.take(), s.eq.take())
+    };
+    // Endpoints, then the listener, then the queues they were bound to.
+    drop(conns);
+    drop(pep);
+    drop(cq);
+    drop(eq);
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_enable(ep: *mut abi::fid_ep) -> c_int {
+    // SAFETY: The core enables an open endpoint.
+    let rdm = unsafe { rdm_of(ep) };
+    // The consumer's fi_enable runs on its open endpoint.
+    let av = rdm.endpoint().bindings.lock().av.clone();
+    let mut s = rdm.state.lock();
+    s.av = av;
+    if s.av.is_some() {
+        0
+    } else {
+        errno::enoav().to_errno()
+    }
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_getname(
+    ep: *mut abi::fid_ep,
+    addr: *mut c_void,
+    len: *mut usize,
+) -> c_int {
+    // SAFETY: The core passes an open endpoint and checked `len`.
+    let rdm = unsafe { rdm_of(ep) };
+    let s = rdm.state.lock();
+    let name = s.name.as_bytes();
+    // SAFETY: `len` is valid (checked by the core).
+    let room = unsafe { *len };
+    // SAFETY: As above.
+    unsafe { *len = name.len() };
+    if room < name.len() {
+        return errno::etoosmall().to_errno();
+    }
+    // SAFETY: `addr` holds `room` bytes (ABI).
+    unsafe { core::ptr::copy_nonoverlapping(name.as_ptr(), addr.cast::<u8>(), name.len()) };
+    0
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_sendmsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg,
+    flags: u64,
+) -> isize {
+    // SAFETY: The core checked the endpoint and the message.
+    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
+    errno::to_c_ssize(tx::sendmsg(&rdm, m, flags).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_recvmsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg,
+    flags: u64,
+) -> isize {
+    // SAFETY: The core checked the endpoint and the message.
+    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
+    errno::to_c_ssize(rx::recvmsg(&rdm, m, flags).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_readmsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg_rma,
+    flags: u64,
+) -> isize {
+    // SAFETY: The core checked the endpoint and the message.
+    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
+    errno::to_c_ssize(tx::rma(&rdm, m, flags, true).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_writemsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg_rma,
+    flags: u64,
+) -> isize {
+    // SAFETY: The core checked the endpoint and the message.
+    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
+    errno::to_c_ssize(tx::rma(&rdm, m, flags, false).map(|()| 0))
+}
+
+/// The ops of every FI_EP_RDM endpoint. Connection management calls have
+/// none: -FI_ENOSYS.
+pub(crate) static EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
+    open: Some(rdm_open),
+    close: Some(rdm_close),
+    bind: None,
+    enable: Some(rdm_enable),
+    connect: None,
+    accept: None,
+    shutdown: None,
+    getname: Some(rdm_getname),
+    getpeer: None,
+    getopt: None,
+    setopt: None,
+    sendmsg: Some(rdm_sendmsg),
+    recvmsg: Some(rdm_recvmsg),
+    readmsg: Some(rdm_readmsg),
+    writemsg: Some(rdm_writemsg),
+};

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Connections of an RDM endpoint: its listener, connections made on first
+//! use and accepted from peers, and what a lost connection fails.
+
+use super::handle::{Handle, InfoBox};
+use super::{wire, Conn, Phase, Rdm, State, Token, RX_BUFS, SEG};
+use crate::abi;
+use crate::addr::Name;
+use crate::api_cm::{fi_accept, fi_connect, fi_getname, fi_listen, fi_reject};
+use crate::api_objects::{
+    fi_cq_open, fi_enable, fi_endpoint, fi_ep_bind, fi_eq_open, fi_passive_ep, fi_pep_bind,
+};
+use crate::api_queues::{fi_eq_read, fi_eq_readerr};
+use crate::errno;
+use crate::flags::*;
+use crate::object::Object;
+use crate::queue::EQ_ENTRY_MAX;
+use core::ptr;
+use kernel::ffi::c_void;
+use kernel::prelude::*;
+
+/// Connections an endpoint keeps at most (requests beyond are refused).
+const CONNS_MAX: usize = 1024;
+
+fn check(ret: i32) -> Result {
+    if ret < 0 {
+        Err(Error::from_errno(ret))
+    } else {
+        Ok(())
+    }
+}
+
+/// Opens the internal queues and the listener, and learns the endpoint's
+/// name. The queues' context is `raw`, the `Rdm` they wake.
+pub(super) fn listen(rdm: &Rdm, raw: *const Rdm, s: &mut State) -> Result {
+    let ctx = raw.cast_mut().cast::<c_void>();
+    // The endpoint being opened: its domain's fabric.
+    let fabric = rdm.endpoint().domain.fabric.public();
+    let mut eq_attr = abi::fi_eq_attr {
+        event_handler: Some(super::eq_handler),
+        ..Default::default()
+    };
+    let mut eq = ptr::null_mut();
+    check(fi_eq_open(fabric, &mut eq_attr, &mut eq, ctx))?;
+    // SAFETY: Just opened; ours to close.
+    s.eq = unsafe { Handle::new(eq) };
+    let mut cq_attr = abi::fi_cq_attr {
+        size: abi::KOFI_CQ_SIZE_MAX as usize,
+        format: abi::fi_cq_format_FI_CQ_FORMAT_DATA,
+        comp_handler: Some(super::cq_handler),
+        ..Default::default()
+    };
+    let mut cq = ptr::null_mut();
+    check(fi_cq_open(rdm.domain, &mut cq_attr, &mut cq, ctx))?;
+    // SAFETY: As above.
+    s.cq = unsafe { Handle::new(cq) };
+    let mut pep = ptr::null_mut();
+    check(fi_passive_ep(
+        fabric,
+        s.msg_info.as_ptr(),
+        &mut pep,
+        ptr::null_mut(),
+    ))?;
+    // SAFETY: As above.
+    s.pep = unsafe { Handle::new(pep) };
+    check(fi_pep_bind(pep, eq.cast(), 0))?;
+    check(fi_listen(pep))?;
+    let mut raw_name = [0u8; 128];
+    let mut len = raw_name.len();
+    check(fi_getname(
+        pep.cast(),
+        raw_name.as_mut_ptr().cast(),
+        &mut len,
+    ))?;
+    let name = Name::parse(&raw_name[..len.min(raw_name.len())]).map_err(|_| EINVAL)?;
+    if name.is_wildcard() {
+        // Peers could not reach us by it: the info needs a source address.
+        return Err(errno::eaddrnotavail());
+    }
+    s.name = name;
+    Ok(())
+}
+
+/// A new MSG endpoint bound to the internal queues, in `slot`.
+fn msg_endpoint(
+    rdm: &Rdm,
+    s: &mut State,
+    info: *mut abi::fi_info,
+    slot: usize,
+    gen: u32,
+) -> Result<Handle<abi::fid_ep>> {
+    let mut ep = ptr::null_mut();
+    let ctx = Token::Conn { slot, gen }.encode();
+    check(fi_endpoint(rdm.domain, info, &mut ep, ctx))?;
+    // SAFETY: Just opened; ours to close.
+    let h = unsafe { Handle::new(ep) }.ok_or(EINVAL)?;
+    check(fi_ep_bind(ep, s.cq().cast(), FI_SEND | FI_RECV))?;
+    check(fi_ep_bind(ep, s.eq().cast(), 0))?;
+    check(fi_enable(ep))?;
+    Ok(h)
+}
+
+fn new_conn(s: &mut State, peer: usize, phase: Phase) -> Result<(usize, u32)> {
+    let live = s.conns.iter().filter(|c| c.is_some()).count();
+    if live >= CONNS_MAX {
+        return Err(errno::enospc());
+    }
+    let slot = State::slot(&mut s.conns, CONNS_MAX)?;
+    let gen = s.next_gen();
+    let mut bufs = KVec::with_capacity(RX_BUFS, GFP_KERNEL)?;
+    for _ in 0..RX_BUFS {
+        let mut b = KVec::with_capacity(wire::HDR_LEN + SEG, GFP_KERNEL)?;
+        b.extend_with(wire::HDR_LEN + SEG, 0, GFP_KERNEL)?;
+        bufs.push(b, GFP_KERNEL)?;
+    }
+    s.conns[slot] = Some(Conn {
+        ep: None,
+        gen,
+        peer,
+        phase,
+        bufs,
+        assembling: None,
+        held: 0,
+    });
+    Ok((slot, gen))
+}
+
+/// Starts a connection to `peer`, which has sends waiting.
+pub(super) fn connect(rdm: &Rdm, s: &mut State, peer: usize) -> Result {
+    let (slot, gen) = new_conn(s, peer, Phase::Connecting)?;
+    let result = (|| {
+        let info = s.msg_info.dup()?;
+        let ep = msg_endpoint(rdm, s, info.as_ptr(), slot, gen)?;
+        let epp = ep.as_ptr();
+        if let Some(Some(c)) = s.conns.get_mut(slot) {
+            c.ep = Some(ep);
+        }
+        let mut dest = [0u8; 128];
+        let name = s.peers[peer].name;
+        dest[..name.as_bytes().len()].copy_from_slice(name.as_bytes());
+        let (param, len) = wire::cm_encode(&s.name);
+        check(fi_connect(
+            epp,
+            dest.as_ptr().cast(),
+            param.as_ptr().cast(),
+            len,
+        ))
+    })();
+    match result {
+        Ok(()) => {
+            s.peers[peer].connecting = Some(slot);
+            Ok(())
+        }
+        Err(e) => {
+            s.conns[slot] = None;
+            Err(e)
+        }
+    }
+}
+
+/// Posts a connection's bounce buffers.
+fn post_buffers(s: &mut State, slot: usize) -> Result {
+    let Some(Some(c)) = s.conns.get_mut(slot) else {
+        return Err(EINVAL);
+    };
+    let ep = c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr());
+    for index in 0..c.bufs.len() {
+        super::rx::post_buffer(ep, c, slot, index)?;
+    }
+    Ok(())
+}
+
+/// Reads one event of the internal EQ and acts on it; false when empty.
+impl Rdm {
+    pub(super) fn one_event(&self, s: &mut State) -> bool {
+        let mut buf = [0u8; EQ_ENTRY_MAX];
+        let mut event = 0u32;
+        let n = fi_eq_read(s.eq(), &mut event, buf.as_mut_ptr().cast(), buf.len(), 0);
+        if n == errno::eavail().to_errno() as isize {
+            let mut err = abi::fi_eq_err_entry::default();
+            if fi_eq_readerr(s.eq(), &mut err, 0) == 1 {
+                // SAFETY: An EQ entry's fid is the endpoint it is about, whose
+                // context we set.
+                let ctx = unsafe { (*err.fid).context };
+                if let Some(Token::Conn { slot, gen }) = Token::decode(ctx) {
+                    self.conn_lost(s, slot, gen, err.err);
+                }
+            }
+            return true;
+        }
+        if n < 0 {
+            return false;
+        }
+        let head = core::mem::size_of::<abi::fi_eq_cm_entry>();
+        if (n as usize) < head {
+            return true;
+        }
+        // SAFETY: A CM entry (the only events MSG endpoints report) starts
+        // the buffer; read unaligned from the byte array.
+        let entry = unsafe { ptr::read_unaligned(buf.as_ptr().cast::<abi::fi_eq_cm_entry>()) };
+        let data = &buf[head..n as usize];
+        match event {
+            abi::FI_CONNREQ => self.requested(s, entry.info, data),
+            abi::FI_CONNECTED | abi::FI_SHUTDOWN => {
+                // SAFETY: The entry's fid is one of our MSG endpoints.
+                let ctx = unsafe { (*entry.fid).context };
+                if let Some(Token::Conn { slot, gen }) = Token::decode(ctx) {
+                    if event == abi::FI_CONNECTED {
+                        self.connected(s, slot, gen);
+                    } else {
+                        self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
+                    }
+                }
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// A peer's connection request: accepted when it names a peer.
+    fn requested(&self, s: &mut State, info: *mut abi::fi_info, data: &[u8]) {
+        // SAFETY: The event gave us the info.
+        let Some(info) = (unsafe { InfoBox::new(info) }) else {
+            return;
+        };
+        let result = (|| {
+            let name = wire::cm_decode(data).ok_or(EINVAL)?;
+            let peer = s.peer_of(&name)?;
+            let (slot, gen) = new_conn(s, peer, Phase::Accepting)?;
+            let accepted = (|| {
+                let ep = msg_endpoint(self, s, info.as_ptr(), slot, gen)?;
+                let epp = ep.as_ptr();
+                if let Some(Some(c)) = s.conns.get_mut(slot) {
+                    c.ep = Some(ep);
+                }
+                check(fi_accept(epp, ptr::null(), 0))
+            })();
+            if accepted.is_err() {
+                s.conns[slot] = None;
+            }
+            accepted
+        })();
+        if result.is_err() {
+            let pep = s.pep.as_ref().map_or(ptr::null_mut(), |p| p.as_ptr());
+            // SAFETY: The info is valid; its handle names the request.
+            let handle = unsafe { (*info.as_ptr()).handle };
+            let _ = fi_reject(pep, handle, ptr::null(), 0);
+        }
+    }
+
+    fn connected(&self, s: &mut State, slot: usize, gen: u32) {
+        let Some(c) = s.conn(slot, gen) else {
+            return;
+        };
+        c.phase = Phase::Connected;
+        let peer = c.peer;
+        if post_buffers(s, slot).is_err() {
+            self.conn_lost(s, slot, gen, abi::FI_ENOMEM as i32);
+            return;
+        }
+        let p = &mut s.peers[peer];
+        if p.connecting == Some(slot) {
+            p.connecting = None;
+        }
+        if p.tx.is_none() {
+            p.tx = Some(slot);
+            p.retried = false;
+        }
+        self.flush(s, peer);
+    }
+
+    /// Closes a connection that failed or was shut: what was posted on it
+    /// fails with `err`; queued sends try one new connection.
+    pub(super) fn conn_lost(&self, s: &mut State, slot: usize, gen: u32, err: i32) {
+        let Some(c) = s.conn(slot, gen) else {
+            return;
+        };
+        if c.phase == Phase::Dead {
+            return;
+        }
+        let was_up = c.phase == Phase::Connected;
+        c.phase = Phase::Dead;
+        let peer = c.peer;
+        // No completion of it after this.
+        drop(c.ep.take());
+        let err = if err > 0 {
+            err
+        } else {
+            abi::FI_ECONNRESET as i32
+        };
+        self.fail_conn_ops(s, slot, err);
+        self.drop_inbound_of(s, slot);
+        let p = &mut s.peers[peer];
+        if p.tx == Some(slot) {
+            p.tx = None;
+        }
+        if p.connecting == Some(slot) {
+            p.connecting = None;
+        }
+        // Another connection of the peer may be up (crossing requests).
+        let other = s
+            .conns
+            .iter()
+            .enumerate()
+            .find(|(i, c)| {
+                *i != slot
+                    && c.as_ref()
+                        .is_some_and(|c| c.peer == peer && c.phase == Phase::Connected)
+            })
+            .map(|(i, _)| i);
+        let p = &mut s.peers[peer];
+        if p.tx.is_none() {
+            p.tx = other;
+        }
+        if let Some(Some(c)) = s.conns.get(slot) {
+            if c.held == 0 {
+                s.conns[slot] = None;
+            }
+        }
+        let p = &s.peers[peer];
+        if p.backlog.is_empty() || p.tx.is_some() || p.connecting.is_some() {
+            self.flush(s, peer);
+            return;
+        }
+        // Queued sends: one new connection when this one had worked.
+        if was_up && !s.peers[peer].retried {
+            s.peers[peer].retried = true;
+            if connect(self, s, peer).is_ok() {
+                return;
+            }
+        }
+        self.fail_backlog(s, peer, err);
+    }
+}

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The receive side of an RDM endpoint: bounce buffers on each connection,
+//! messages assembled from their segments, matched in arrival order against
+//! the consumer's receives.
+
+use super::{wire, Conn, Inbound, Iovs, Phase, Rdm, Recv, State, Token};
+use crate::abi;
+use crate::api_data::fi_recv;
+use crate::api_queues::{fi_cq_read, fi_cq_readerr};
+use crate::errno;
+use crate::flags::*;
+use crate::queue::Completion;
+use crate::vec::VecExt;
+use core::ptr;
+use kernel::prelude::*;
+
+/// Receives posted at most (-FI_EAGAIN beyond).
+const RECVS_MAX: usize = 4096;
+
+/// Copies `src` into the consumer's buffers at offset `at`; the bytes copied.
+fn copy_to_iovs(iov: &Iovs, at: usize, src: &[u8]) -> usize {
+    let (bvec, p, nr, total) = match iov {
+        Iovs::Kvec(v) => (
+            false,
+            v.as_ptr().cast::<core::ffi::c_void>(),
+            v.len(),
+            v.iter().map(|k| k.iov_len).sum::<usize>(),
+        ),
+        Iovs::Bvec(v) => (
+            true,
+            v.as_ptr().cast(),
+            v.len(),
+            v.iter().map(|b| b.bv_len as usize).sum(),
+        ),
+    };
+    if at >= total || src.is_empty() {
+        return 0;
+    }
+    let len = src.len().min(total - at);
+    let mut iter = core::mem::MaybeUninit::<abi::iov_iter>::zeroed();
+    // SAFETY: The arrays describe the consumer's buffers, valid until the
+    // receive completes; the window lies within them.
+    unsafe {
+        abi::kofi_iov_iter_window(
+            iter.as_mut_ptr(),
+            abi::ITER_DEST,
+            bvec,
+            p,
+            nr as _,
+            total,
+            at,
+            len,
+        );
+        abi::kofi_copy_to_iter(src.as_ptr().cast(), len, iter.as_mut_ptr())
+    }
+}
+
+/// Copies the consumer's buffers into `out` (an inject's bytes).
+pub(super) fn copy_from_iovs(iov: &Iovs, out: &mut [u8]) -> Result {
+    let mut at = 0;
+    match iov {
+        Iovs::Kvec(v) => {
+            for k in v.iter() {
+                if k.iov_len == 0 {
+                    continue;
+                }
+                // SAFETY: The consumer's buffer, valid for the call.
+                let src =
+                    unsafe { core::slice::from_raw_parts(k.iov_base.cast::<u8>(), k.iov_len) };
+                out.get_mut(at..at + k.iov_len)
+                    .ok_or(EINVAL)?
+                    .copy_from_slice(src);
+                at += k.iov_len;
+            }
+            Ok(())
+        }
+        // Injects of pages are not offered: their bytes are copied only from
+        // kernel virtual addresses.
+        Iovs::Bvec(_) => Err(errno::eopnotsupp()),
+    }
+}
+
+/// Posts bounce buffer `index` of `c` (in `slot`) on `ep`.
+pub(super) fn post_buffer(ep: *mut abi::fid_ep, c: &mut Conn, slot: usize, index: usize) -> Result {
+    let buf = &mut c.bufs[index];
+    let ctx = Token::Rx {
+        slot,
+        gen: c.gen,
+        index,
+    }
+    .encode();
+    let ret = fi_recv(
+        ep,
+        buf.as_mut_ptr().cast(),
+        buf.len(),
+        ptr::null_mut(),
+        0,
+        ctx,
+    );
+    if ret < 0 {
+        return Err(Error::from_errno(ret as i32));
+    }
+    Ok(())
+}
+
+/// Gives buffer `index` of connection `slot` back: reposted while the
+/// connection is up, and the connection freed when dead and unheld.
+fn release_buffer(s: &mut State, slot: usize, index: usize, was_held: bool) -> Result {
+    let Some(Some(c)) = s.conns.get_mut(slot) else {
+        return Ok(());
+    };
+    if was_held {
+        c.held -= 1;
+    }
+    match c.phase {
+        Phase::Connected => {
+            let ep = c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr());
+            post_buffer(ep, c, slot, index)
+        }
+        Phase::Dead if c.held == 0 && c.assembling.is_none() => {
+            s.conns[slot] = None;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `fi_recvmsg` and the other receives.
+pub(super) fn recvmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
+    let mut s = rdm.state.lock();
+    if s.closing {
+        return Err(errno::eopbadstate());
+    }
+    let from = if rdm.directed && m.addr != FI_ADDR_UNSPEC {
+        let av = s.av.as_ref().ok_or_else(errno::enoav)?;
+        Some(av.name_of(m.addr).ok_or(EINVAL)?)
+    } else {
+        None
+    };
+    if s.recvs.len() >= RECVS_MAX {
+        return Err(errno::eagain());
+    }
+    // SAFETY: The core checked the message's arrays.
+    let (iov, cap) = unsafe { Iovs::copy(m.msg_iov, m.msg_bvec, m.iov_count) }?;
+    let recv = Recv {
+        context: m.context,
+        flags: FI_MSG | FI_RECV | (flags & FI_COMPLETION),
+        iov,
+        cap,
+        from,
+    };
+    // The first message that arrived and that this receive may take.
+    let found = s
+        .inbound
+        .iter()
+        .position(|ib| ib.recv.is_none() && recv.from.map_or(true, |f| s.peers[ib.peer].name == f));
+    match found {
+        Some(i) => rdm.take_inbound(&mut s, i, recv),
+        None => s.recvs.push(recv, GFP_KERNEL)?,
+    }
+    Ok(())
+}
+
+impl Rdm {
+    /// Reads the internal CQ; the number of entries handled.
+    pub(super) fn drain_cq(&self, s: &mut State) -> usize {
+        let mut handled = 0;
+        loop {
+            let mut entries = [abi::fi_cq_data_entry::default(); 16];
+            let n = fi_cq_read(s.cq(), entries.as_mut_ptr().cast(), entries.len());
+            if n == errno::eavail().to_errno() as isize {
+                let mut err = abi::fi_cq_err_entry::default();
+                if fi_cq_readerr(s.cq(), &mut err, 0) != 1 {
+                    return handled;
+                }
+                handled += 1;
+                self.completed(
+                    s,
+                    err.op_context,
+                    err.flags,
+                    err.len,
+                    err.data,
+                    err.err.max(1),
+                );
+                continue;
+            }
+            if n <= 0 {
+                return handled;
+            }
+            for e in &entries[..n as usize] {
+                self.completed(s, e.op_context, e.flags, e.len, e.data, 0);
+            }
+            handled += n as usize;
+        }
+    }
+
+    fn completed(
+        &self,
+        s: &mut State,
+        ctx: *mut core::ffi::c_void,
+        flags: u64,
+        len: usize,
+        data: u64,
+        err: i32,
+    ) {
+        match Token::decode(ctx) {
+            Some(Token::Tx { slot, gen }) => self.tx_done(s, slot, gen, err),
+            Some(Token::Rx { slot, gen, index }) => {
+                self.rx_done(s, slot, gen, index, flags, len, data, err)
+            }
+            _ => {
+                // A remote write with CQ data that took no buffer
+                // (kofi_sock): its source is not known here.
+                if err == 0 && flags & FI_REMOTE_CQ_DATA != 0 {
+                    self.report_remote_write(len, data, FI_ADDR_NOTAVAIL);
+                }
+            }
+        }
+    }
+
+    fn report_remote_write(&self, len: usize, data: u64, src: u64) {
+        let _ = crate::report::complete_from(
+            self.endpoint(),
+            Completion {
+                op_context: ptr::null_mut(),
+                flags: FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
+                len,
+                buf: ptr::null_mut(),
+                data,
+                src,
+            },
+        );
+    }
+
+    /// A bounce buffer was filled (or flushed, with `err`).
+    #[allow(clippy::too_many_arguments)]
+    fn rx_done(
+        &self,
+        s: &mut State,
+        slot: usize,
+        gen: u32,
+        index: usize,
+        flags: u64,
+        len: usize,
+        data: u64,
+        err: i32,
+    ) {
+        let Some(c) = s.conn(slot, gen) else {
+            return;
+        };
+        if c.phase != Phase::Connected {
+            return;
+        }
+        if err != 0 {
+            self.conn_lost(s, slot, gen, err);
+            return;
+        }
+        let peer = c.peer;
+        if flags & FI_REMOTE_WRITE != 0 {
+            // Remote CQ data of a write took this buffer (kofi_verbs).
+            let src = s.source(peer);
+            self.report_remote_write(len, data, src);
+            if release_buffer(s, slot, index, false).is_err() {
+                self.conn_lost(s, slot, gen, abi::FI_EIO as i32);
+            }
+            return;
+        }
+        if let Err(e) = self.segment(s, slot, index, len) {
+            pr_warn!("kofi: rdm: dropping a connection: bad segment ({:?})\n", e);
+            self.conn_lost(s, slot, gen, abi::FI_EPROTO as i32);
+        }
+    }
+
+    /// One segment of `len` bytes in buffer `index` of connection `slot`.
+    fn segment(
+        &self,
+        s: &mut State,
+        slot: usize,
+        index: usize,
+        len: usize,
+    ) -> Result<(), SegmentError> {
+        let Some(Some(c)) = s.conns.get(slot) else {
+            return Ok(());
+        };
+        let bytes = c.bufs[index].get(..len).ok_or(SegmentError::Length)?;
+        let h = wire::Header::decode(bytes).map_err(|_| SegmentError::Header)?;
+        let payload = len - wire::HDR_LEN;
+        let peer = c.peer;
+        let id = match c.assembling {
+            Some(id) => {
+                let ib = s
+                    .inbound
+                    .iter()
+                    .find(|ib| ib.id == id)
+                    .ok_or(SegmentError::State)?;
+                if ib.total != h.total as usize || ib.got + payload > ib.total || payload == 0 {
+                    return Err(SegmentError::Length);
+                }
+                id
+            }
+            None => {
+                let total = h.total as usize;
+                if total > self.max_msg || payload > total || (payload == 0 && total != 0) {
+                    return Err(SegmentError::Length);
+                }
+                let id = s.next_id;
+                s.next_id += 1;
+                let ib = Inbound {
+                    id,
+                    conn: slot,
+                    peer,
+                    total,
+                    got: 0,
+                    data: h.data,
+                    recv: None,
+                    held: KVec::new(),
+                };
+                s.inbound
+                    .push(ib, GFP_KERNEL)
+                    .map_err(|_| SegmentError::Memory)?;
+                let i = s.inbound.len() - 1;
+                // The first receive that may take it, in posting order.
+                let name = s.peers[peer].name;
+                if let Some(r) = s
+                    .recvs
+                    .iter()
+                    .position(|r| r.from.map_or(true, |f| f == name))
+                {
+                    let recv = s.recvs.remove(r);
+                    s.inbound[i].recv = Some(recv);
+                }
+                if let Some(Some(c)) = s.conns.get_mut(slot) {
+                    c.assembling = Some(id);
+                }
+                id
+            }
+        };
+        let i = s
+            .inbound
+            .iter()
+            .position(|ib| ib.id == id)
+            .ok_or(SegmentError::State)?;
+        let matched = s.inbound[i].recv.is_some();
+        if matched {
+            let at = s.inbound[i].got;
+            if let (Some(r), Some(Some(c))) = (&s.inbound[i].recv, s.conns.get(slot)) {
+                copy_to_iovs(&r.iov, at, &c.bufs[index][wire::HDR_LEN..len]);
+            }
+            s.inbound[i].got += payload;
+            release_buffer(s, slot, index, false).map_err(|_| SegmentError::Memory)?;
+        } else {
+            s.inbound[i]
+                .held
+                .push((index, payload), GFP_KERNEL)
+                .map_err(|_| SegmentError::Memory)?;
+            s.inbound[i].got += payload;
+            if let Some(Some(c)) = s.conns.get_mut(slot) {
+                c.held += 1;
+            }
+        }
+        if s.inbound[i].got == s.inbound[i].total {
+            if let Some(Some(c)) = s.conns.get_mut(slot) {
+                c.assembling = None;
+            }
+            if matched {
+                self.deliver(s, i);
+            }
+        }
+        Ok(())
+    }
+
+    /// A receive takes unmatched message `i`: its held segments are copied.
+    pub(super) fn take_inbound(&self, s: &mut State, i: usize, recv: Recv) {
+        let held = core::mem::take(&mut s.inbound[i].held);
+        let conn = s.inbound[i].conn;
+        let mut at = 0;
+        for (index, len) in held.iter() {
+            if let Some(Some(c)) = s.conns.get(conn) {
+                copy_to_iovs(
+                    &recv.iov,
+                    at,
+                    &c.bufs[*index][wire::HDR_LEN..wire::HDR_LEN + len],
+                );
+            }
+            at += len;
+        }
+        s.inbound[i].recv = Some(recv);
+        for (index, _) in held.iter() {
+            if release_buffer(s, conn, *index, true).is_err() {
+                let gen = s
+                    .conns
+                    .get(conn)
+                    .and_then(|c| c.as_ref())
+                    .map_or(0, |c| c.gen);
+                self.conn_lost(s, conn, gen, abi::FI_EIO as i32);
+                break;
+            }
+        }
+        // `i` may have moved if the connection was lost; find it again.
+        if let Some(i) = s
+            .inbound
+            .iter()
+            .position(|ib| ib.recv.is_some() && ib.got == ib.total)
+        {
+            self.deliver(s, i);
+        }
+    }
+
+    /// Completes matched, whole message `i` to the consumer.
+    fn deliver(&self, s: &mut State, i: usize) {
+        let ib = s.inbound.remove(i);
+        let Some(r) = ib.recv else {
+            return;
+        };
+        let src = s.source(ib.peer);
+        let data_flag = if ib.data.is_some() {
+            FI_REMOTE_CQ_DATA
+        } else {
+            0
+        };
+        if ib.total > r.cap {
+            let _ = crate::report::complete_error_of(
+                self.endpoint(),
+                abi::fi_cq_err_entry {
+                    op_context: r.context,
+                    flags: r.flags | data_flag,
+                    len: r.cap,
+                    buf: r.iov.base(),
+                    data: ib.data.unwrap_or(0),
+                    olen: ib.total - r.cap,
+                    err: abi::FI_ETRUNC as i32,
+                    ..Default::default()
+                },
+            );
+            return;
+        }
+        let _ = crate::report::complete_from(
+            self.endpoint(),
+            Completion {
+                op_context: r.context,
+                flags: r.flags | data_flag,
+                len: ib.total,
+                buf: r.iov.base(),
+                data: ib.data.unwrap_or(0),
+                src,
+            },
+        );
+    }
+
+    /// Forgets what connection `slot` was assembling: a receive it had
+    /// taken goes back to the front of the posted ones.
+    pub(super) fn drop_inbound_of(&self, s: &mut State, slot: usize) {
+        let Some(Some(c)) = s.conns.get_mut(slot) else {
+            return;
+        };
+        let Some(id) = c.assembling.take() else {
+            return;
+        };
+        let Some(i) = s.inbound.iter().position(|ib| ib.id == id) else {
+            return;
+        };
+        let ib = s.inbound.remove(i);
+        if let Some(Some(c)) = s.conns.get_mut(slot) {
+            c.held -= ib.held.len();
+        }
+        if let Some(r) = ib.recv {
+            let _ = s.recvs.insert(0, r, GFP_KERNEL);
+        }
+    }
+}
+
+/// Why a segment is refused.
+#[derive(Debug)]
+enum SegmentError {
+    Header,
+    Length,
+    State,
+    Memory,
+}

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The transmit side of an RDM endpoint: sends cut into segments and RMA,
+//! queued per peer and posted in order on the peer's connection.
+
+use super::{wire, Iovs, OpKind, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG};
+use crate::abi;
+use crate::api_data::{fi_readmsg, fi_sendmsg, fi_writemsg};
+use crate::errno;
+use crate::flags::*;
+use crate::queue::Completion;
+use crate::vec::VecExt;
+use core::ptr;
+use kernel::prelude::*;
+
+/// Which peer an operation goes to: the AV entry's name.
+fn peer_for(rdm: &Rdm, s: &mut State, addr: u64) -> Result<usize> {
+    let av = s.av.as_ref().ok_or_else(errno::enoav)?;
+    let name = av.name_of(addr).ok_or(EINVAL)?;
+    let _ = rdm;
+    s.peer_of(&name)
+}
+
+/// Queues `op` for its peer and posts what can go now.
+fn submit(rdm: &Rdm, s: &mut State, op: TxOp) -> Result {
+    let peer = op.peer;
+    let slot = State::slot(&mut s.ops, OPS_MAX)?;
+    s.peers[peer].backlog.push(slot, GFP_KERNEL)?;
+    s.ops[slot] = Some(op);
+    let p = &s.peers[peer];
+    if p.tx.is_none() && p.connecting.is_none() {
+        if let Err(e) = super::cm::connect(rdm, s, peer) {
+            s.peers[peer].backlog.pop();
+            s.ops[slot] = None;
+            return Err(e);
+        }
+    }
+    rdm.flush(s, peer);
+    Ok(())
+}
+
+/// `fi_sendmsg` and the other sends.
+pub(super) fn sendmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
+    let mut s = rdm.state.lock();
+    if s.closing {
+        return Err(errno::eopbadstate());
+    }
+    let peer = peer_for(rdm, &mut s, m.addr)?;
+    // SAFETY: The core checked the message's arrays.
+    let (mut iov, total) = unsafe { Iovs::copy(m.msg_iov, m.msg_bvec, m.iov_count) }?;
+    if total > u32::MAX as usize {
+        return Err(errno::emsgsize());
+    }
+    let mut copy = None;
+    if flags & FI_INJECT != 0 {
+        // The consumer may reuse its buffer on return: send from a copy.
+        let mut bytes = KVec::with_capacity(total, GFP_KERNEL)?;
+        bytes.extend_with(total, 0, GFP_KERNEL)?;
+        super::rx::copy_from_iovs(&iov, &mut bytes)?;
+        let mut one = KVec::new();
+        one.push(
+            abi::kvec {
+                iov_base: bytes.as_mut_ptr().cast(),
+                iov_len: total,
+            },
+            GFP_KERNEL,
+        )?;
+        iov = Iovs::Kvec(one);
+        copy = Some(bytes);
+    }
+    let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(m.data);
+    let hdr = KBox::new(
+        wire::Header {
+            total: total as u32,
+            data,
+        }
+        .encode(),
+        GFP_KERNEL,
+    )?;
+    let gen = s.next_gen();
+    let op = TxOp {
+        gen,
+        peer,
+        conn: None,
+        context: m.context,
+        flags: FI_MSG | FI_SEND | (flags & FI_COMPLETION),
+        len: total,
+        iov,
+        _copy: copy,
+        kind: OpKind::Msg { hdr, sent: 0 },
+        posted: 0,
+        done: 0,
+        all_posted: false,
+    };
+    submit(rdm, &mut s, op)
+}
+
+/// `fi_readmsg`/`fi_writemsg`: one MSG RMA on the peer's connection.
+pub(super) fn rma(rdm: &Rdm, m: &abi::fi_msg_rma, flags: u64, read: bool) -> Result {
+    let mut s = rdm.state.lock();
+    if s.closing {
+        return Err(errno::eopbadstate());
+    }
+    let peer = peer_for(rdm, &mut s, m.addr)?;
+    // SAFETY: The core checked the message's arrays.
+    let (mut iov, total) = unsafe { Iovs::copy(m.msg_iov, m.msg_bvec, m.iov_count) }?;
+    let mut rma_iov = KVec::with_capacity(m.rma_iov_count, GFP_KERNEL)?;
+    // SAFETY: The core checked `rma_iov` holds `rma_iov_count` entries.
+    for r in unsafe { core::slice::from_raw_parts(m.rma_iov, m.rma_iov_count) } {
+        rma_iov.push(*r, GFP_KERNEL)?;
+    }
+    let mut copy = None;
+    if !read && flags & FI_INJECT != 0 {
+        let mut bytes = KVec::with_capacity(total, GFP_KERNEL)?;
+        bytes.extend_with(total, 0, GFP_KERNEL)?;
+        super::rx::copy_from_iovs(&iov, &mut bytes)?;
+        let mut one = KVec::new();
+        one.push(
+            abi::kvec {
+                iov_base: bytes.as_mut_ptr().cast(),
+                iov_len: total,
+            },
+            GFP_KERNEL,
+        )?;
+        iov = Iovs::Kvec(one);
+        copy = Some(bytes);
+    }
+    let gen = s.next_gen();
+    let kind = if read { FI_READ } else { FI_WRITE };
+    let op = TxOp {
+        gen,
+        peer,
+        conn: None,
+        context: m.context,
+        flags: FI_RMA | kind | (flags & (FI_COMPLETION | FI_REMOTE_CQ_DATA)),
+        len: total,
+        iov,
+        _copy: copy,
+        kind: OpKind::Rma {
+            read,
+            rma_iov,
+            data: m.data,
+        },
+        posted: 0,
+        done: 0,
+        all_posted: false,
+    };
+    submit(rdm, &mut s, op)
+}
+
+/// What posting the next part of an operation did.
+enum Posted {
+    /// The operation is all posted.
+    All,
+    /// Part of it; more to post.
+    Part,
+    /// The connection's queue is full: later.
+    Again,
+}
+
+/// One segment's buffers: the header then `len` payload bytes from `off`.
+fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Result<Iovs> {
+    let mut skip = off;
+    let mut left = len;
+    match &op.iov {
+        Iovs::Kvec(v) => {
+            let mut out = KVec::with_capacity(v.len() + 1, GFP_KERNEL)?;
+            out.push(
+                abi::kvec {
+                    iov_base: hdr.as_ptr().cast_mut().cast(),
+                    iov_len: wire::HDR_LEN,
+                },
+                GFP_KERNEL,
+            )?;
+            for k in v.iter() {
+                if left == 0 {
+                    break;
+                }
+                if skip >= k.iov_len {
+                    skip -= k.iov_len;
+                    continue;
+                }
+                let n = (k.iov_len - skip).min(left);
+                out.push(
+                    abi::kvec {
+                        iov_base: k.iov_base.cast::<u8>().wrapping_add(skip).cast(),
+                        iov_len: n,
+                    },
+                    GFP_KERNEL,
+                )?;
+                left -= n;
+                skip = 0;
+            }
+            Ok(Iovs::Kvec(out))
+        }
+        Iovs::Bvec(v) => {
+            let mut out = KVec::with_capacity(v.len() + 1, GFP_KERNEL)?;
+            let addr = hdr.as_ptr();
+            // SAFETY: The header is kmalloc'ed (a `KBox`), in the linear map.
+            let page = unsafe { abi::kofi_virt_to_page(addr.cast()) };
+            out.push(
+                abi::bio_vec {
+                    bv_page: page,
+                    bv_len: wire::HDR_LEN as u32,
+                    bv_offset: (addr as usize % kernel::page::PAGE_SIZE) as u32,
+                },
+                GFP_KERNEL,
+            )?;
+            for b in v.iter() {
+                let blen = b.bv_len as usize;
+                if left == 0 {
+                    break;
+                }
+                if skip >= blen {
+                    skip -= blen;
+                    continue;
+                }
+                let n = (blen - skip).min(left);
+                out.push(
+                    abi::bio_vec {
+                        bv_page: b.bv_page,
+                        bv_len: n as u32,
+                        bv_offset: b.bv_offset + skip as u32,
+                    },
+                    GFP_KERNEL,
+                )?;
+                left -= n;
+                skip = 0;
+            }
+            Ok(Iovs::Bvec(out))
+        }
+    }
+}
+
+fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
+    let ep = match s.conns.get(conn) {
+        Some(Some(c)) if c.phase == Phase::Connected => {
+            c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr())
+        }
+        _ => return Ok(Posted::Again),
+    };
+    let Some(Some(op)) = s.ops.get_mut(slot) else {
+        return Ok(Posted::All);
+    };
+    if op.conn.is_some_and(|c| c != conn) {
+        // Part of it went on a connection since lost; it fails there.
+        return Ok(Posted::All);
+    }
+    let ctx = Token::Tx { slot, gen: op.gen }.encode();
+    let ret = match &op.kind {
+        OpKind::Msg { hdr, sent } => {
+            let off = *sent;
+            let n = (op.len - off).min(SEG);
+            let seg = segment(op, hdr, off, n)?;
+            let (iov, bvec, count) = match &seg {
+                Iovs::Kvec(v) => (v.as_ptr(), ptr::null(), v.len()),
+                Iovs::Bvec(v) => (ptr::null(), v.as_ptr(), v.len()),
+            };
+            let msg = abi::fi_msg {
+                msg_iov: iov,
+                msg_bvec: bvec,
+                desc: ptr::null_mut(),
+                iov_count: count,
+                addr: 0,
+                context: ctx,
+                data: 0,
+            };
+            let ret = fi_sendmsg(ep, &msg, 0);
+            if ret >= 0 {
+                if let OpKind::Msg { sent, .. } = &mut op.kind {
+                    *sent += n;
+                }
+                op.all_posted = off + n == op.len;
+            }
+            ret
+        }
+        OpKind::Rma {
+            read,
+            rma_iov,
+            data,
+        } => {
+            let (iov, bvec, count) = match &op.iov {
+                Iovs::Kvec(v) => (v.as_ptr(), ptr::null(), v.len()),
+                Iovs::Bvec(v) => (ptr::null(), v.as_ptr(), v.len()),
+            };
+            let msg = abi::fi_msg_rma {
+                msg_iov: if count == 0 { ptr::null() } else { iov },
+                msg_bvec: bvec,
+                desc: ptr::null_mut(),
+                iov_count: count,
+                addr: 0,
+                rma_iov: rma_iov.as_ptr(),
+                rma_iov_count: rma_iov.len(),
+                context: ctx,
+                data: *data,
+            };
+            let flags = op.flags & FI_REMOTE_CQ_DATA;
+            let ret = if *read {
+                fi_readmsg(ep, &msg, flags)
+            } else {
+                fi_writemsg(ep, &msg, flags)
+            };
+            if ret >= 0 {
+                op.all_posted = true;
+            }
+            ret
+        }
+    };
+    if ret == errno::eagain().to_errno() as isize {
+        return Ok(Posted::Again);
+    }
+    if ret < 0 {
+        return Err(Error::from_errno(ret as i32));
+    }
+    op.posted += 1;
+    op.conn = Some(conn);
+    Ok(if op.all_posted {
+        Posted::All
+    } else {
+        Posted::Part
+    })
+}
+
+impl Rdm {
+    /// Posts the peer's queued operations, in order, while its connection
+    /// takes them.
+    pub(super) fn flush(&self, s: &mut State, peer: usize) {
+        loop {
+            let Some(conn) = s.peers[peer].tx else {
+                return;
+            };
+            let Some(&slot) = s.peers[peer].backlog.first() else {
+                return;
+            };
+            match post_next(s, slot, conn) {
+                Ok(Posted::All) => {
+                    s.peers[peer].backlog.remove(0);
+                    self.finish_if_done(s, slot);
+                }
+                Ok(Posted::Part) => {}
+                Ok(Posted::Again) => return,
+                Err(e) => {
+                    let partial = s.ops[slot].as_ref().is_some_and(|o| o.posted > 0);
+                    if partial {
+                        // The peer saw part of a message: only dropping the
+                        // connection keeps it from taking the next as the rest.
+                        let gen = s.conns[conn].as_ref().map_or(0, |c| c.gen);
+                        self.conn_lost(s, conn, gen, e.to_errno().unsigned_abs() as i32);
+                        return;
+                    }
+                    s.peers[peer].backlog.remove(0);
+                    self.fail_op(s, slot, e.to_errno().unsigned_abs() as i32);
+                }
+            }
+        }
+    }
+
+    /// Reports an operation whose parts all completed.
+    fn finish_if_done(&self, s: &mut State, slot: usize) {
+        let done =
+            matches!(s.ops.get(slot), Some(Some(op)) if op.all_posted && op.done == op.posted);
+        if !done {
+            return;
+        }
+        let Some(op) = s.ops[slot].take() else {
+            return;
+        };
+        let _ = crate::report::complete_from(
+            self.endpoint(),
+            Completion {
+                op_context: op.context,
+                flags: op.flags,
+                len: 0,
+                buf: ptr::null_mut(),
+                data: 0,
+                src: FI_ADDR_NOTAVAIL,
+            },
+        );
+    }
+
+    /// Fails an operation with `err` (a positive FI_E*).
+    pub(super) fn fail_op(&self, s: &mut State, slot: usize, err: i32) {
+        let Some(op) = s.ops.get_mut(slot).and_then(|o| o.take()) else {
+            return;
+        };
+        if let Some(i) = s.peers[op.peer].backlog.iter().position(|x| *x == slot) {
+            s.peers[op.peer].backlog.remove(i);
+        }
+        let _ = crate::report::complete_error_of(
+            self.endpoint(),
+            abi::fi_cq_err_entry {
+                op_context: op.context,
+                flags: op.flags,
+                err,
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Fails what was posted on connection `conn`.
+    pub(super) fn fail_conn_ops(&self, s: &mut State, conn: usize, err: i32) {
+        for slot in 0..s.ops.len() {
+            if matches!(&s.ops[slot], Some(op) if op.conn == Some(conn)) {
+                self.fail_op(s, slot, err);
+            }
+        }
+    }
+
+    /// Fails everything queued for `peer`.
+    pub(super) fn fail_backlog(&self, s: &mut State, peer: usize, err: i32) {
+        while let Some(&slot) = s.peers[peer].backlog.first() {
+            self.fail_op(s, slot, err);
+            if s.peers[peer].backlog.first() == Some(&slot) {
+                s.peers[peer].backlog.remove(0);
+            }
+        }
+    }
+
+    /// An internal transmit completed (`err`: 0 or a positive FI_E*).
+    pub(super) fn tx_done(&self, s: &mut State, slot: usize, gen: u32, err: i32) {
+        let Some(Some(op)) = s.ops.get_mut(slot) else {
+            return;
+        };
+        if op.gen != gen {
+            return;
+        }
+        let peer = op.peer;
+        if err != 0 {
+            let msg = matches!(op.kind, OpKind::Msg { .. });
+            let conn = op.conn;
+            self.fail_op(s, slot, err);
+            if let (true, Some(c)) = (msg, conn) {
+                // A message cut short would garble the peer's next one.
+                let cgen = s.conns.get(c).and_then(|c| c.as_ref()).map_or(0, |c| c.gen);
+                self.conn_lost(s, c, cgen, err);
+            }
+            return;
+        }
+        op.done += 1;
+        self.finish_if_done(s, slot);
+        self.flush(s, peer);
+    }
+}
