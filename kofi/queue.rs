@@ -70,9 +70,10 @@ fn can_wait(wait_obj: abi::fi_wait_obj) -> Result<bool> {
     }
 }
 
-/// Slots for a ring of `size` entries plus the overrun marker.
-fn slots<T>(size: usize) -> Result<KVec<Option<T>>> {
-    let mut v = KVec::with_capacity(size + 1, GFP_KERNEL)?;
+/// Slots for a ring of `size` entries plus the overrun marker (large queues
+/// come from vmalloc).
+fn slots<T>(size: usize) -> Result<KVVec<Option<T>>> {
+    let mut v = KVVec::with_capacity(size + 1, GFP_KERNEL)?;
     for _ in 0..=size {
         v.push(None, GFP_KERNEL)?;
     }
@@ -80,7 +81,7 @@ fn slots<T>(size: usize) -> Result<KVec<Option<T>>> {
 }
 
 struct CqState {
-    ring: CompletionRing<Completion, CqError, KVec<Option<CqSlot>>>,
+    ring: CompletionRing<Completion, CqError, KVVec<Option<CqSlot>>>,
     signaled: bool,
 }
 
@@ -385,7 +386,7 @@ unsafe impl Send for EqError {}
 type EqSlot = Slot<EqEvent, EqError>;
 
 struct EqState {
-    ring: CompletionRing<EqEvent, EqError, KVec<Option<EqSlot>>>,
+    ring: CompletionRing<EqEvent, EqError, KVVec<Option<EqSlot>>>,
     signaled: bool,
 }
 

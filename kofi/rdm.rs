@@ -46,6 +46,8 @@ use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 pub(crate) const SEG: usize = 16 * 1024 - wire::HDR_LEN;
 /// Bounce buffers posted per connection.
 const RX_BUFS: usize = 8;
+/// Transmits (segments and RMA) in flight per connection at most.
+const TX_INFLIGHT_MAX: usize = 32;
 /// Peers an endpoint knows at most (connection requests beyond are refused).
 const PEERS_MAX: usize = 4096;
 /// Operations in flight or queued at most (-FI_EAGAIN beyond).
@@ -172,6 +174,8 @@ pub(crate) struct Conn {
     pub(crate) assembling: Option<u64>,
     /// Buffers held by unmatched messages.
     pub(crate) held: usize,
+    /// Transmits posted and not completed.
+    pub(crate) inflight: usize,
 }
 
 pub(crate) enum OpKind {

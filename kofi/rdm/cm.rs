@@ -21,7 +21,10 @@ use kernel::ffi::c_void;
 use kernel::prelude::*;
 
 /// Connections an endpoint keeps at most (requests beyond are refused).
-const CONNS_MAX: usize = 1024;
+const CONNS_MAX: usize = 256;
+/// Entries of the internal CQ: room for every connection's bounce buffers
+/// and its most transmits in flight, so it cannot overrun.
+const CQ_SIZE: usize = CONNS_MAX * (RX_BUFS + super::TX_INFLIGHT_MAX);
 
 fn check(ret: i32) -> Result {
     if ret < 0 {
@@ -46,7 +49,7 @@ pub(super) fn listen(rdm: &Rdm, raw: *const Rdm, s: &mut State) -> Result {
     // SAFETY: Just opened; ours to close.
     s.eq = unsafe { Handle::new(eq) };
     let mut cq_attr = abi::fi_cq_attr {
-        size: abi::KOFI_CQ_SIZE_MAX as usize,
+        size: CQ_SIZE,
         format: abi::fi_cq_format_FI_CQ_FORMAT_DATA,
         comp_handler: Some(super::cq_handler),
         ..Default::default()
@@ -122,6 +125,7 @@ fn new_conn(s: &mut State, peer: usize, phase: Phase) -> Result<(usize, u32)> {
         bufs,
         assembling: None,
         held: 0,
+        inflight: 0,
     });
     Ok((slot, gen))
 }
@@ -179,7 +183,8 @@ impl Rdm {
         let n = fi_eq_read(s.eq(), &mut event, buf.as_mut_ptr().cast(), buf.len(), 0);
         if n == errno::eavail().to_errno() as isize {
             let mut err = abi::fi_eq_err_entry::default();
-            if fi_eq_readerr(s.eq(), &mut err, 0) == 1 {
+            let entry = core::mem::size_of::<abi::fi_eq_err_entry>() as isize;
+            if fi_eq_readerr(s.eq(), &mut err, 0) == entry && !err.fid.is_null() {
                 // SAFETY: An EQ entry's fid is the endpoint it is about, whose
                 // context we set.
                 let ctx = unsafe { (*err.fid).context };

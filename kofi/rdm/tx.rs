@@ -3,7 +3,7 @@
 //! The transmit side of an RDM endpoint: sends cut into segments and RMA,
 //! queued per peer and posted in order on the peer's connection.
 
-use super::{wire, Iovs, OpKind, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG};
+use super::{wire, Iovs, OpKind, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG, TX_INFLIGHT_MAX};
 use crate::abi;
 use crate::api_data::{fi_readmsg, fi_sendmsg, fi_writemsg};
 use crate::errno;
@@ -234,7 +234,7 @@ fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Resu
 
 fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
     let ep = match s.conns.get(conn) {
-        Some(Some(c)) if c.phase == Phase::Connected => {
+        Some(Some(c)) if c.phase == Phase::Connected && c.inflight < TX_INFLIGHT_MAX => {
             c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr())
         }
         _ => return Ok(Posted::Again),
@@ -314,6 +314,9 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
     }
     op.posted += 1;
     op.conn = Some(conn);
+    if let Some(Some(c)) = s.conns.get_mut(conn) {
+        c.inflight += 1;
+    }
     Ok(if op.all_posted {
         Posted::All
     } else {
@@ -425,6 +428,12 @@ impl Rdm {
             return;
         }
         let peer = op.peer;
+        if let Some(Some(c)) = op.conn.map(|c| s.conns.get_mut(c)).unwrap_or(None) {
+            c.inflight = c.inflight.saturating_sub(1);
+        }
+        let Some(Some(op)) = s.ops.get_mut(slot) else {
+            return;
+        };
         if err != 0 {
             let msg = matches!(op.kind, OpKind::Msg { .. });
             let conn = op.conn;

@@ -214,6 +214,14 @@ impl Conn {
                 }
             };
             if g.credits < need {
+                // Both sides sending at once can each hold the other's last
+                // data credit: the reserved one carries the credits owed, or
+                // neither side's receiver would ever hear of free buffers.
+                let owed = g.grant as usize >= RX_DEPTH / 2;
+                let head_credit = matches!(front, TxOp::Credit | TxOp::Fin { .. });
+                if g.credits >= 1 && owed && !head_credit && self.post_credit(g).is_ok() {
+                    continue;
+                }
                 return;
             }
             if let Err(e) = self.post_next(g) {
@@ -249,6 +257,28 @@ impl Conn {
             }
             _ => {}
         }
+    }
+
+    /// Posts a credit update outside the queue, on the reserved credit.
+    fn post_credit(&self, g: &mut Inner) -> Result {
+        let dev = g.dev.ok_or(EINVAL)?;
+        let caps = SendCaps {
+            dev,
+            lkey: g.lkey,
+            max_sge: g.max_sge,
+            max_sge_rd: g.max_sge_rd,
+            max_inline: g.max_inline,
+        };
+        let grant = g.grant.min(u16::MAX as u32) as u16;
+        let slot = *g.tx_free.last().ok_or(EINVAL)?;
+        let h = Header {
+            op: wire::OP_CREDIT,
+            credits: grant,
+            ..Default::default()
+        };
+        let wr = self.post_head(resources(&g.res)?, slot, &caps, &h, None, None)?;
+        self.posted(g, slot, wr, false, true, grant);
+        Ok(())
     }
 
     /// Posts one work request of the operation at the queue's head.

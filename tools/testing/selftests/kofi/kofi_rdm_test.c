@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Reliable datagram endpoints (FI_EP_RDM) and address vectors, run once per
+ * provider and device as the conformance suite is (test_rdm.sh loads this
+ * module with prov=, node= and label=; the suite is "rdm_<label>"). The core
+ * builds RDM endpoints over each provider's MSG endpoints, so the cases are
+ * the same for every provider. Data is verified byte for byte and every
+ * receive's source (FI_SOURCE, fi_cq_readfrom) against the AV.
+ */
+#include <linux/delay.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include "kofi_test_pair.h"
+
+static char *prov = "sock";
+module_param(prov, charp, 0444);
+MODULE_PARM_DESC(prov, "provider under test");
+static char *node = "127.0.0.1";
+module_param(node, charp, 0444);
+MODULE_PARM_DESC(node, "local address the endpoints use");
+static char *label = "sock_ipv4";
+module_param(label, charp, 0444);
+MODULE_PARM_DESC(label, "provider and device, for the suite's name");
+
+static char *only = "";
+module_param(only, charp, 0444);
+MODULE_PARM_DESC(only, "run only the cases whose name starts with this (debugging)");
+
+#define EPS_MAX 8
+#define NAME_LEN sizeof(struct sockaddr_in6)
+
+/* Endpoints of one domain sharing one AV, each with its own CQ. */
+struct net {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	int n;
+	struct fid_ep *ep[EPS_MAX];
+	struct fid_cq *cq[EPS_MAX];
+	fi_addr_t addr[EPS_MAX];
+};
+
+static struct fi_info *rdm_info(struct kunit *test)
+{
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV;
+	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
+	/* Port 0: each endpoint's listener takes a free one. */
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, "0", FI_SOURCE, hints, &info), 0);
+	fi_freeinfo(hints);
+	return info;
+}
+
+static void ep_open(struct kunit *test, struct net *t, int i)
+{
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 1024 };
+	u8 name[128];
+	size_t len = sizeof(name);
+
+	KUNIT_ASSERT_EQ(test, fi_cq_open(t->domain, &cq_attr, &t->cq[i], NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(t->domain, t->info, &t->ep[i], NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(t->ep[i], &t->cq[i]->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(t->ep[i], &t->av->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(t->ep[i]), 0);
+	KUNIT_ASSERT_EQ(test, fi_getname(&t->ep[i]->fid, name, &len), 0);
+	KUNIT_ASSERT_EQ(test, fi_av_insert(t->av, name, 1, &t->addr[i], 0, NULL), 1);
+}
+
+static void net_open(struct kunit *test, struct net *t, int n, enum fi_av_type type)
+{
+	struct fi_av_attr av_attr = { .type = type };
+	int i;
+
+	memset(t, 0, sizeof(*t));
+	t->info = rdm_info(test);
+	KUNIT_ASSERT_EQ(test, fi_fabric(t->info->fabric_attr, &t->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(t->fabric, t->info, &t->domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_av_open(t->domain, &av_attr, &t->av, NULL), 0);
+	t->n = n;
+	for (i = 0; i < n; i++)
+		ep_open(test, t, i);
+}
+
+static void ep_close(struct kunit *test, struct net *t, int i)
+{
+	if (t->ep[i])
+		KUNIT_EXPECT_EQ(test, fi_close(&t->ep[i]->fid), 0);
+	if (t->cq[i])
+		KUNIT_EXPECT_EQ(test, fi_close(&t->cq[i]->fid), 0);
+	t->ep[i] = NULL;
+	t->cq[i] = NULL;
+}
+
+static void net_close(struct kunit *test, struct net *t)
+{
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		ep_close(test, t, i);
+	if (t->av)
+		KUNIT_EXPECT_EQ(test, fi_close(&t->av->fid), 0);
+	if (t->domain)
+		KUNIT_EXPECT_EQ(test, fi_close(&t->domain->fid), 0);
+	if (t->fabric)
+		KUNIT_EXPECT_EQ(test, fi_close(&t->fabric->fid), 0);
+	fi_freeinfo(t->info);
+	memset(t, 0, sizeof(*t));
+}
+
+/* The next completion of @cq (an error entry as -err), with its source. */
+static ssize_t next(struct fid_cq *cq, struct fi_cq_data_entry *e, fi_addr_t *src,
+		    struct fi_cq_err_entry *err)
+{
+	ssize_t ret = fi_cq_sreadfrom(cq, e, 1, src, NULL, WAIT_MS);
+
+	if (ret == -FI_EAVAIL) {
+		if (fi_cq_readerr(cq, err, 0) != 1)
+			return -EIO;
+		return -err->err;
+	}
+	return ret;
+}
+
+/* Byte @i of message @seq from @from. */
+static u8 pattern(int from, u32 seq, size_t i)
+{
+	return (u8)(from * 31 + seq * 7 + i * 13);
+}
+
+static void fill_msg(u8 *buf, size_t len, int from, u32 seq)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = pattern(from, seq, i);
+}
+
+static bool check_msg(const u8 *buf, size_t len, int from, u32 seq)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (buf[i] != pattern(from, seq, i))
+			return false;
+	return true;
+}
+
+static void getinfo_offers_rdm(struct kunit *test)
+{
+	struct fi_info *info = rdm_info(test), *hints = fi_allocinfo(), *all = NULL, *i;
+	bool msg = false, rdm = false;
+
+	KUNIT_EXPECT_EQ(test, info->ep_attr->type, FI_EP_RDM);
+	KUNIT_EXPECT_STREQ(test, info->fabric_attr->prov_name, prov);
+	KUNIT_EXPECT_EQ(test, info->caps & (FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV),
+			FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV);
+	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_SAS);
+	KUNIT_EXPECT_NE(test, info->domain_attr->av_type, FI_AV_UNSPEC);
+	KUNIT_EXPECT_GE(test, info->ep_attr->max_msg_size, (size_t)(1 << 20));
+	KUNIT_EXPECT_NOT_NULL(test, info->src_addr);
+	fi_freeinfo(info);
+
+	/* No type hinted: the provider's MSG endpoints and the core's RDM ones. */
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &all), 0);
+	for (i = all; i; i = i->next) {
+		msg |= i->ep_attr->type == FI_EP_MSG;
+		rdm |= i->ep_attr->type == FI_EP_RDM;
+	}
+	KUNIT_EXPECT_TRUE(test, msg);
+	KUNIT_EXPECT_TRUE(test, rdm);
+	fi_freeinfo(all);
+	/* MSG hinted: only MSG. */
+	hints->ep_attr->type = FI_EP_MSG;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &all), 0);
+	for (i = all; i; i = i->next)
+		KUNIT_EXPECT_EQ(test, i->ep_attr->type, FI_EP_MSG);
+	fi_freeinfo(all);
+	fi_freeinfo(hints);
+}
+
+static void av_calls(struct kunit *test)
+{
+	struct net t;
+	struct fi_av_attr map_attr = { .type = FI_AV_MAP }, table_attr = { .type = FI_AV_TABLE };
+	struct fi_av_attr bad_attr = { .type = FI_AV_MAP, .flags = FI_EVENT };
+	struct fid_av *map, *table, *bad = NULL;
+	struct {
+		struct sockaddr_in a;
+		struct sockaddr_in6 b;
+	} __packed two = {};
+	u8 junk[16] = {}, back[64];
+	fi_addr_t fa[3], ta[3];
+	char str[64];
+	size_t len;
+
+	net_open(test, &t, 0, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_av_open(t.domain, &map_attr, &map, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_av_open(t.domain, &table_attr, &table, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_av_open(t.domain, &bad_attr, &bad, NULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_av_open(NULL, &map_attr, &bad, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_open(t.domain, NULL, &bad, NULL), -EINVAL);
+
+	/* One IPv4 and one IPv6 address, back to back; junk in sin_zero. */
+	two.a.sin_family = AF_INET;
+	two.a.sin_port = htons(5000);
+	two.a.sin_addr.s_addr = htonl(0x7f000001);
+	memset(two.a.sin_zero, 0xaa, sizeof(two.a.sin_zero));
+	two.b.sin6_family = AF_INET6;
+	two.b.sin6_port = htons(5001);
+	two.b.sin6_addr.s6_addr[15] = 1;
+	KUNIT_EXPECT_EQ(test, fi_av_insert(map, &two, 2, fa, 0, NULL), 2);
+	KUNIT_EXPECT_EQ(test, fi_av_insert(table, &two, 2, ta, 0, NULL), 2);
+	KUNIT_EXPECT_EQ(test, ta[0], 0ULL);
+	KUNIT_EXPECT_EQ(test, ta[1], 1ULL);
+	KUNIT_EXPECT_EQ(test, fi_av_insertsvc(table, "10.1.2.3", "77", &ta[2], 0, NULL), 1);
+	KUNIT_EXPECT_EQ(test, ta[2], 2ULL);
+	KUNIT_EXPECT_LT(test, fi_av_insertsvc(table, "not-an-address", "77", &ta[2], 0, NULL), 0);
+	KUNIT_EXPECT_LT(test, fi_av_insertsvc(table, "10.1.2.3", "port", &ta[2], 0, NULL), 0);
+
+	len = sizeof(back);
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(map, fa[0], back, &len), 0);
+	KUNIT_EXPECT_EQ(test, len, sizeof(struct sockaddr_in));
+	KUNIT_EXPECT_EQ(test, ((struct sockaddr_in *)back)->sin_port, htons(5000));
+	KUNIT_EXPECT_EQ(test, ((struct sockaddr_in *)back)->sin_zero[0], 0);
+	len = sizeof(back);
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(table, ta[1], back, &len), 0);
+	KUNIT_EXPECT_EQ(test, len, sizeof(struct sockaddr_in6));
+	KUNIT_EXPECT_EQ(test, memcmp(&((struct sockaddr_in6 *)back)->sin6_addr, &two.b.sin6_addr,
+				     16), 0);
+	/* Too small a buffer: truncated, the size said. */
+	len = 4;
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(table, ta[1], back, &len), 0);
+	KUNIT_EXPECT_EQ(test, len, sizeof(struct sockaddr_in6));
+
+	len = sizeof(str);
+	KUNIT_EXPECT_PTR_EQ(test, fi_av_straddr(map, &two.a, str, &len), (const char *)str);
+	KUNIT_EXPECT_STREQ(test, str, "127.0.0.1:5000");
+	KUNIT_EXPECT_EQ(test, len, strlen("127.0.0.1:5000") + 1);
+	len = sizeof(str);
+	fi_av_straddr(map, &two.b, str, &len);
+	KUNIT_EXPECT_STREQ(test, str, "[::1]:5001");
+	len = sizeof(str);
+	KUNIT_EXPECT_NULL(test, fi_av_straddr(map, junk, str, &len));
+
+	/* Bad addresses: no family, no address; nothing inserted. */
+	KUNIT_EXPECT_EQ(test, fi_av_insert(map, junk, 1, fa + 2, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fa[2], FI_ADDR_NOTAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_av_insert(map, NULL, 1, fa + 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_insert(NULL, &two, 1, fa + 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_insert(map, &two, 1, fa + 2, 1, NULL), -FI_EBADFLAGS);
+
+	/* Removed: no longer there; removing it again is an error. */
+	KUNIT_EXPECT_EQ(test, fi_av_remove(map, fa, 1, 0), 0);
+	len = sizeof(back);
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(map, fa[0], back, &len), -ENOENT);
+	KUNIT_EXPECT_EQ(test, fi_av_remove(map, fa, 1, 0), -EINVAL);
+	/* A map does not take a stale address for the slot's next entry. */
+	KUNIT_EXPECT_EQ(test, fi_av_insert(map, &two, 1, fa + 2, 0, NULL), 1);
+	KUNIT_EXPECT_NE(test, fa[2], fa[0]);
+	len = sizeof(back);
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(map, fa[0], back, &len), -ENOENT);
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(table, 99, back, &len), -ENOENT);
+
+	/* In use by the domain: the domain cannot close first. */
+	KUNIT_EXPECT_EQ(test, fi_close(&t.domain->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&map->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&table->fid), 0);
+	net_close(test, &t);
+}
+
+static void rdm_bad_arguments(struct kunit *test)
+{
+	struct net t;
+	struct fid_ep *ep = NULL;
+	struct fid_cq *cq = NULL;
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
+	struct fi_info *msg_info = test_info(test, prov, node, NULL, 0);
+	struct fid_ep *msg_ep = NULL;
+	u8 buf[16] = {}, name[8];
+	size_t len = sizeof(name);
+
+	net_open(test, &t, 1, FI_AV_TABLE);
+	/* No AV bound: not enabled. */
+	KUNIT_ASSERT_EQ(test, fi_cq_open(t.domain, &cq_attr, &cq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(t.domain, t.info, &ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(ep, &cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_EXPECT_EQ(test, fi_enable(ep), -FI_ENOAV);
+	KUNIT_EXPECT_LT(test, fi_send(ep, buf, 8, NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), 0);
+	/* An AV goes with RDM endpoints only. */
+	KUNIT_ASSERT_EQ(test, fi_endpoint(t.domain, msg_info, &msg_ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(msg_ep, &t.av->fid, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_close(&msg_ep->fid), 0);
+	fi_freeinfo(msg_info);
+	/* Bound AVs cannot close; a second AV cannot bind. */
+	KUNIT_EXPECT_EQ(test, fi_close(&t.av->fid), -EBUSY);
+	/* No connection calls on an RDM endpoint. */
+	KUNIT_EXPECT_EQ(test, fi_connect(t.ep[0], buf, NULL, 0), -FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_shutdown(t.ep[0], 0), -FI_ENOSYS);
+	/* Addresses not in the AV. */
+	KUNIT_EXPECT_EQ(test, fi_sendto(t.ep[0], buf, 8, NULL, 42, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_recvfrom(t.ep[0], buf, 8, NULL, 42, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_read(t.ep[0], buf, 8, NULL, 42, 0, 0, NULL), -EINVAL);
+	/* Too small a buffer for the name. */
+	KUNIT_EXPECT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), -FI_ETOOSMALL);
+	KUNIT_EXPECT_GE(test, len, sizeof(struct sockaddr_in));
+	KUNIT_EXPECT_EQ(test, fi_cq_readfrom(t.cq[0], buf, 1, NULL), -EINVAL);
+	net_close(test, &t);
+}
+
+/* Every endpoint sends to every other; each receive's source and bytes agree. */
+static void all_to_all(struct kunit *test, int n)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	u8 (*rx)[EPS_MAX][256], (*tx)[EPS_MAX][256];
+	int i, j, k, got[EPS_MAX][EPS_MAX] = {};
+
+	rx = kunit_kzalloc(test, sizeof(u8[EPS_MAX][EPS_MAX][256]), GFP_KERNEL);
+	tx = kunit_kzalloc(test, sizeof(u8[EPS_MAX][EPS_MAX][256]), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, rx);
+	KUNIT_ASSERT_NOT_NULL(test, tx);
+	net_open(test, &t, n, FI_AV_MAP);
+	for (j = 0; j < n; j++)
+		for (k = 0; k < n - 1; k++)
+			KUNIT_ASSERT_EQ(test, fi_recvfrom(t.ep[j], rx[j][k], 256, NULL,
+							  FI_ADDR_UNSPEC, rx[j][k]), 0);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++) {
+			if (i == j)
+				continue;
+			fill_msg(tx[i][j], 100 + j, i, j);
+			KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[i], tx[i][j], 100 + j, NULL, t.addr[j],
+							tx[i][j]), 0);
+		}
+	for (j = 0; j < n; j++)
+		for (k = 0; k < 2 * (n - 1); k++) {
+			KUNIT_ASSERT_EQ(test, next(t.cq[j], &e, &src, &err), 1);
+			if (e.flags & FI_SEND)
+				continue;
+			KUNIT_EXPECT_EQ(test, e.flags & (FI_MSG | FI_RECV), FI_MSG | FI_RECV);
+			KUNIT_EXPECT_EQ(test, e.len, (size_t)(100 + j));
+			for (i = 0; i < n && t.addr[i] != src; i++)
+				;
+			KUNIT_ASSERT_LT_MSG(test, i, n, "source %llx not in the AV", src);
+			KUNIT_EXPECT_TRUE(test, check_msg(e.op_context, e.len, i, j));
+			got[j][i]++;
+		}
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+			KUNIT_EXPECT_EQ(test, got[j][i], i == j ? 0 : 1);
+	net_close(test, &t);
+}
+
+static void send_recv_two(struct kunit *test)
+{
+	all_to_all(test, 2);
+}
+
+static void send_recv_eight(struct kunit *test)
+{
+	all_to_all(test, EPS_MAX);
+}
+
+/* A receive from one source takes only that source's message. */
+static void directed_receive(struct kunit *test)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	u8 from2[64], any[64], msg1[64], msg2[64];
+	fi_addr_t src;
+	int k;
+
+	net_open(test, &t, 3, FI_AV_TABLE);
+	KUNIT_ASSERT_EQ(test, fi_recvfrom(t.ep[0], from2, sizeof(from2), NULL, t.addr[2], from2),
+			0);
+	KUNIT_ASSERT_EQ(test, fi_recvfrom(t.ep[0], any, sizeof(any), NULL, FI_ADDR_UNSPEC, any),
+			0);
+	fill_msg(msg1, 40, 1, 0);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg1, 40, NULL, t.addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	/* Endpoint 1's message went to the second receive, not the first. */
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)any);
+	KUNIT_EXPECT_EQ(test, src, t.addr[1]);
+	KUNIT_EXPECT_TRUE(test, check_msg(any, 40, 1, 0));
+	fill_msg(msg2, 50, 2, 0);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[2], msg2, 50, NULL, t.addr[0], NULL), 0);
+	for (k = 0; k < 2; k++) {
+		KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+		if (e.flags & FI_RECV)
+			break;
+	}
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)from2);
+	KUNIT_EXPECT_EQ(test, src, t.addr[2]);
+	KUNIT_EXPECT_TRUE(test, check_msg(from2, 50, 2, 0));
+	net_close(test, &t);
+}
+
+/*
+ * Both sides send first, at once, so their connection requests cross; then
+ * a stream both ways. Each message arrives once, in order.
+ */
+static void simultaneous_first_sends(struct kunit *test)
+{
+	enum { MSGS = 50 };
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	u8 (*tx)[MSGS][64], (*rx)[MSGS][64];
+	int round, side, k, sends, recvs[2];
+
+	tx = kunit_kzalloc(test, sizeof(u8[2][MSGS][64]), GFP_KERNEL);
+	rx = kunit_kzalloc(test, sizeof(u8[2][MSGS][64]), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, tx);
+	KUNIT_ASSERT_NOT_NULL(test, rx);
+	for (round = 0; round < 3; round++) {
+		net_open(test, &t, 2, FI_AV_MAP);
+		for (side = 0; side < 2; side++)
+			for (k = 0; k < MSGS; k++)
+				KUNIT_ASSERT_EQ(test, fi_recv(t.ep[side], rx[side][k], 64, NULL,
+							      FI_ADDR_UNSPEC, rx[side][k]), 0);
+		/* Interleaved, so neither has its connection before the other asks. */
+		for (k = 0; k < MSGS; k++)
+			for (side = 0; side < 2; side++) {
+				fill_msg(tx[side][k], 64, side, k);
+				KUNIT_ASSERT_EQ(test, fi_send(t.ep[side], tx[side][k], 64, NULL,
+							      t.addr[!side], NULL), 0);
+			}
+		for (side = 0; side < 2; side++) {
+			sends = 0;
+			recvs[side] = 0;
+			while (sends < MSGS || recvs[side] < MSGS) {
+				KUNIT_ASSERT_EQ(test, next(t.cq[side], &e, &src, &err), 1);
+				if (e.flags & FI_SEND) {
+					sends++;
+					continue;
+				}
+				KUNIT_EXPECT_EQ(test, src, t.addr[!side]);
+				/* In order: the k-th receive holds the k-th message. */
+				KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[side][recvs[side]]);
+				KUNIT_EXPECT_TRUE(test, check_msg(e.op_context, 64, !side,
+								  recvs[side]));
+				recvs[side]++;
+			}
+			/* Nothing more: no duplicates. */
+			KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[side], &e, 1), -FI_EAGAIN);
+		}
+		net_close(test, &t);
+	}
+}
+
+/* A peer that closes mid-traffic: the sender gets error completions, no hang. */
+static void peer_closed_mid_traffic(struct kunit *test)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	u8 buf[256] = {}, rx[256];
+	int sent = 0, done = 0, failed = 0, k;
+	ssize_t ret;
+
+	net_open(test, &t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(t.ep[0], buf, sizeof(buf), NULL, t.addr[1], NULL), 0);
+	sent++;
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	ep_close(test, &t, 1);
+	/* Keep sending until the loss shows; every send completes one way. */
+	for (k = 0; k < 200 && !failed; k++) {
+		ret = fi_send(t.ep[0], buf, sizeof(buf), NULL, t.addr[1], NULL);
+		if (ret == 0)
+			sent++;
+		else
+			KUNIT_EXPECT_EQ(test, ret, (ssize_t)-FI_EAGAIN);
+		while ((ret = fi_cq_readfrom(t.cq[0], &e, 1, &src)) != -FI_EAGAIN) {
+			if (ret == -FI_EAVAIL) {
+				KUNIT_ASSERT_EQ(test, fi_cq_readerr(t.cq[0], &err, 0), 1);
+				KUNIT_EXPECT_GT(test, err.err, 0);
+				failed++;
+			}
+			done++;
+		}
+		msleep(20);
+	}
+	while (done < sent) {
+		ret = next(t.cq[0], &e, &src, &err);
+		KUNIT_ASSERT_NE_MSG(test, ret, (ssize_t)-FI_EAGAIN, "a send never completed");
+		failed += ret < 0;
+		done++;
+	}
+	KUNIT_EXPECT_GT(test, failed, 0);
+	KUNIT_EXPECT_EQ(test, done, sent);
+	net_close(test, &t);
+}
+
+/* Message @seq's size: mostly small, some spanning several segments. */
+static size_t mixed_size(u32 seq)
+{
+	if (seq % 10 == 9)
+		return 8 + (seq * 7919) % 40000;
+	return 8 + (seq * 131) % 1024;
+}
+
+#define MANY 10000
+#define WINDOW 32
+#define BUF_MAX 40016
+
+/*
+ * 10,000 messages of mixed sizes from two senders to one receiver: each is
+ * delivered once, in order per sender, byte for byte.
+ */
+static void many_mixed_messages(struct kunit *test)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	u8 *rx, *tx, *b;
+	u32 next_tx[2] = {}, done_tx[2] = {}, next_rx[2] = {};
+	int posted = 0, received = 0, idle = 0, s, i, from;
+	u32 seq;
+	size_t len;
+	ssize_t ret;
+
+	rx = vzalloc(WINDOW * BUF_MAX);
+	tx = vzalloc(2 * WINDOW * BUF_MAX);
+	KUNIT_ASSERT_NOT_NULL(test, rx);
+	KUNIT_ASSERT_NOT_NULL(test, tx);
+	net_open(test, &t, 3, FI_AV_MAP);
+	for (i = 0; i < WINDOW; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(t.ep[2], rx + i * BUF_MAX, BUF_MAX, NULL,
+					      FI_ADDR_UNSPEC, (void *)(long)i), 0);
+	posted = WINDOW;
+	while (received < MANY) {
+		/* Each sender keeps up to WINDOW / 2 messages in flight. */
+		for (s = 0; s < 2; s++) {
+			while (next_tx[s] < MANY / 2 && next_tx[s] - done_tx[s] < WINDOW / 2) {
+				seq = next_tx[s];
+				b = tx + (s * WINDOW + seq % WINDOW) * BUF_MAX;
+
+				len = mixed_size(seq);
+				fill_msg(b, len, s, seq);
+				*(u32 *)b = seq;
+				KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[s], b, len, NULL, t.addr[2],
+								NULL), 0);
+				next_tx[s]++;
+			}
+			while (fi_cq_read(t.cq[s], &e, 1) == 1)
+				done_tx[s]++;
+		}
+		ret = fi_cq_sreadfrom(t.cq[2], &e, 1, &src, NULL, 50);
+		if (ret == -FI_EAVAIL) {
+			KUNIT_ASSERT_EQ(test, fi_cq_readerr(t.cq[2], &err, 0), 1);
+			KUNIT_FAIL_AND_ABORT(test, "receive failed: %d", err.err);
+		}
+		if (ret != 1) {
+			KUNIT_ASSERT_LT_MSG(test, ++idle, 200, "stalled after %d messages", received);
+			continue;
+		}
+		idle = 0;
+		from = src == t.addr[0] ? 0 : src == t.addr[1] ? 1 : -1;
+		KUNIT_ASSERT_GE_MSG(test, from, 0, "source %llx", src);
+		seq = *(u32 *)e.buf;
+		KUNIT_ASSERT_EQ_MSG(test, seq, next_rx[from], "from %d: out of order or repeated",
+				    from);
+		KUNIT_ASSERT_EQ(test, e.len, mixed_size(seq));
+		*(u32 *)e.buf = (u32)pattern(from, seq, 0) | (u32)pattern(from, seq, 1) << 8 |
+				(u32)pattern(from, seq, 2) << 16 | (u32)pattern(from, seq, 3) << 24;
+		KUNIT_ASSERT_TRUE_MSG(test, check_msg(e.buf, e.len, from, seq),
+				      "message %u from %d garbled", seq, from);
+		next_rx[from]++;
+		received++;
+		if (posted < MANY) {
+			KUNIT_ASSERT_EQ(test, fi_recv(t.ep[2], e.buf, BUF_MAX, NULL, FI_ADDR_UNSPEC,
+						      e.op_context), 0);
+			posted++;
+		}
+	}
+	KUNIT_EXPECT_EQ(test, next_rx[0], (u32)(MANY / 2));
+	KUNIT_EXPECT_EQ(test, next_rx[1], (u32)(MANY / 2));
+	KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[2], &e, 1), -FI_EAGAIN);
+	net_close(test, &t);
+	vfree(rx);
+	vfree(tx);
+}
+
+/* Injects, remote CQ data and truncation, as on MSG endpoints. */
+static void inject_data_truncation(struct kunit *test)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	u8 msg[100], small[10], rx[128];
+
+	net_open(test, &t, 2, FI_AV_MAP);
+	fill_msg(msg, sizeof(msg), 0, 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(t.ep[0], msg, 64, t.addr[1]), 0);
+	memset(msg, 0, sizeof(msg)); /* the inject's bytes were taken at the call */
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)64);
+	KUNIT_EXPECT_TRUE(test, check_msg(rx, 64, 0, 1));
+	KUNIT_EXPECT_EQ(test, src, t.addr[0]);
+
+	fill_msg(msg, sizeof(msg), 0, 2);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx), 0);
+	KUNIT_ASSERT_EQ(test, fi_senddata(t.ep[0], msg, 32, NULL, 0x1234abcd, t.addr[1], msg), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)msg);
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_EXPECT_TRUE(test, e.flags & FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0x1234abcdULL);
+	KUNIT_EXPECT_TRUE(test, check_msg(rx, 32, 0, 2));
+
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], small, sizeof(small), NULL, FI_ADDR_UNSPEC, small),
+			0);
+	KUNIT_ASSERT_EQ(test, fi_send(t.ep[0], msg, 32, NULL, t.addr[1], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), -FI_ETRUNC);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)small);
+	KUNIT_EXPECT_EQ(test, err.olen, (size_t)22);
+	KUNIT_EXPECT_TRUE(test, check_msg(small, 10, 0, 2));
+	net_close(test, &t);
+}
+
+/* RMA to an address: write, read back with two remote iovs, writedata. */
+static void rma_to_address(struct kunit *test)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	struct fid_mr *mr;
+	struct fi_rma_iov riov[2];
+	struct kvec iov;
+	struct fi_msg_rma msg = {};
+	fi_addr_t src;
+	u8 *region, *out, *in;
+	u64 key;
+	int k;
+
+	region = kunit_kzalloc(test, 8192, GFP_KERNEL);
+	out = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	in = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	KUNIT_ASSERT_NOT_NULL(test, in);
+	net_open(test, &t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(t.domain, region, 8192, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 7, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+	fill_msg(out, 4096, 0, 3);
+	KUNIT_ASSERT_EQ(test, fi_write(t.ep[0], out, 4096, NULL, t.addr[1], 1000, key,
+				       out), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.flags & (FI_RMA | FI_WRITE), FI_RMA | FI_WRITE);
+	KUNIT_EXPECT_TRUE(test, check_msg(region + 1000, 4096, 0, 3));
+
+	/* Read it back in two pieces of the region into one buffer. */
+	riov[0] = (struct fi_rma_iov){ .addr = 1000, .len = 1000, .key = key };
+	riov[1] = (struct fi_rma_iov){ .addr = 2000, .len = 3096, .key = key };
+	iov = (struct kvec){ .iov_base = in, .iov_len = 4096 };
+	msg = (struct fi_msg_rma){ .msg_iov = &iov, .iov_count = 1, .addr = t.addr[1],
+				   .rma_iov = riov, .rma_iov_count = 2, .context = in };
+	KUNIT_ASSERT_EQ(test, fi_readmsg(t.ep[0], &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)in);
+	KUNIT_EXPECT_TRUE(test, check_msg(in, 4096, 0, 3));
+
+	/* Remote CQ data reaches the target's CQ (a receive may carry it). */
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], in, 4096, NULL, FI_ADDR_UNSPEC, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_writedata(t.ep[0], out, 16, NULL, 0xfeed, t.addr[1], 0, key,
+					   NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	for (k = 0; k < 2; k++) {
+		KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+		if (e.flags & FI_REMOTE_WRITE)
+			break;
+	}
+	KUNIT_EXPECT_TRUE(test, e.flags & FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0xfeedULL);
+	KUNIT_EXPECT_TRUE(test, check_msg(region, 16, 0, 3));
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	net_close(test, &t);
+}
+
+static struct kunit_case rdm_cases[] = {
+	KUNIT_CASE(getinfo_offers_rdm),
+	KUNIT_CASE(av_calls),
+	KUNIT_CASE(rdm_bad_arguments),
+	KUNIT_CASE(send_recv_two),
+	KUNIT_CASE(send_recv_eight),
+	KUNIT_CASE(directed_receive),
+	KUNIT_CASE(simultaneous_first_sends),
+	KUNIT_CASE(inject_data_truncation),
+	KUNIT_CASE(rma_to_address),
+	KUNIT_CASE(many_mixed_messages),
+	KUNIT_CASE(peer_closed_mid_traffic),
+	{}
+};
+
+static int rdm_case_init(struct kunit *test)
+{
+	if (strncmp(test->name, only, strlen(only)))
+		kunit_skip(test, "not selected by only=%s", only);
+	return 0;
+}
+
+static struct kunit_suite rdm_suite = {
+	.name = "rdm",
+	.init = rdm_case_init,
+	.test_cases = rdm_cases,
+};
+kunit_test_suite(rdm_suite);
+
+/* Name the suite after the provider and device, as the conformance suite. */
+static int __init rdm_test_init(void)
+{
+	snprintf((char *)rdm_suite.name, sizeof(rdm_suite.name), "rdm_%s", label);
+	return 0;
+}
+module_init(rdm_test_init);
+
+static void __exit rdm_test_exit(void)
+{
+}
+module_exit(rdm_test_exit);
+
+MODULE_IMPORT_NS(KOFI);
+MODULE_DESCRIPTION("kofi FI_EP_RDM and address vector suite, run per provider and device");
+MODULE_LICENSE("GPL");
