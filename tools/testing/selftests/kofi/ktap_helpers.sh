@@ -58,3 +58,17 @@ ktap_expect_fail() {
 ktap_finish() {
 	[ "$KTAP_FAILED" -eq 0 ]
 }
+
+# retry N CMD...: runs CMD until it succeeds, at most N times a second apart
+# (a peer VM may still be booting or starting its next run).
+retry() {
+	tries=$1
+	shift
+	i=0
+	while [ $i -lt "$tries" ]; do
+		"$@" 2>/dev/null && return 0
+		sleep 1
+		i=$((i + 1))
+	done
+	return 1
+}
