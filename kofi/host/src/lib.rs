@@ -9,5 +9,11 @@ pub(crate) mod ring;
 #[path = "../../info_match.rs"]
 pub(crate) mod info_match;
 
+#[path = "../../addr.rs"]
+pub(crate) mod addr;
+
+#[path = "../../rdm/wire.rs"]
+pub(crate) mod rdm_wire;
+
 #[cfg(test)]
 mod tests;

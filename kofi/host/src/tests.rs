@@ -199,3 +199,121 @@ fn providers_order_by_priority_then_registration() {
     assert_eq!(v, [(10, 2), (10, 5), (0, 1), (0, 3)]);
     assert_eq!(provider_order((1, 0), (1, 0)), Ordering::Equal);
 }
+
+use crate::addr::{BadName, Name, AF_INET, AF_INET6, SIN6_LEN, SIN_LEN};
+use crate::rdm_wire::{cm_decode, cm_encode, Header, Malformed, HDR_LEN};
+
+fn sin(port: u16, addr: [u8; 4], zero: u8) -> Vec<u8> {
+    let mut b = vec![zero; SIN_LEN];
+    b[..2].copy_from_slice(&AF_INET.to_ne_bytes());
+    b[2..4].copy_from_slice(&port.to_be_bytes());
+    b[4..8].copy_from_slice(&addr);
+    b
+}
+
+fn sin6(port: u16, last: u8, flow: u8) -> Vec<u8> {
+    let mut b = vec![0u8; SIN6_LEN];
+    b[..2].copy_from_slice(&AF_INET6.to_ne_bytes());
+    b[2..4].copy_from_slice(&port.to_be_bytes());
+    b[4..8].copy_from_slice(&[flow; 4]);
+    b[23] = last;
+    b
+}
+
+#[test]
+fn names_are_canonical() {
+    // sin_zero and the IPv6 flow label are not part of a name.
+    let a = Name::parse(&sin(5000, [127, 0, 0, 1], 0)).unwrap();
+    let b = Name::parse(&sin(5000, [127, 0, 0, 1], 0xaa)).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(a.as_bytes().len(), SIN_LEN);
+    assert_eq!(&a.as_bytes()[8..], &[0u8; 8]);
+    let c = Name::parse(&sin6(5000, 1, 0)).unwrap();
+    let d = Name::parse(&sin6(5000, 1, 7)).unwrap();
+    assert_eq!(c, d);
+    assert_ne!(a, c);
+    assert_ne!(a, Name::parse(&sin(5001, [127, 0, 0, 1], 0)).unwrap());
+}
+
+#[test]
+fn bad_names_are_refused() {
+    assert_eq!(Name::parse(&[]), Err(BadName::Short));
+    assert_eq!(
+        Name::parse(&sin(1, [1, 2, 3, 4], 0)[..10]),
+        Err(BadName::Short)
+    );
+    assert_eq!(Name::parse(&sin6(1, 1, 0)[..20]), Err(BadName::Short));
+    let mut other = sin(1, [1, 2, 3, 4], 0);
+    other[0] = 99;
+    other[1] = 0;
+    assert_eq!(Name::parse(&other), Err(BadName::Family));
+    assert!(Name::parse(&sin(1, [0, 0, 0, 0], 0)).unwrap().is_wildcard());
+    assert!(Name::parse(&sin6(1, 0, 0)).unwrap().is_wildcard());
+    assert!(!Name::parse(&sin6(1, 1, 0)).unwrap().is_wildcard());
+}
+
+#[test]
+fn headers_round_trip() {
+    for h in [
+        Header {
+            total: 0,
+            data: None,
+        },
+        Header {
+            total: u32::MAX,
+            data: Some(0x1234_5678_9abc_def0),
+        },
+        Header {
+            total: 16368,
+            data: Some(0),
+        },
+    ] {
+        let b = h.encode();
+        assert_eq!(b.len(), HDR_LEN);
+        assert_eq!(Header::decode(&b), Ok(h));
+    }
+}
+
+#[test]
+fn malformed_headers_are_refused() {
+    let good = Header {
+        total: 5,
+        data: None,
+    }
+    .encode();
+    assert_eq!(Header::decode(&good[..HDR_LEN - 1]), Err(Malformed::Short));
+    let mut b = good;
+    b[0] ^= 1;
+    assert_eq!(Header::decode(&b), Err(Malformed::Magic));
+    let mut b = good;
+    b[1] = 9;
+    assert_eq!(Header::decode(&b), Err(Malformed::Op));
+    let mut b = good;
+    b[2] = 0x80;
+    assert_eq!(Header::decode(&b), Err(Malformed::Flags));
+    let mut b = good;
+    b[3] = 1;
+    assert_eq!(Header::decode(&b), Err(Malformed::Flags));
+}
+
+#[test]
+fn connection_requests_name_the_requester() {
+    for raw in [sin(7000, [10, 0, 2, 10], 0), sin6(7000, 1, 0)] {
+        let name = Name::parse(&raw).unwrap();
+        let (b, len) = cm_encode(&name);
+        assert_eq!(cm_decode(&b[..len]), Some(name));
+        // Cut short, padded (providers may pad private data), or mistagged.
+        assert_eq!(cm_decode(&b[..len - 1]), None);
+        let mut padded = b[..len].to_vec();
+        padded.push(0);
+        assert_eq!(cm_decode(&padded), None);
+        let mut bad = b;
+        bad[0] = b'x';
+        assert_eq!(cm_decode(&bad[..len]), None);
+    }
+    // A wildcard is no one's name.
+    let any = Name::parse(&sin(7000, [0, 0, 0, 0], 0)).unwrap();
+    let (b, len) = cm_encode(&any);
+    assert_eq!(cm_decode(&b[..len]), None);
+    assert_eq!(cm_decode(&[]), None);
+}
