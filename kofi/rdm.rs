@@ -159,8 +159,30 @@ pub(crate) enum Phase {
     Connecting,
     Accepting,
     Connected,
+    /// Idle and over the cache: we sent BYE and send nothing more on it.
+    ByeSent,
+    /// The peer sent BYE: BYE_ACK goes once our sends on it are done.
+    ByeReceived,
+    /// We sent BYE_ACK; the peer closes it.
+    ByeAcked,
     /// Closed; kept only while unmatched messages hold its buffers.
     Dead,
+}
+
+impl Phase {
+    /// Whether the connection still delivers what the peer sent.
+    pub(crate) fn receives(self) -> bool {
+        matches!(
+            self,
+            Phase::Connected | Phase::ByeSent | Phase::ByeReceived | Phase::ByeAcked
+        )
+    }
+
+    /// Whether it is being let go (nothing new is sent to its peer meanwhile,
+    /// so that nothing overtakes what went on it).
+    pub(crate) fn closing(self) -> bool {
+        matches!(self, Phase::ByeSent | Phase::ByeReceived | Phase::ByeAcked)
+    }
 }
 
 /// One MSG connection.
@@ -176,6 +198,10 @@ pub(crate) struct Conn {
     pub(crate) held: usize,
     /// Transmits posted and not completed.
     pub(crate) inflight: usize,
+    /// When it last carried something, on the endpoint's clock.
+    pub(crate) last_used: u64,
+    /// The control segment (BYE, BYE_ACK) it sends, kept until sent.
+    pub(crate) ctl: KBox<[u8; wire::HDR_LEN]>,
 }
 
 pub(crate) enum OpKind {
@@ -243,6 +269,10 @@ pub(crate) struct State {
     pub(crate) inbound: KVec<Inbound>,
     pub(crate) gen: u32,
     pub(crate) next_id: u64,
+    /// Connections kept open before idle ones are let go.
+    pub(crate) conn_cache: usize,
+    /// Counts uses, for least recently used.
+    pub(crate) clock: u64,
     // Closed last, in this order: the endpoints above go first.
     pub(crate) pep: Option<Handle<abi::fid_pep>>,
     pub(crate) cq: Option<Handle<abi::fid_cq>>,
@@ -274,6 +304,23 @@ impl State {
     /// The live connection in `slot` of generation `gen`.
     pub(crate) fn conn(&mut self, slot: usize, gen: u32) -> Option<&mut Conn> {
         self.conns.get_mut(slot)?.as_mut().filter(|c| c.gen == gen)
+    }
+
+    /// Marks connection `slot` used now.
+    pub(crate) fn touch(&mut self, slot: usize) {
+        self.clock += 1;
+        let now = self.clock;
+        if let Some(Some(c)) = self.conns.get_mut(slot) {
+            c.last_used = now;
+        }
+    }
+
+    /// Whether a connection of `peer` is being let go.
+    pub(crate) fn peer_closing(&self, peer: usize) -> bool {
+        self.conns
+            .iter()
+            .flatten()
+            .any(|c| c.peer == peer && c.phase.closing())
     }
 
     /// The peer named `name`, added when new.
@@ -470,6 +517,8 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
                     inbound: KVec::new(),
                     gen: 0,
                     next_id: 0,
+                    conn_cache: abi::KOFI_RDM_CONN_CACHE_DEFAULT as usize,
+                    clock: 0,
                     pep: None,
                     cq: None,
                     eq: None,
@@ -644,6 +693,61 @@ unsafe extern "C" fn rdm_writemsg(
     errno::to_c_ssize(tx::rma(&rdm, m, flags, false).map(|()| 0))
 }
 
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_getopt(
+    ep: *mut abi::fid_ep,
+    _level: c_int,
+    name: c_int,
+    val: *mut c_void,
+    len: *mut usize,
+) -> c_int {
+    // SAFETY: The core passes an open endpoint and checked `val` and `len`.
+    let (rdm, room) = unsafe { (rdm_of(ep), *len) };
+    let s = rdm.state.lock();
+    let v = match name as u32 {
+        abi::KOFI_OPT_RDM_CONN_CACHE => s.conn_cache,
+        abi::KOFI_OPT_RDM_CONNS => s.conns.iter().flatten().filter(|c| c.ep.is_some()).count(),
+        abi::FI_OPT_CM_DATA_SIZE => 0,
+        _ => return -(abi::FI_ENOPROTOOPT as c_int),
+    };
+    if room < core::mem::size_of::<usize>() {
+        return errno::etoosmall().to_errno();
+    }
+    // SAFETY: `val` holds a size_t (checked length); `len` is valid.
+    unsafe {
+        val.cast::<usize>().write_unaligned(v);
+        *len = core::mem::size_of::<usize>();
+    }
+    0
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_setopt(
+    ep: *mut abi::fid_ep,
+    _level: c_int,
+    name: c_int,
+    val: *const c_void,
+    len: usize,
+) -> c_int {
+    if name as u32 != abi::KOFI_OPT_RDM_CONN_CACHE {
+        return -(abi::FI_ENOPROTOOPT as c_int);
+    }
+    if len != core::mem::size_of::<usize>() {
+        return EINVAL.to_errno();
+    }
+    // SAFETY: `val` holds a size_t (checked length); the endpoint is open.
+    let (rdm, v) = unsafe { (rdm_of(ep), val.cast::<usize>().read_unaligned()) };
+    if v == 0 {
+        return EINVAL.to_errno();
+    }
+    rdm.state.lock().conn_cache = v;
+    0
+}
+
 /// The ops of every FI_EP_RDM endpoint. Connection management calls have
 /// none: -FI_ENOSYS.
 pub(crate) static EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
@@ -656,8 +760,8 @@ pub(crate) static EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
     shutdown: None,
     getname: Some(rdm_getname),
     getpeer: None,
-    getopt: None,
-    setopt: None,
+    getopt: Some(rdm_getopt),
+    setopt: Some(rdm_setopt),
     sendmsg: Some(rdm_sendmsg),
     recvmsg: Some(rdm_recvmsg),
     readmsg: Some(rdm_readmsg),

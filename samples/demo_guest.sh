@@ -25,10 +25,10 @@ case "$providers" in *kofi_sock*) prov=sock ;; esac
 
 set -- $providers
 pingpong=0
-[ "$prov" = sock ] && pingpong=3
-# kofi_verbs runs the same pingpong on siw and on rxe, on eth0.
+[ "$prov" = sock ] && pingpong=4
+# kofi_verbs runs the same pingpong and RDM echo on siw and on rxe, on eth0.
 verbs=0
-case "$providers" in *kofi_verbs*) verbs=6 ;; esac
+case "$providers" in *kofi_verbs*) verbs=8 ;; esac
 ktap_plan $((4 + 2 * $# + pingpong + verbs))
 ktap_expect_ok "insmod kofi.ko" insmod $MODDIR/kofi.ko
 show
@@ -47,6 +47,10 @@ if [ "$prov" = sock ]; then
 	# The same through a consumer written in Rust.
 	ktap_expect_ok "pingpong from a Rust consumer" insmod $MODDIR/kofi_rust_pingpong.ko
 	rmmod kofi_rust_pingpong
+	# Reliable datagrams: 4 endpoints echo to 4 others through AVs.
+	ktap_expect_ok "RDM echo over kofi_sock, 4 x 4 endpoints" \
+		insmod $MODDIR/kofi_rdm_echo.ko prov=sock port=7700
+	rmmod kofi_rdm_echo
 	show
 	if [ $verbs != 0 ]; then
 		. /kofi/tests/rdma_helpers.sh
@@ -60,6 +64,9 @@ if [ "$prov" = sock ]; then
 				insmod $MODDIR/kofi_pingpong.ko prov=verbs addr=10.0.2.10 port=7602 \
 				size=1048576 iters=10
 			rmmod kofi_pingpong
+			ktap_expect_ok "RDM echo over kofi_verbs on ${type}0, 4 x 4 endpoints" \
+				insmod $MODDIR/kofi_rdm_echo.ko prov=verbs addr=10.0.2.10 port=7720
+			rmmod kofi_rdm_echo
 			rdma link delete ${type}0
 		done
 		show

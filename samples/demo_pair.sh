@@ -8,14 +8,10 @@
 . /kofi/tests/rdma_helpers.sh
 MODDIR=/kofi/modules
 
-# client MOD ARGS...: connect until the server listens (refused until then).
+# client ARGS...: connect until the server listens (refused until then).
 client() {
-	for i in $(seq 1 60); do
-		insmod $MODDIR/kofi_pingpong.ko mode=client addr=$KOFI_PEER "$@" 2>/dev/null &&
-			rmmod kofi_pingpong && return 0
-		sleep 1
-	done
-	return 1
+	retry 60 insmod $MODDIR/kofi_pingpong.ko mode=client addr=$KOFI_PEER "$@" &&
+		rmmod kofi_pingpong
 }
 
 ktap_plan 4

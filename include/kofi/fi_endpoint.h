@@ -45,7 +45,17 @@ enum {
 enum {
 	FI_OPT_MIN_MULTI_RECV,	/* size_t */
 	FI_OPT_CM_DATA_SIZE,	/* size_t, read-only */
+	/*
+	 * kofi, FI_EP_RDM endpoints: the connections (to peers, over the
+	 * provider's MSG endpoints) kept open; beyond it the least recently
+	 * used idle one is closed, without losing anything sent on it.
+	 * size_t, at least 1; KOFI_RDM_CONN_CACHE_DEFAULT.
+	 */
+	KOFI_OPT_RDM_CONN_CACHE = 0x1000,
+	KOFI_OPT_RDM_CONNS,	/* size_t, read-only: connections open now */
 };
+
+#define KOFI_RDM_CONN_CACHE_DEFAULT 64
 
 int fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		void *context);

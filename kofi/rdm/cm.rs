@@ -104,7 +104,8 @@ fn msg_endpoint(
     Ok(h)
 }
 
-fn new_conn(s: &mut State, peer: usize, phase: Phase) -> Result<(usize, u32)> {
+fn new_conn(rdm: &Rdm, s: &mut State, peer: usize, phase: Phase) -> Result<(usize, u32)> {
+    rdm.evict_idle(s);
     let live = s.conns.iter().filter(|c| c.is_some()).count();
     if live >= CONNS_MAX {
         return Err(errno::enospc());
@@ -126,13 +127,16 @@ fn new_conn(s: &mut State, peer: usize, phase: Phase) -> Result<(usize, u32)> {
         assembling: None,
         held: 0,
         inflight: 0,
+        last_used: 0,
+        ctl: KBox::new([0u8; wire::HDR_LEN], GFP_KERNEL)?,
     });
+    s.touch(slot);
     Ok((slot, gen))
 }
 
 /// Starts a connection to `peer`, which has sends waiting.
 pub(super) fn connect(rdm: &Rdm, s: &mut State, peer: usize) -> Result {
-    let (slot, gen) = new_conn(s, peer, Phase::Connecting)?;
+    let (slot, gen) = new_conn(rdm, s, peer, Phase::Connecting)?;
     let result = (|| {
         let info = s.msg_info.dup()?;
         let ep = msg_endpoint(rdm, s, info.as_ptr(), slot, gen)?;
@@ -232,7 +236,7 @@ impl Rdm {
         let result = (|| {
             let name = wire::cm_decode(data).ok_or(EINVAL)?;
             let peer = s.peer_of(&name)?;
-            let (slot, gen) = new_conn(s, peer, Phase::Accepting)?;
+            let (slot, gen) = new_conn(self, s, peer, Phase::Accepting)?;
             let accepted = (|| {
                 let ep = msg_endpoint(self, s, info.as_ptr(), slot, gen)?;
                 let epp = ep.as_ptr();
@@ -284,7 +288,7 @@ impl Rdm {
         if c.phase == Phase::Dead {
             return;
         }
-        let was_up = c.phase == Phase::Connected;
+        let was_up = !matches!(c.phase, Phase::Connecting | Phase::Accepting);
         c.phase = Phase::Dead;
         let peer = c.peer;
         // No completion of it after this.
@@ -314,8 +318,9 @@ impl Rdm {
                         .is_some_and(|c| c.peer == peer && c.phase == Phase::Connected)
             })
             .map(|(i, _)| i);
+        let closing = s.peer_closing(peer);
         let p = &mut s.peers[peer];
-        if p.tx.is_none() {
+        if p.tx.is_none() && !closing {
             p.tx = other;
         }
         if let Some(Some(c)) = s.conns.get(slot) {
@@ -324,7 +329,7 @@ impl Rdm {
             }
         }
         let p = &s.peers[peer];
-        if p.backlog.is_empty() || p.tx.is_some() || p.connecting.is_some() {
+        if p.backlog.is_empty() || p.tx.is_some() || p.connecting.is_some() || closing {
             self.flush(s, peer);
             return;
         }
@@ -336,5 +341,122 @@ impl Rdm {
             }
         }
         self.fail_backlog(s, peer, err);
+    }
+}
+
+impl Rdm {
+    /// Sends control segment `op` on connection `slot`.
+    fn send_control(&self, s: &mut State, slot: usize, op: u8) -> Result {
+        let Some(Some(c)) = s.conns.get_mut(slot) else {
+            return Err(EINVAL);
+        };
+        *c.ctl = wire::control(op);
+        let ep = c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr());
+        let ctx = Token::Conn { slot, gen: c.gen }.encode();
+        let buf = c.ctl.as_ptr();
+        let ret = crate::api_data::fi_send(ep, buf.cast(), wire::HDR_LEN, ptr::null_mut(), 0, ctx);
+        if ret < 0 {
+            return Err(Error::from_errno(ret as i32));
+        }
+        c.inflight += 1;
+        Ok(())
+    }
+
+    /// Lets go of the least recently used idle connections while more than
+    /// the cache are open.
+    pub(super) fn evict_idle(&self, s: &mut State) {
+        loop {
+            let open = s
+                .conns
+                .iter()
+                .flatten()
+                .filter(|c| {
+                    matches!(
+                        c.phase,
+                        Phase::Connecting | Phase::Accepting | Phase::Connected
+                    )
+                })
+                .count();
+            if open < s.conn_cache {
+                return;
+            }
+            let idle = s
+                .conns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| Some((i, c.as_ref()?)))
+                .filter(|(_, c)| {
+                    c.phase == Phase::Connected
+                        && c.inflight == 0
+                        && c.assembling.is_none()
+                        && c.held == 0
+                        && s.peers[c.peer].backlog.is_empty()
+                })
+                .min_by_key(|(_, c)| c.last_used)
+                .map(|(i, c)| (i, c.peer));
+            let Some((slot, peer)) = idle else {
+                return;
+            };
+            if self.send_control(s, slot, wire::OP_BYE).is_err() {
+                return;
+            }
+            if let Some(Some(c)) = s.conns.get_mut(slot) {
+                c.phase = Phase::ByeSent;
+            }
+            if s.peers[peer].tx == Some(slot) {
+                s.peers[peer].tx = None;
+            }
+        }
+    }
+
+    /// A control segment `op` arrived on connection `slot`.
+    pub(super) fn control(&self, s: &mut State, slot: usize, gen: u32, op: u8) {
+        let Some(c) = s.conn(slot, gen) else {
+            return;
+        };
+        let peer = c.peer;
+        match (c.phase, op) {
+            (Phase::Connected, wire::OP_BYE) => {
+                c.phase = Phase::ByeReceived;
+                if s.peers[peer].tx == Some(slot) {
+                    s.peers[peer].tx = None;
+                }
+                self.ack_if_done(s, slot, gen);
+            }
+            // Our BYE answered, or both asked at once: it is over.
+            (Phase::ByeSent, wire::OP_BYE_ACK | wire::OP_BYE) => {
+                self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32)
+            }
+            _ => self.conn_lost(s, slot, gen, abi::FI_EPROTO as i32),
+        }
+    }
+
+    /// Answers a BYE once our own sends on the connection completed.
+    pub(super) fn ack_if_done(&self, s: &mut State, slot: usize, gen: u32) {
+        let Some(c) = s.conn(slot, gen) else {
+            return;
+        };
+        if c.phase != Phase::ByeReceived || c.inflight != 0 {
+            return;
+        }
+        match self.send_control(s, slot, wire::OP_BYE_ACK) {
+            Ok(()) => {
+                if let Some(c) = s.conn(slot, gen) {
+                    c.phase = Phase::ByeAcked;
+                }
+            }
+            Err(e) => self.conn_lost(s, slot, gen, e.to_errno().unsigned_abs() as i32),
+        }
+    }
+
+    /// A control segment went out (or failed: `err`).
+    pub(super) fn control_sent(&self, s: &mut State, slot: usize, gen: u32, err: i32) {
+        let Some(c) = s.conn(slot, gen) else {
+            return;
+        };
+        c.inflight = c.inflight.saturating_sub(1);
+        if err != 0 {
+            self.conn_lost(s, slot, gen, err);
+        }
     }
 }

@@ -114,7 +114,7 @@ fn release_buffer(s: &mut State, slot: usize, index: usize, was_held: bool) -> R
         c.held -= 1;
     }
     match c.phase {
-        Phase::Connected => {
+        p if p.receives() => {
             let ep = c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr());
             post_buffer(ep, c, slot, index)
         }
@@ -209,7 +209,8 @@ impl Rdm {
             Some(Token::Rx { slot, gen, index }) => {
                 self.rx_done(s, slot, gen, index, flags, len, data, err)
             }
-            _ => {
+            Some(Token::Conn { slot, gen }) => self.control_sent(s, slot, gen, err),
+            None => {
                 // A remote write with CQ data that took no buffer
                 // (kofi_sock): its source is not known here.
                 if err == 0 && flags & FI_REMOTE_CQ_DATA != 0 {
@@ -249,7 +250,7 @@ impl Rdm {
         let Some(c) = s.conn(slot, gen) else {
             return;
         };
-        if c.phase != Phase::Connected {
+        if !c.phase.receives() {
             return;
         }
         if err != 0 {
@@ -264,6 +265,18 @@ impl Rdm {
             if release_buffer(s, slot, index, false).is_err() {
                 self.conn_lost(s, slot, gen, abi::FI_EIO as i32);
             }
+            return;
+        }
+        s.touch(slot);
+        let op = s.conns[slot]
+            .as_ref()
+            .and_then(|c| wire::control_op(c.bufs[index].get(..len)?));
+        if let Some(op) = op {
+            if release_buffer(s, slot, index, false).is_err() {
+                self.conn_lost(s, slot, gen, abi::FI_EIO as i32);
+                return;
+            }
+            self.control(s, slot, gen, op);
             return;
         }
         if let Err(e) = self.segment(s, slot, index, len) {

@@ -28,7 +28,7 @@ fn submit(rdm: &Rdm, s: &mut State, op: TxOp) -> Result {
     s.peers[peer].backlog.push(slot, GFP_KERNEL)?;
     s.ops[slot] = Some(op);
     let p = &s.peers[peer];
-    if p.tx.is_none() && p.connecting.is_none() {
+    if p.tx.is_none() && p.connecting.is_none() && !s.peer_closing(peer) {
         if let Err(e) = super::cm::connect(rdm, s, peer) {
             s.peers[peer].backlog.pop();
             s.ops[slot] = None;
@@ -314,14 +314,16 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
     }
     op.posted += 1;
     op.conn = Some(conn);
-    if let Some(Some(c)) = s.conns.get_mut(conn) {
-        c.inflight += 1;
-    }
-    Ok(if op.all_posted {
+    let posted = if op.all_posted {
         Posted::All
     } else {
         Posted::Part
-    })
+    };
+    if let Some(Some(c)) = s.conns.get_mut(conn) {
+        c.inflight += 1;
+    }
+    s.touch(conn);
+    Ok(posted)
 }
 
 impl Rdm {
@@ -428,8 +430,13 @@ impl Rdm {
             return;
         }
         let peer = op.peer;
-        if let Some(Some(c)) = op.conn.map(|c| s.conns.get_mut(c)).unwrap_or(None) {
+        let conn = op.conn;
+        if let Some(Some(c)) = conn.map(|c| s.conns.get_mut(c)).unwrap_or(None) {
             c.inflight = c.inflight.saturating_sub(1);
+            let cgen = c.gen;
+            if let Some(c) = conn {
+                self.ack_if_done(s, c, cgen);
+            }
         }
         let Some(Some(op)) = s.ops.get_mut(slot) else {
             return;

@@ -17,6 +17,10 @@ pub(crate) const HDR_LEN: usize = 16;
 const MAGIC: u8 = 0xd7;
 /// The segment is part of a message.
 pub(crate) const OP_MSG: u8 = 1;
+/// Asks the peer to let an idle connection go.
+pub(crate) const OP_BYE: u8 = 2;
+/// The peer sends nothing more on the connection: close it.
+pub(crate) const OP_BYE_ACK: u8 = 3;
 /// The message carries remote CQ data.
 pub(crate) const FLAG_DATA: u8 = 1;
 
@@ -68,6 +72,21 @@ impl Header {
         let data = (b[2] & FLAG_DATA != 0).then_some(u64::from_le_bytes(d));
         Ok(Header { total, data })
     }
+}
+
+/// The header of control segment `op` (OP_BYE or OP_BYE_ACK).
+pub(crate) fn control(op: u8) -> [u8; HDR_LEN] {
+    let mut b = [0u8; HDR_LEN];
+    b[0] = MAGIC;
+    b[1] = op;
+    b
+}
+
+/// The op of a well-formed control segment, or `None` for anything else.
+pub(crate) fn control_op(b: &[u8]) -> Option<u8> {
+    let op = *b.get(1)?;
+    let known = op == OP_BYE || op == OP_BYE_ACK;
+    (b.len() == HDR_LEN && known && b == control(op)).then_some(op)
 }
 
 /// The private data of a connection request: a tag and the requester's name.

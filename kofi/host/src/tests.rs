@@ -201,7 +201,9 @@ fn providers_order_by_priority_then_registration() {
 }
 
 use crate::addr::{BadName, Name, AF_INET, AF_INET6, SIN6_LEN, SIN_LEN};
-use crate::rdm_wire::{cm_decode, cm_encode, Header, Malformed, HDR_LEN};
+use crate::rdm_wire::{
+    cm_decode, cm_encode, control, control_op, Header, Malformed, HDR_LEN, OP_BYE, OP_BYE_ACK,
+};
 
 fn sin(port: u16, addr: [u8; 4], zero: u8) -> Vec<u8> {
     let mut b = vec![zero; SIN_LEN];
@@ -316,4 +318,31 @@ fn connection_requests_name_the_requester() {
     let (b, len) = cm_encode(&any);
     assert_eq!(cm_decode(&b[..len]), None);
     assert_eq!(cm_decode(&[]), None);
+}
+
+#[test]
+fn control_segments_are_exact() {
+    for op in [OP_BYE, OP_BYE_ACK] {
+        let b = control(op);
+        assert_eq!(control_op(&b), Some(op));
+        // Not a message, and nothing but the exact bytes is a control.
+        assert_eq!(Header::decode(&b), Err(Malformed::Op));
+        let mut longer = b.to_vec();
+        longer.push(0);
+        assert_eq!(control_op(&longer), None);
+        let mut flagged = b;
+        flagged[2] = 1;
+        assert_eq!(control_op(&flagged), None);
+    }
+    assert_eq!(
+        control_op(
+            &Header {
+                total: 0,
+                data: None
+            }
+            .encode()
+        ),
+        None
+    );
+    assert_eq!(control_op(&[]), None);
 }

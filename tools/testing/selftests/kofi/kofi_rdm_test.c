@@ -698,6 +698,61 @@ static void rma_to_address(struct kunit *test)
 	net_close(test, &t);
 }
 
+/*
+ * An endpoint talking to more peers than it keeps connections for: idle
+ * ones are let go (by handshake) and made again on use, and every message
+ * both ways still arrives once, in order, from the right source.
+ */
+static void idle_connections_bounded(struct kunit *test)
+{
+	enum { PEERS = 6, ROUNDS = 4 };
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	size_t cache = 2, conns = 0, len = sizeof(conns);
+	u8 tx[64], rx[64];
+	int r, j;
+
+	net_open(test, &t, 1 + PEERS, FI_AV_MAP);
+	KUNIT_EXPECT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONN_CACHE,
+					&conns, sizeof(conns)), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONN_CACHE,
+					&cache, sizeof(cache)), 0);
+	for (r = 0; r < ROUNDS; r++)
+		for (j = 1; j <= PEERS; j++) {
+			/* There, and back. */
+			fill_msg(tx, sizeof(tx), 0, r * PEERS + j);
+			KUNIT_ASSERT_EQ(test, fi_recv(t.ep[j], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC,
+						      rx), 0);
+			KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[0], tx, sizeof(tx), NULL, t.addr[j],
+							tx), 0);
+			KUNIT_ASSERT_EQ(test, next(t.cq[j], &e, &src, &err), 1);
+			KUNIT_EXPECT_EQ(test, src, t.addr[0]);
+			KUNIT_EXPECT_TRUE(test, check_msg(rx, sizeof(rx), 0, r * PEERS + j));
+			KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+			fill_msg(tx, sizeof(tx), j, r);
+			KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC,
+						      rx), 0);
+			KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[j], tx, sizeof(tx), NULL, t.addr[0],
+							tx), 0);
+			KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+			KUNIT_EXPECT_EQ(test, src, t.addr[j]);
+			KUNIT_EXPECT_TRUE(test, check_msg(rx, sizeof(rx), j, r));
+			KUNIT_ASSERT_EQ(test, next(t.cq[j], &e, &src, &err), 1);
+		}
+	/* The handshakes of the last ones let go settle; then within bound. */
+	msleep(500);
+	KUNIT_ASSERT_EQ(test, fi_getopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONNS, &conns,
+					&len), 0);
+	KUNIT_EXPECT_LE(test, conns, cache);
+	KUNIT_EXPECT_GE(test, conns, (size_t)1);
+	/* Nothing arrived twice. */
+	for (j = 0; j <= PEERS; j++)
+		KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[j], &e, 1), -FI_EAGAIN);
+	net_close(test, &t);
+}
+
 static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(getinfo_offers_rdm),
 	KUNIT_CASE(av_calls),
@@ -708,6 +763,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(simultaneous_first_sends),
 	KUNIT_CASE(inject_data_truncation),
 	KUNIT_CASE(rma_to_address),
+	KUNIT_CASE(idle_connections_bounded),
 	KUNIT_CASE(many_mixed_messages),
 	KUNIT_CASE(peer_closed_mid_traffic),
 	{}

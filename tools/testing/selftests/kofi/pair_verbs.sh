@@ -12,14 +12,7 @@ MODDIR=/kofi/modules
 client() {
 	mod=$1
 	shift
-	for i in $(seq 1 60); do
-		if insmod $MODDIR/$mod.ko prov=verbs mode=client addr=$KOFI_PEER "$@" 2>/dev/null; then
-			rmmod $mod
-			return 0
-		fi
-		sleep 1
-	done
-	return 1
+	retry 60 insmod $MODDIR/$mod.ko prov=verbs mode=client addr=$KOFI_PEER "$@" && rmmod $mod
 }
 
 ktap_plan 8
