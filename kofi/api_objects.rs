@@ -171,6 +171,7 @@ fn limits(i: &abi::fi_info) -> EpLimits {
         rma_iov_limit: tx.rma_iov_limit.max(1),
         tx_op_flags: tx.op_flags,
         rx_op_flags: rx.op_flags,
+        core_rdm: ep.type_ == abi::fi_ep_type_FI_EP_RDM && ep.protocol == abi::FI_PROTO_KOFI_RDM,
     }
 }
 

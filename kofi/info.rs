@@ -277,6 +277,8 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
         t.caps |= RDM_CAPS;
         (*t.ep_attr).type_ = abi::fi_ep_type_FI_EP_RDM;
         let ep = &mut *t.ep_attr;
+        ep.protocol_version = ep.protocol;
+        ep.protocol = abi::FI_PROTO_KOFI_RDM;
         ep.max_msg_size = ep.max_msg_size.min(u32::MAX as usize);
         let tx = &mut *t.tx_attr;
         tx.iov_limit = tx.iov_limit.saturating_sub(1).max(1);
@@ -298,7 +300,10 @@ pub(crate) fn msg_twin(info: *mut abi::fi_info) {
     unsafe {
         let t = &mut *info;
         t.caps &= !flags::FI_DIRECTED_RECV;
-        (*t.ep_attr).type_ = abi::fi_ep_type_FI_EP_MSG;
+        let ep = &mut *t.ep_attr;
+        ep.type_ = abi::fi_ep_type_FI_EP_MSG;
+        ep.protocol = ep.protocol_version;
+        ep.protocol_version = 0;
         (*t.tx_attr).iov_limit += 1;
         t.handle = ptr::null_mut();
         free(t.dest_addr);

@@ -217,6 +217,8 @@ pub(crate) struct EpLimits {
     pub(crate) rma_iov_limit: usize,
     pub(crate) tx_op_flags: u64,
     pub(crate) rx_op_flags: u64,
+    /// An FI_EP_RDM endpoint built by the core over MSG ones.
+    pub(crate) core_rdm: bool,
 }
 
 /// An active endpoint.
@@ -268,8 +270,9 @@ impl Endpoint {
         }
     }
 
+    /// Whether it is an RDM endpoint the core builds (not a provider's own).
     pub(crate) fn is_rdm(&self) -> bool {
-        self.limits.ep_type == abi::fi_ep_type_FI_EP_RDM
+        self.limits.core_rdm
     }
 
     pub(crate) fn is_enabled(&self) -> bool {

@@ -220,6 +220,12 @@ enum {
 	FI_PROTO_RDMA_CM_IB_RC,
 	FI_PROTO_IWARP,
 	FI_PROTO_SOCK_TCP = 10,
+	/*
+	 * kofi: an FI_EP_RDM endpoint the core builds over the provider's
+	 * FI_EP_MSG ones (rdm.rst); protocol_version holds the MSG info's
+	 * protocol. A provider's own RDM offer keeps its protocol.
+	 */
+	FI_PROTO_KOFI_RDM = 0x4b52,
 };
 
 struct fid;

@@ -470,10 +470,20 @@ impl Conn {
         // rdma_accept takes the id's handler lock, under which the CM
         // callback takes the state mutex: call it without the latter.
         let r = owner.as_ref().ok_or(EINVAL)?.accept(data.as_bytes());
+        drop(owner);
         if r.is_err() {
             self.inner.lock().phase = Phase::Closed;
+            return r;
         }
-        r
+        // Regions registered before any connection of the domain: the
+        // consumer may have sent their keys in this accept's private data,
+        // so register them now rather than at ESTABLISHED, which the peer's
+        // first RMA can beat.
+        let domain = self.inner.lock().domain.clone();
+        if let Some(domain) = domain {
+            domain.register_pending(self);
+        }
+        Ok(())
     }
 
     /// fi_reject.

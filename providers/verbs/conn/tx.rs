@@ -162,7 +162,11 @@ impl Conn {
     /// Registers `reg` through this connection's QP.
     pub(crate) fn post_reg(&self, reg: &Arc<RegState>) -> Result {
         let mut g = self.inner.lock();
-        Self::ensure_connected(&g)?;
+        // An accepted QP is ready to send once rdma_accept returned (on IB
+        // and RoCE; iWARP refuses until established, and it waits for that).
+        if g.phase != Phase::Accepting {
+            Self::ensure_connected(&g)?;
+        }
         let slot = crate::kofi::pop(&mut g.tx_free).ok_or_else(|| fi_error(abi::FI_EAGAIN))?;
         let posted = reg.with_region(|region| {
             g.res

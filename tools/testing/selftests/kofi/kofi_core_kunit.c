@@ -160,7 +160,12 @@ static void registry_register_then_deregister(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, info);
 	KUNIT_EXPECT_STREQ(test, info->fabric_attr->prov_name, "kunit_tmp");
 	KUNIT_EXPECT_EQ(test, info->fabric_attr->prov_version, FI_VERSION(1, 0));
-	KUNIT_EXPECT_NULL(test, info->next);
+	/* Its one MSG offer, then the core's RDM endpoint over it. */
+	KUNIT_ASSERT_NOT_NULL(test, info->next);
+	KUNIT_EXPECT_EQ(test, info->next->ep_attr->type, FI_EP_RDM);
+	KUNIT_EXPECT_EQ(test, info->next->ep_attr->protocol, FI_PROTO_KOFI_RDM);
+	KUNIT_EXPECT_STREQ(test, info->next->fabric_attr->prov_name, "kunit_tmp");
+	KUNIT_EXPECT_NULL(test, info->next->next);
 	fi_freeinfo(info);
 
 	kofi_provider_deregister(&tmp);
@@ -206,7 +211,8 @@ static void getinfo_without_hints(struct kunit *test)
 	struct fi_info *info = NULL, *i;
 
 	KUNIT_ASSERT_EQ(test, fi_getinfo(V, NULL, NULL, 0, NULL, &info), 0);
-	KUNIT_EXPECT_EQ(test, count_infos(info, "test"), 2);
+	/* The test provider's MSG and RDM offers, and the core's RDM over MSG. */
+	KUNIT_EXPECT_EQ(test, count_infos(info, "test"), 3);
 	for (i = info; i; i = i->next) {
 		KUNIT_EXPECT_NOT_NULL(test, i->fabric_attr->prov_name);
 		KUNIT_EXPECT_EQ(test, i->fabric_attr->api_version, V);
@@ -227,9 +233,13 @@ static void getinfo_caps_are_a_subset(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, hints);
 	hints->caps = FI_RMA | FI_REMOTE_WRITE;
 	KUNIT_ASSERT_EQ(test, getinfo_with(hints, &info), 0);
-	KUNIT_EXPECT_EQ(test, count_infos(info, NULL), 1);
+	/* The MSG offer and the core's RDM twin: both have the caps. */
+	KUNIT_EXPECT_EQ(test, count_infos(info, NULL), 2);
 	KUNIT_EXPECT_EQ(test, info->ep_attr->type, FI_EP_MSG);
 	KUNIT_EXPECT_TRUE(test, (info->caps & (FI_RMA | FI_REMOTE_WRITE)) == (FI_RMA | FI_REMOTE_WRITE));
+	KUNIT_EXPECT_EQ(test, info->next->ep_attr->type, FI_EP_RDM);
+	KUNIT_EXPECT_TRUE(test, (info->next->caps & (FI_RMA | FI_REMOTE_WRITE | FI_SOURCE)) ==
+				(FI_RMA | FI_REMOTE_WRITE | FI_SOURCE));
 	fi_freeinfo(info);
 
 	hints->caps = FI_ATOMIC;
@@ -245,12 +255,22 @@ static void getinfo_ep_type_and_mode(struct kunit *test)
 	struct fi_info *hints = test_hints(FI_EP_RDM), *info;
 
 	KUNIT_ASSERT_NOT_NULL(test, hints);
-	/* The RDM offer needs FI_CONTEXT, which these hints do not support. */
-	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -FI_ENODATA);
-	hints->mode = FI_CONTEXT;
+	/*
+	 * The provider's own RDM offer needs FI_CONTEXT, which these hints do
+	 * not support: only the core's RDM over its MSG offer answers.
+	 */
 	KUNIT_ASSERT_EQ(test, getinfo_with(hints, &info), 0);
 	KUNIT_EXPECT_EQ(test, count_infos(info, NULL), 1);
 	KUNIT_EXPECT_EQ(test, info->ep_attr->type, FI_EP_RDM);
+	KUNIT_EXPECT_EQ(test, info->ep_attr->protocol, FI_PROTO_KOFI_RDM);
+	KUNIT_EXPECT_EQ(test, info->mode & FI_CONTEXT, 0ULL);
+	fi_freeinfo(info);
+	hints->mode = FI_CONTEXT;
+	KUNIT_ASSERT_EQ(test, getinfo_with(hints, &info), 0);
+	KUNIT_EXPECT_EQ(test, count_infos(info, NULL), 2);
+	KUNIT_EXPECT_EQ(test, info->ep_attr->type, FI_EP_RDM);
+	KUNIT_EXPECT_EQ(test, info->next->ep_attr->type, FI_EP_RDM);
+	KUNIT_EXPECT_NE(test, info->next->ep_attr->protocol, FI_PROTO_KOFI_RDM);
 	fi_freeinfo(info);
 	hints->ep_attr->type = 42;
 	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -EINVAL);
