@@ -4,7 +4,8 @@
 #   make          build every module against KDIR (default: kofi's cached kernel)
 #   make check    the whole test suite (sets up and builds what it needs)
 #   make demo     boot a VM, load kofi, run a sample consumer, show it
-#   make bench    kofi_sock against raw kernel TCP on the perf kernel
+#   make bench    kofi against raw kernel TCP and raw verbs on the perf kernel
+#   make profile  perf in the guest: where kofi and the baselines spend time
 #   make setup    install the toolchain (Debian 12)
 #   make kernel   build (or reuse) the cached kernel; PROFILE=debug|perf
 #   make clean
@@ -20,7 +21,7 @@ endif
 
 KBUILD_ARGS = -C $(KDIR) M=$(CURDIR) LLVM=1
 
-.PHONY: all modules check demo bench setup kernel clean
+.PHONY: all modules check demo bench profile setup kernel clean
 
 all: modules
 
@@ -35,6 +36,9 @@ demo:
 
 bench:
 	scripts/bench.sh
+
+profile:
+	scripts/profile.sh
 
 setup:
 	scripts/setup.sh

@@ -10,17 +10,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
 
-scripts/setup.sh | grep -v 'already installed' || true
-perf=$(scripts/build-kernel.sh perf)
-
-# The tree's own objects are built for the debug kernel: build a copy.
-src="$KOFI_ROOT/build/bench-src"
-rm -rf "$src"
-mkdir -p "$src"
-git ls-files -co --exclude-standard | grep -v '^build/' | cpio -pdm --quiet "$src"
-echo "=== modules for the perf kernel"
-make -C "$perf" M="$src" LLVM=1 -j"$KOFI_JOBS" modules >"$KOFI_ROOT/build/bench-build.log" 2>&1 ||
-	{ tail -30 "$KOFI_ROOT/build/bench-build.log"; exit 1; }
+. "$(dirname "$0")/lib/perf_build.sh"
+perf_build
 
 echo "=== VM run (perf kernel)"
 out="$KOFI_ROOT/build/bench"

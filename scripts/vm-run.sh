@@ -11,6 +11,7 @@
 #   --extra-modules DIR   also pack DIR's .ko files (and *.sh, under /kofi/tests)
 #   --modules-root DIR    take the built .ko files from DIR, a copy of the tree
 #                         built against another kernel (default: the tree)
+#   --with-perf    also pack the host's perf (with its libraries) as /usr/bin/perf
 #
 # Each VM writes DIR/vmI/console.log (kernel console, first serial port) and
 # DIR/vmI/results.ktap (the guest command's stdout, second serial port). The
@@ -25,7 +26,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 
-kernel= out="$KOFI_ROOT/build/vm" timeout_s=600 vms=1 mem=1G extra= modroot=$KOFI_ROOT
+kernel= out="$KOFI_ROOT/build/vm" timeout_s=600 vms=1 mem=1G extra= modroot=$KOFI_ROOT perf=
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) kernel=$2; shift 2 ;;
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
 	--mem) mem=$2; shift 2 ;;
 	--extra-modules) extra=$(cd "$2" && pwd); shift 2 ;;
 	--modules-root) modroot=$(cd "$2" && pwd); shift 2 ;;
+	--with-perf) perf=1; shift ;;
 	--) shift; break ;;
 	*) die "vm-run: unknown option $1" ;;
 	esac
@@ -50,13 +52,21 @@ root="$out/initramfs"
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc,lib,lib64,usr/bin,kofi/modules,kofi/tests}
 
 cp /bin/busybox "$root/bin/busybox"
-# Debian's rdma tool with the libraries ldd names.
-if rdma_bin=$(command -v rdma 2>/dev/null || ls /sbin/rdma /usr/sbin/rdma 2>/dev/null | head -1); then
-	cp "$rdma_bin" "$root/usr/bin/rdma"
-	ldd "$rdma_bin" | grep -o '/[^ ]*' | while read -r lib; do
+# pack_bin BIN NAME: a host binary as /usr/bin/NAME, with the libraries ldd names.
+pack_bin() {
+	cp "$1" "$root/usr/bin/$2"
+	ldd "$1" | grep -o '/[^ ]*' | while read -r lib; do
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 	done
+}
+# Debian's rdma tool.
+if rdma_bin=$(command -v rdma 2>/dev/null || ls /sbin/rdma /usr/sbin/rdma 2>/dev/null | head -1); then
+	pack_bin "$rdma_bin" rdma
+fi
+if [ -n "$perf" ]; then
+	perf_bin=$(command -v perf) || die "vm-run: --with-perf: no perf (apt install linux-perf)"
+	pack_bin "$perf_bin" perf
 fi
 find "$modroot" -path "$modroot/build" -prune -o -name '*.ko' -print |
 	xargs -r cp -t "$root/kofi/modules"

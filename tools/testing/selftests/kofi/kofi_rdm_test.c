@@ -7,6 +7,7 @@
  * the same for every provider. Data is verified byte for byte and every
  * receive's source (FI_SOURCE, fi_cq_readfrom) against the AV.
  */
+#include <linux/bvec.h>
 #include <linux/delay.h>
 #include <linux/in.h>
 #include <linux/in6.h>
@@ -599,6 +600,77 @@ static void many_mixed_messages(struct kunit *test)
 	vfree(tx);
 }
 
+/*
+ * Vectors cut into segments at other places than their iovs: kvecs both
+ * ways, then bio_vecs of pages at odd offsets both ways.
+ */
+static void vectors_and_pages(struct kunit *test)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	u8 *a, *b, *out;
+	struct kvec tx[3], rx[2];
+	struct bio_vec btx[3], brx[2];
+	struct page *pages[5];
+	struct fi_msg msg = {};
+	size_t total = 40000, i, at;
+	int k;
+
+	a = kunit_kzalloc(test, total, GFP_KERNEL);
+	b = kunit_kzalloc(test, total, GFP_KERNEL);
+	out = kunit_kzalloc(test, total, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, b);
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	net_open(test, &t, 2, FI_AV_MAP);
+	fill_msg(a, total, 0, 9);
+	tx[0] = (struct kvec){ a, 100 };
+	tx[1] = (struct kvec){ a + 100, 20000 };
+	tx[2] = (struct kvec){ a + 20100, total - 20100 };
+	rx[0] = (struct kvec){ b, 30001 };
+	rx[1] = (struct kvec){ b + 30001, total - 30001 };
+	KUNIT_ASSERT_EQ(test, fi_recvv(t.ep[1], rx, NULL, 2, FI_ADDR_UNSPEC, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendv(t.ep[0], tx, NULL, 3, t.addr[1], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.len, total);
+	KUNIT_EXPECT_EQ(test, memcmp(a, b, total), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+
+	/* Pages: 3 to send (odd offsets), 2 to receive; 3 x 3000 + ... */
+	for (k = 0; k < 5; k++) {
+		pages[k] = alloc_pages(GFP_KERNEL, 2);
+		KUNIT_ASSERT_NOT_NULL(test, pages[k]);
+	}
+	bvec_set_page(&btx[0], pages[0], 5000, 17);
+	bvec_set_page(&btx[1], pages[1], 12000, 1000);
+	bvec_set_page(&btx[2], pages[2], 3000, 3);
+	bvec_set_page(&brx[0], pages[3], 9000, 100);
+	bvec_set_page(&brx[1], pages[4], 11000, 5);
+	for (k = 0, at = 0; k < 3; k++) {
+		u8 *p = page_address(btx[k].bv_page) + btx[k].bv_offset;
+
+		for (i = 0; i < btx[k].bv_len; i++)
+			p[i] = pattern(1, 2, at + i);
+		at += btx[k].bv_len;
+	}
+	msg = (struct fi_msg){ .msg_bvec = brx, .iov_count = 2, .addr = FI_ADDR_UNSPEC };
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t.ep[1], &msg, 0), 0);
+	msg = (struct fi_msg){ .msg_bvec = btx, .iov_count = 3, .addr = t.addr[1] };
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(t.ep[0], &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)20000);
+	KUNIT_EXPECT_EQ(test, src, t.addr[0]);
+	memcpy(out, page_address(brx[0].bv_page) + brx[0].bv_offset, 9000);
+	memcpy(out + 9000, page_address(brx[1].bv_page) + brx[1].bv_offset, 11000);
+	KUNIT_EXPECT_TRUE(test, check_msg(out, 20000, 1, 2));
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	net_close(test, &t);
+	for (k = 0; k < 5; k++)
+		__free_pages(pages[k], 2);
+}
+
 /* Injects, remote CQ data and truncation, as on MSG endpoints. */
 static void inject_data_truncation(struct kunit *test)
 {
@@ -761,6 +833,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(send_recv_eight),
 	KUNIT_CASE(directed_receive),
 	KUNIT_CASE(simultaneous_first_sends),
+	KUNIT_CASE(vectors_and_pages),
 	KUNIT_CASE(inject_data_truncation),
 	KUNIT_CASE(rma_to_address),
 	KUNIT_CASE(idle_connections_bounded),

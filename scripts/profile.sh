@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `make profile`: on the perf kernel, in one VM, perf samples (cpu-clock,
+# system-wide) kofi and the raw baselines on the same runs: 4 KiB round
+# trips and 64 KiB streams over TCP, 4 KiB round trips and 64 KiB RMA writes
+# over siw. Prints, per run, the share of time per module and the top
+# symbols, kofi beside raw; writes build/profile/profile.txt.
+set -euo pipefail
+. "$(dirname "$0")/lib/env.sh"
+cd "$KOFI_ROOT"
+. "$(dirname "$0")/lib/perf_build.sh"
+perf_build
+
+echo "=== VM run (perf kernel, perf in the guest)"
+out="$KOFI_ROOT/build/profile"
+rc=0
+scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" --out "$out" \
+	--with-perf --mem 2G --timeout 1800 -- /kofi/bench/profile_guest.sh >"$out.verdict" 2>&1 || rc=$?
+python3 - "$out/vm0/results.ktap" <<'PY' | tee "$out/profile.txt"
+import sys, collections
+rows = collections.OrderedDict()
+for line in open(sys.argv[1], errors='replace'):
+    line = line.strip()
+    if not line.startswith('# profile,'):
+        continue
+    _, run, impl, by, pct, what = line[2:].split(',', 5)
+    rows.setdefault(run, {}).setdefault(by, {}).setdefault(impl, []).append((float(pct), what))
+for run, bys in rows.items():
+    print(f"\n== {run}: share of samples (%), kofi | raw")
+    for by, title in (('dso', 'by module'), ('sym', 'by symbol')):
+        k, r = bys.get(by, {}).get('kofi', []), bys.get(by, {}).get('raw', [])
+        print(f"-- {title}")
+        for i in range(max(len(k), len(r))):
+            a = f"{k[i][0]:5.1f} {k[i][1][:44]}" if i < len(k) else ''
+            b = f"{r[i][0]:5.1f} {r[i][1][:44]}" if i < len(r) else ''
+            print(f"  {a:<52} | {b}")
+PY
+grep -E 'passed,' "$out.verdict" || cat "$out.verdict"
+exit $rc
