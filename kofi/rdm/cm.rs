@@ -22,9 +22,9 @@ use kernel::prelude::*;
 
 /// Connections an endpoint keeps at most (requests beyond are refused).
 const CONNS_MAX: usize = 256;
-/// Entries of the internal CQ: room for every connection's bounce buffers
-/// and its most transmits in flight, so it cannot overrun.
-const CQ_SIZE: usize = CONNS_MAX * (RX_BUFS + super::TX_INFLIGHT_MAX);
+/// Entries of the internal CQ: room for every connection's bounce buffers,
+/// its most transmits in flight and a control segment, so it cannot overrun.
+const CQ_SIZE: usize = CONNS_MAX * (RX_BUFS + super::TX_INFLIGHT_MAX + 1);
 
 fn check(ret: i32) -> Result {
     if ret < 0 {
