@@ -25,7 +25,8 @@ for line in open(sys.argv[1], errors='replace'):
     _, run, impl, by, pct, what = line[2:].split(',', 5)
     rows.setdefault(run, {}).setdefault(by, {}).setdefault(impl, []).append((float(pct), what))
 for run, bys in rows.items():
-    print(f"\n== {run}: share of samples (%), kofi | raw")
+    n = {i: v[0][1] for i, v in bys.get('samples', {}).items()}
+    print(f"\n== {run}: share of samples (%), kofi ({n.get('kofi', '?')} samples) | raw ({n.get('raw', '?')})")
     for by, title in (('dso', 'by module'), ('sym', 'by symbol')):
         k, r = bys.get(by, {}).get('kofi', []), bys.get(by, {}).get('raw', [])
         print(f"-- {title}")

@@ -200,10 +200,16 @@ static int client(void)
 		pr_err("kofi_pingpong: client: the server's private data is wrong\n");
 		ret = -EPROTO;
 	}
+	/*
+	 * The pattern is written once, outside the clock (a byte loop per round
+	 * trip cost more than the round trip under TCG, as the profile showed);
+	 * each message is told from the last by its number in its first bytes.
+	 */
+	for (j = 0; j < size; j++)
+		e.tx[j] = (u8)(j * 7);
 	start = ktime_get();
 	for (i = 0; !ret && i < iters; i++) {
-		for (j = 0; j < size; j++)
-			e.tx[j] = (u8)(i + j * 7);
+		memcpy(e.tx, &i, min_t(size_t, size, sizeof(i)));
 		ret = fi_recv(e.ep, e.rx, size, NULL, 0, NULL);
 		if (!ret)
 			ret = fi_send(e.ep, e.tx, size, NULL, 0, NULL);
