@@ -825,6 +825,87 @@ static void idle_connections_bounded(struct kunit *test)
 	net_close(test, &t);
 }
 
+/* A raw MSG endpoint of @t's domain connecting to @name with @data. */
+static void raw_connect(struct kunit *test, struct net *t, struct side *raw, const void *name,
+			const void *data, size_t len)
+{
+	struct pair p = { .prov = prov, .fabric = t->fabric, .domain = t->domain };
+
+	raw->info = test_info(test, prov, node, NULL, 0);
+	open_queues(test, &p, raw);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(t->domain, raw->info, &raw->ep, NULL), 0);
+	bind_enable(test, raw);
+	KUNIT_ASSERT_EQ(test, fi_connect(raw->ep, name, data, len), 0);
+}
+
+/*
+ * A peer that does not speak the protocol: a request without a name is
+ * refused; a malformed header, a segment longer than its message says and a
+ * send larger than a segment each get the connection dropped. The endpoint
+ * serves its other peers throughout.
+ */
+static void bad_peer(struct kunit *test)
+{
+	struct net t;
+	struct side raw = {};
+	struct cm_event *ev;
+	struct fi_eq_err_entry eqe = {};
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	u8 *name, fake[4 + sizeof(struct sockaddr_in)] = "kRDM", rx[64], msg[32];
+	struct sockaddr_in *sin = (struct sockaddr_in *)(fake + 4);
+	size_t len = 128, sizes[3] = { 32, 300, 20000 };
+	u8 *bad;
+	int k;
+
+	bad = kunit_kzalloc(test, 20000, GFP_KERNEL);
+	ev = kunit_kzalloc(test, sizeof(*ev), GFP_KERNEL);
+	name = kunit_kzalloc(test, len, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, bad);
+	KUNIT_ASSERT_NOT_NULL(test, ev);
+	KUNIT_ASSERT_NOT_NULL(test, name);
+	net_open(test, &t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), 0);
+
+	raw_connect(test, &t, &raw, name, "no tag", 6);
+	KUNIT_EXPECT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev), (ssize_t)-FI_EAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_eq_readerr(raw.eq, &eqe, 0), (ssize_t)sizeof(eqe));
+	KUNIT_EXPECT_EQ(test, eqe.err, ECONNREFUSED);
+	side_close(test, &raw);
+
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(9);
+	sin->sin_addr.s_addr = htonl(0x0a000263);
+	for (k = 0; k < 3; k++) {
+		raw_connect(test, &t, &raw, name, fake, sizeof(fake));
+		KUNIT_ASSERT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev),
+				(ssize_t)sizeof(ev->entry));
+		memset(bad, 0xd7, 20000);
+		if (k == 1) {
+			/* A well-formed header saying 100 bytes, then 284. */
+			memset(bad, 0, 16);
+			bad[0] = 0xd7;
+			bad[1] = 1;
+			bad[4] = 100;
+		}
+		KUNIT_ASSERT_EQ(test, fi_send(raw.ep, bad, sizes[k], NULL, 0, NULL), 0);
+		KUNIT_EXPECT_EQ_MSG(test, cm_wait(raw.eq, FI_SHUTDOWN, ev),
+				    (ssize_t)sizeof(ev->entry), "case %d: not dropped", k);
+		side_close(test, &raw);
+
+		/* Still serving: endpoint 1's message arrives. */
+		fill_msg(msg, sizeof(msg), 1, k);
+		KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx), 0);
+		KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg, sizeof(msg), NULL, t.addr[0], NULL), 0);
+		KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+		KUNIT_EXPECT_EQ(test, src, t.addr[1]);
+		KUNIT_EXPECT_TRUE(test, check_msg(rx, sizeof(msg), 1, k));
+		KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	}
+	net_close(test, &t);
+}
+
 static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(getinfo_offers_rdm),
 	KUNIT_CASE(av_calls),
@@ -839,6 +920,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(idle_connections_bounded),
 	KUNIT_CASE(many_mixed_messages),
 	KUNIT_CASE(peer_closed_mid_traffic),
+	KUNIT_CASE(bad_peer),
 	{}
 };
 
