@@ -42,7 +42,7 @@ impl<T> Drop for Handle<T> {
         if ret != 0 {
             // Only a queue still bound can refuse, and the RDM endpoint closes
             // its endpoints first.
-            pr_warn!("kofi: rdm: closing an internal object: {}\n", ret);
+            pr_warn!("rdm: closing an internal object: {}\n", ret);
         }
     }
 }
