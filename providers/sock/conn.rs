@@ -105,8 +105,11 @@ struct Incoming {
     header: [u8; HEADER_LEN],
     header_got: usize,
     parsed: Option<Header>,
+    /// The payload read so far; its capacity, once started, is the frame's
+    /// length (not zero-filled first: the socket writes every byte).
     payload: KVec<u8>,
-    payload_got: usize,
+    /// Whether `payload` was sized for the frame (a held-back Send is not).
+    started: bool,
     /// A message going straight into a posted receive (no copy).
     direct: Option<Direct>,
 }
@@ -125,7 +128,7 @@ impl Incoming {
             header_got: 0,
             parsed: None,
             payload: KVec::new(),
-            payload_got: 0,
+            started: false,
             direct: None,
         }
     }
@@ -725,23 +728,27 @@ impl Inner {
                 continue;
             }
             let h = self.rx.parsed.ok_or(EINVAL)?;
-            if self.rx.payload.len() != h.len as usize {
+            if !self.rx.started {
                 // A held-back Send: room now?
                 if self.posted.len() == 0 && self.hold_full(h.len) {
                     return Ok(moved);
                 }
                 self.start_payload(h)?;
             }
-            while self.rx.payload_got < self.rx.payload.len() {
-                let got = self.rx.payload_got;
+            let len = h.len as usize;
+            while self.rx.payload.len() < len {
+                let got = self.rx.payload.len();
                 let sock = self
                     .sock
                     .as_ref()
                     .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
-                match sock.recv(&mut self.rx.payload[got..])? {
+                let room = &mut self.rx.payload.spare_capacity_mut()[..len - got];
+                match sock.recv_uninit(room)? {
                     Received::Bytes(n) => {
                         moved = true;
-                        self.rx.payload_got += n;
+                        // SAFETY: The socket wrote bytes `got..got + n` (at
+                        // most the `len - got` offered, within capacity).
+                        unsafe { self.rx.payload.set_len(got + n.min(len - got)) };
                     }
                     Received::WouldBlock => return Ok(moved),
                     Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
@@ -831,9 +838,8 @@ impl Inner {
 
     fn start_payload(&mut self, h: Header) -> Result {
         self.rx.parsed = Some(h);
-        self.rx.payload = KVec::new();
-        self.rx.payload.extend_with(h.len as usize, 0, GFP_KERNEL)?;
-        self.rx.payload_got = 0;
+        self.rx.payload = KVec::with_capacity(h.len as usize, GFP_KERNEL)?;
+        self.rx.started = true;
         Ok(())
     }
 

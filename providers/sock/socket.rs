@@ -187,11 +187,21 @@ impl Socket {
 
     /// Receives what is there, up to `buf.len()` bytes.
     pub(crate) fn recv(&self, buf: &mut [u8]) -> Result<Received> {
+        // SAFETY: `MaybeUninit<u8>` has the layout of `u8`, and the receive
+        // writes only initialised bytes, so `buf` stays initialised.
+        let uninit = unsafe { &mut *(buf as *mut [u8] as *mut [core::mem::MaybeUninit<u8>]) };
+        self.recv_uninit(uninit)
+    }
+
+    /// As [`Socket::recv`], into memory not yet initialised (the socket
+    /// writes the bytes it reports).
+    pub(crate) fn recv_uninit(&self, buf: &mut [core::mem::MaybeUninit<u8>]) -> Result<Received> {
         let iov = abi::kvec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
         };
-        // SAFETY: The socket is ours; `iov` describes `buf`.
+        // SAFETY: The socket is ours; `iov` describes `buf`, which the
+        // receive only writes.
         let ret = unsafe { abi::ksock_recv(self.raw(), &iov, 1, buf.len()) };
         Ok(match ret {
             0 => Received::Eof,
