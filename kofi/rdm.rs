@@ -50,6 +50,9 @@ const RX_BUFS: usize = 8;
 const TX_INFLIGHT_MAX: usize = 32;
 /// Peers an endpoint knows at most (connection requests beyond are refused).
 const PEERS_MAX: usize = 4096;
+/// Connection attempts in a row before queued sends fail: a refusal can be
+/// transient (siw's TCP socket can find rdma_cm's port still in TIME_WAIT).
+const CONNECT_TRIES: u8 = 3;
 /// Operations in flight or queued at most (-FI_EAGAIN beyond).
 const OPS_MAX: usize = 4096;
 
@@ -149,9 +152,8 @@ pub(crate) struct Peer {
     pub(crate) connecting: Option<usize>,
     /// Operations waiting to be (fully) posted, in order.
     pub(crate) backlog: KVec<usize>,
-    /// Whether a connection to the peer ever came up (a retry after a failure
-    /// is made once).
-    pub(crate) retried: bool,
+    /// Connection attempts in a row that failed (reset when one comes up).
+    pub(crate) attempts: u8,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -337,7 +339,7 @@ impl State {
                 tx: None,
                 connecting: None,
                 backlog: KVec::new(),
-                retried: false,
+                attempts: 0,
             },
             GFP_KERNEL,
         )?;

@@ -274,7 +274,7 @@ impl Rdm {
         }
         if p.tx.is_none() {
             p.tx = Some(slot);
-            p.retried = false;
+            p.attempts = 0;
         }
         self.flush(s, peer);
     }
@@ -288,7 +288,6 @@ impl Rdm {
         if c.phase == Phase::Dead {
             return;
         }
-        let was_up = !matches!(c.phase, Phase::Connecting | Phase::Accepting);
         c.phase = Phase::Dead;
         let peer = c.peer;
         // No completion of it after this.
@@ -333,13 +332,15 @@ impl Rdm {
             self.flush(s, peer);
             return;
         }
-        // Queued sends: one new connection when this one had worked.
-        if was_up && !s.peers[peer].retried {
-            s.peers[peer].retried = true;
+        // Queued sends: a new connection, a few times in a row at most; a
+        // peer that is gone refuses every one.
+        while s.peers[peer].attempts < super::CONNECT_TRIES {
+            s.peers[peer].attempts += 1;
             if connect(self, s, peer).is_ok() {
                 return;
             }
         }
+        s.peers[peer].attempts = 0;
         self.fail_backlog(s, peer, err);
     }
 }
