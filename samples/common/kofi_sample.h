@@ -7,6 +7,10 @@
 #ifndef KOFI_SAMPLE_H
 #define KOFI_SAMPLE_H
 
+#include <linux/completion.h>
+#include <linux/err.h>
+#include <linux/kthread.h>
+#include <linux/string.h>
 #include <kofi/fabric.h>
 #include <kofi/fi_cm.h>
 #include <kofi/fi_domain.h>
@@ -62,6 +66,51 @@ static inline int sample_enable_ep(struct fid_domain *domain, struct fi_info *in
 	if (!ret)
 		ret = fi_ep_bind(*ep, &cq->fid, FI_SEND | FI_RECV);
 	return ret ?: fi_enable(*ep);
+}
+
+struct sample_server_run {
+	int (*serve)(struct completion *listening);
+	struct completion listening, done;
+	int ret;
+};
+
+static inline int sample_server_thread(void *arg)
+{
+	struct sample_server_run *run = arg;
+
+	run->ret = run->serve(&run->listening);
+	complete(&run->done);
+	return 0;
+}
+
+/*
+ * Runs a sample as @mode says: "server" (@serve, which completes its
+ * argument once it listens; NULL here), "client", or "both" (the server in
+ * a thread named @name, the client in the caller once the server listens).
+ * Return: 0 when every part succeeded, else the first error.
+ */
+static inline int sample_run(const char *mode, const char *name,
+			     int (*serve)(struct completion *listening), int (*client)(void))
+{
+	struct sample_server_run run = { .serve = serve };
+	struct task_struct *t;
+	int ret;
+
+	if (!strcmp(mode, "server"))
+		return serve(NULL);
+	if (!strcmp(mode, "client"))
+		return client();
+	if (strcmp(mode, "both"))
+		return -EINVAL;
+	init_completion(&run.listening);
+	init_completion(&run.done);
+	t = kthread_run(sample_server_thread, &run, "%s", name);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	wait_for_completion(&run.listening);
+	ret = client();
+	wait_for_completion(&run.done);
+	return ret ?: run.ret;
 }
 
 #endif /* KOFI_SAMPLE_H */

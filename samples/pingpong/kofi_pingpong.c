@@ -235,43 +235,11 @@ static int client(void)
 	return ret;
 }
 
-struct server_run {
-	struct completion listening, done;
-	int ret;
-};
-
-static int server_thread(void *arg)
-{
-	struct server_run *run = arg;
-
-	run->ret = serve(&run->listening);
-	complete(&run->done);
-	return 0;
-}
-
 static int __init kofi_pingpong_init(void)
 {
-	struct server_run run;
-	struct task_struct *t;
-	int ret;
-
 	if (!size || size > (64 << 20))
 		return -EINVAL;
-	if (!strcmp(mode, "server"))
-		return serve(NULL);
-	if (!strcmp(mode, "client"))
-		return client();
-	if (strcmp(mode, "both"))
-		return -EINVAL;
-	init_completion(&run.listening);
-	init_completion(&run.done);
-	t = kthread_run(server_thread, &run, "kofi_pingpong");
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	wait_for_completion(&run.listening);
-	ret = client();
-	wait_for_completion(&run.done);
-	return ret ?: run.ret;
+	return sample_run(mode, "kofi_pingpong", serve, client);
 }
 
 static void __exit kofi_pingpong_exit(void)

@@ -18,17 +18,12 @@
  * echo comes from the server endpoint it sent to. insmod's status is the
  * verdict.
  */
-#include <linux/completion.h>
 #include <linux/delay.h>
-#include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/slab.h>
-#include <kofi/fabric.h>
-#include <kofi/fi_cm.h>
-#include <kofi/fi_domain.h>
-#include <kofi/fi_endpoint.h>
-#include <kofi/fi_eq.h>
+
+#include "../common/kofi_sample.h"
 
 static char *prov = "sock";
 module_param(prov, charp, 0444);
@@ -339,43 +334,11 @@ static int client(void)
 	return ret;
 }
 
-struct server_run {
-	struct completion listening, done;
-	int ret;
-};
-
-static int server_thread(void *arg)
-{
-	struct server_run *run = arg;
-
-	run->ret = serve(&run->listening);
-	complete(&run->done);
-	return 0;
-}
-
 static int __init kofi_rdm_echo_init(void)
 {
-	struct server_run run;
-	struct task_struct *t;
-	int ret;
-
 	if (size < BODY || size > 65536 || !eps || eps > EPS_MAX || !iters)
 		return -EINVAL;
-	if (!strcmp(mode, "server"))
-		return serve(NULL);
-	if (!strcmp(mode, "client"))
-		return client();
-	if (strcmp(mode, "both"))
-		return -EINVAL;
-	init_completion(&run.listening);
-	init_completion(&run.done);
-	t = kthread_run(server_thread, &run, "kofi_rdm_echo");
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	wait_for_completion(&run.listening);
-	ret = client();
-	wait_for_completion(&run.done);
-	return ret ?: run.ret;
+	return sample_run(mode, "kofi_rdm_echo", serve, client);
 }
 
 static void __exit kofi_rdm_echo_exit(void)
