@@ -134,6 +134,31 @@ impl Iovs {
         Ok((Iovs::Kvec(v), total))
     }
 
+    /// A copy of the `total` bytes of the buffers, and one kvec of it: an
+    /// inject's bytes, taken at the call.
+    pub(crate) fn inject_copy(&self, total: usize) -> Result<(Iovs, KVec<u8>)> {
+        let Iovs::Kvec(v) = self else {
+            // Injects of pages are not offered: their bytes are copied only
+            // from kernel virtual addresses.
+            return Err(errno::eopnotsupp());
+        };
+        let mut bytes = KVec::with_capacity(total, GFP_KERNEL)?;
+        for k in v.iter().filter(|k| k.iov_len != 0) {
+            // SAFETY: The consumer's buffer, valid for the call.
+            let src = unsafe { core::slice::from_raw_parts(k.iov_base.cast::<u8>(), k.iov_len) };
+            bytes.extend_from_slice(src, GFP_KERNEL)?;
+        }
+        let mut one = KVec::with_capacity(1, GFP_KERNEL)?;
+        one.push(
+            abi::kvec {
+                iov_base: bytes.as_mut_ptr().cast(),
+                iov_len: bytes.len(),
+            },
+            GFP_KERNEL,
+        )?;
+        Ok((Iovs::Kvec(one), bytes))
+    }
+
     /// The first buffer's address (the `buf` of a receive completion).
     pub(crate) fn base(&self) -> *mut c_void {
         match self {

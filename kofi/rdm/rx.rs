@@ -56,31 +56,6 @@ fn copy_to_iovs(iov: &Iovs, at: usize, src: &[u8]) -> usize {
     }
 }
 
-/// Copies the consumer's buffers into `out` (an inject's bytes).
-pub(super) fn copy_from_iovs(iov: &Iovs, out: &mut [u8]) -> Result {
-    let mut at = 0;
-    match iov {
-        Iovs::Kvec(v) => {
-            for k in v.iter() {
-                if k.iov_len == 0 {
-                    continue;
-                }
-                // SAFETY: The consumer's buffer, valid for the call.
-                let src =
-                    unsafe { core::slice::from_raw_parts(k.iov_base.cast::<u8>(), k.iov_len) };
-                out.get_mut(at..at + k.iov_len)
-                    .ok_or(EINVAL)?
-                    .copy_from_slice(src);
-                at += k.iov_len;
-            }
-            Ok(())
-        }
-        // Injects of pages are not offered: their bytes are copied only from
-        // kernel virtual addresses.
-        Iovs::Bvec(_) => Err(errno::eopnotsupp()),
-    }
-}
-
 /// Posts bounce buffer `index` of `c` (in `slot`) on `ep`.
 pub(super) fn post_buffer(ep: *mut abi::fid_ep, c: &mut Conn, slot: usize, index: usize) -> Result {
     let buf = &mut c.bufs[index];

@@ -14,10 +14,9 @@ use core::ptr;
 use kernel::prelude::*;
 
 /// Which peer an operation goes to: the AV entry's name.
-fn peer_for(rdm: &Rdm, s: &mut State, addr: u64) -> Result<usize> {
+fn peer_for(s: &mut State, addr: u64) -> Result<usize> {
     let av = s.av.as_ref().ok_or_else(errno::enoav)?;
     let name = av.name_of(addr).ok_or(EINVAL)?;
-    let _ = rdm;
     s.peer_of(&name)
 }
 
@@ -45,7 +44,7 @@ pub(super) fn sendmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
     if s.closing {
         return Err(errno::eopbadstate());
     }
-    let peer = peer_for(rdm, &mut s, m.addr)?;
+    let peer = peer_for(&mut s, m.addr)?;
     // SAFETY: The core checked the message's arrays.
     let (mut iov, total) = unsafe { Iovs::copy(m.msg_iov, m.msg_bvec, m.iov_count) }?;
     if total > u32::MAX as usize {
@@ -54,18 +53,8 @@ pub(super) fn sendmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
     let mut copy = None;
     if flags & FI_INJECT != 0 {
         // The consumer may reuse its buffer on return: send from a copy.
-        let mut bytes = KVec::with_capacity(total, GFP_KERNEL)?;
-        bytes.extend_with(total, 0, GFP_KERNEL)?;
-        super::rx::copy_from_iovs(&iov, &mut bytes)?;
-        let mut one = KVec::new();
-        one.push(
-            abi::kvec {
-                iov_base: bytes.as_mut_ptr().cast(),
-                iov_len: total,
-            },
-            GFP_KERNEL,
-        )?;
-        iov = Iovs::Kvec(one);
+        let (one, bytes) = iov.inject_copy(total)?;
+        iov = one;
         copy = Some(bytes);
     }
     let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(m.data);
@@ -101,7 +90,7 @@ pub(super) fn rma(rdm: &Rdm, m: &abi::fi_msg_rma, flags: u64, read: bool) -> Res
     if s.closing {
         return Err(errno::eopbadstate());
     }
-    let peer = peer_for(rdm, &mut s, m.addr)?;
+    let peer = peer_for(&mut s, m.addr)?;
     // SAFETY: The core checked the message's arrays.
     let (mut iov, total) = unsafe { Iovs::copy(m.msg_iov, m.msg_bvec, m.iov_count) }?;
     let mut rma_iov = KVec::with_capacity(m.rma_iov_count, GFP_KERNEL)?;
@@ -111,18 +100,9 @@ pub(super) fn rma(rdm: &Rdm, m: &abi::fi_msg_rma, flags: u64, read: bool) -> Res
     }
     let mut copy = None;
     if !read && flags & FI_INJECT != 0 {
-        let mut bytes = KVec::with_capacity(total, GFP_KERNEL)?;
-        bytes.extend_with(total, 0, GFP_KERNEL)?;
-        super::rx::copy_from_iovs(&iov, &mut bytes)?;
-        let mut one = KVec::new();
-        one.push(
-            abi::kvec {
-                iov_base: bytes.as_mut_ptr().cast(),
-                iov_len: total,
-            },
-            GFP_KERNEL,
-        )?;
-        iov = Iovs::Kvec(one);
+        // The consumer may reuse its buffer on return: send from a copy.
+        let (one, bytes) = iov.inject_copy(total)?;
+        iov = one;
         copy = Some(bytes);
     }
     let gen = s.next_gen();
