@@ -15,6 +15,18 @@ struct SendCaps {
     max_inline: usize,
 }
 
+impl SendCaps {
+    fn of(g: &Inner) -> Result<SendCaps> {
+        Ok(SendCaps {
+            dev: g.dev.ok_or(EINVAL)?,
+            lkey: g.lkey,
+            max_sge: g.max_sge,
+            max_sge_rd: g.max_sge_rd,
+            max_inline: g.max_inline,
+        })
+    }
+}
+
 /// Splits bytes `offset .. offset + len` of `lent` into pieces that each
 /// touch at most `max` of its kvecs or bio_vecs (a READ's SGE limit).
 pub(super) fn chunks(
@@ -263,62 +275,45 @@ impl Conn {
         }
     }
 
-    /// Posts a credit update outside the queue, on the reserved credit.
-    fn post_credit(&self, g: &mut Inner) -> Result {
-        let dev = g.dev.ok_or(EINVAL)?;
-        let caps = SendCaps {
-            dev,
-            lkey: g.lkey,
-            max_sge: g.max_sge,
-            max_sge_rd: g.max_sge_rd,
-            max_inline: g.max_inline,
-        };
+    /// Posts a header-only SEND (`op`: a credit update or FIN) with the
+    /// credits owed; `queued` when it is the queue's head, else outside the
+    /// queue on the reserved credit.
+    fn post_header_only(&self, g: &mut Inner, op: u8, data: u64, queued: bool) -> Result {
+        let caps = SendCaps::of(g)?;
         let grant = g.grant.min(u16::MAX as u32) as u16;
         let slot = *g.tx_free.last().ok_or(EINVAL)?;
         let h = Header {
-            op: wire::OP_CREDIT,
+            op,
             credits: grant,
+            data,
             ..Default::default()
         };
         let wr = self.post_head(resources(&g.res)?, slot, &caps, &h, None, None)?;
-        self.posted(g, slot, wr, false, true, grant);
+        self.posted(g, slot, wr, queued, true, grant);
         Ok(())
+    }
+
+    /// Posts a credit update outside the queue, on the reserved credit.
+    fn post_credit(&self, g: &mut Inner) -> Result {
+        self.post_header_only(g, wire::OP_CREDIT, 0, false)
     }
 
     /// Posts one work request of the operation at the queue's head.
     fn post_next(&self, g: &mut Inner) -> Result {
-        let dev = g.dev.ok_or(EINVAL)?;
-        let caps = SendCaps {
-            dev,
-            lkey: g.lkey,
-            max_sge: g.max_sge,
-            max_sge_rd: g.max_sge_rd,
-            max_inline: g.max_inline,
-        };
-        let grant = g.grant.min(u16::MAX as u32) as u16;
-        let slot = *g.tx_free.last().ok_or(EINVAL)?;
-        let Some(front) = g.queue.front_mut() else {
-            return Ok(());
-        };
-        let (wr, last, sends) = match front {
-            TxOp::Credit | TxOp::Fin { .. } => {
-                let (op, data) = match front {
-                    TxOp::Fin { cookie } => (wire::OP_FIN, *cookie),
-                    _ => (wire::OP_CREDIT, 0),
-                };
-                let h = Header {
-                    op,
-                    credits: grant,
-                    data,
-                    ..Default::default()
-                };
-                let wr = self.post_head(resources(&g.res)?, slot, &caps, &h, None, None)?;
-                (wr, true, true)
+        match g.queue.front() {
+            None => Ok(()),
+            Some(TxOp::Fin { cookie }) => {
+                let cookie = *cookie;
+                self.post_header_only(g, wire::OP_FIN, cookie, true)
             }
-            _ => return self.post_op_part(g, &caps, slot, grant),
-        };
-        self.posted(g, slot, wr, last, sends, grant);
-        Ok(())
+            Some(TxOp::Credit) => self.post_header_only(g, wire::OP_CREDIT, 0, true),
+            Some(_) => {
+                let caps = SendCaps::of(g)?;
+                let grant = g.grant.min(u16::MAX as u32) as u16;
+                let slot = *g.tx_free.last().ok_or(EINVAL)?;
+                self.post_op_part(g, &caps, slot, grant)
+            }
+        }
     }
 
     fn post_send(
@@ -589,11 +584,10 @@ impl Conn {
                     Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
                 };
                 let domain = g.domain.as_ref().ok_or(EINVAL)?;
+                // The region goes with the send (at its OP_FIN or the
+                // connection's close), before the consumer's loan ends.
                 let region = domain.with_pd(|pd| {
-                    // SAFETY: The consumer lends the buffers until the send
-                    // completes, which is after the region is dropped (with
-                    // the send, at its OP_FIN or the connection's close);
-                    // the PD outlives the connection.
+                    // SAFETY: Lent buffers outlive the region; the PD the connection.
                     unsafe { Region::new(pd, &memory, 0, true, false) }
                 });
                 let Ok(region) = region else {
