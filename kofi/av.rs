@@ -30,6 +30,8 @@ struct Table {
     /// Free slots a map may reuse (a table never reuses one).
     free: KVec<usize>,
     generation: u32,
+    /// Inserts and removals so far: a cached lookup is good while it holds.
+    changes: u64,
 }
 
 /// An address vector.
@@ -79,6 +81,7 @@ impl Av {
             }
         };
         t.slots[index] = Some(Entry { name, generation });
+        t.changes += 1;
         Ok(self.encode(index, generation))
     }
 
@@ -96,6 +99,7 @@ impl Av {
         let mut t = self.table.lock();
         let index = self.slot_of(&t, addr).ok_or(EINVAL)?;
         t.slots[index] = None;
+        t.changes += 1;
         if self.map {
             t.free.push(index, GFP_ATOMIC)?;
         }
@@ -109,17 +113,27 @@ impl Av {
         t.slots[index].as_ref().map(|e| e.name)
     }
 
-    /// The address of `name`, FI_ADDR_NOTAVAIL when it is not in the AV.
-    pub(crate) fn addr_of(&self, name: &Name) -> u64 {
+    /// The address of `name`, FI_ADDR_NOTAVAIL when it is not in the AV;
+    /// `cache` (changes seen, address) spares the search while the AV is
+    /// unchanged.
+    pub(crate) fn addr_of(&self, name: &Name, cache: &mut Option<(u64, u64)>) -> u64 {
         let t = self.table.lock();
-        t.slots
+        if let Some((changes, addr)) = *cache {
+            if changes == t.changes {
+                return addr;
+            }
+        }
+        let addr = t
+            .slots
             .iter()
             .enumerate()
             .find_map(|(i, e)| match e {
                 Some(e) if e.name == *name => Some(self.encode(i, e.generation)),
                 _ => None,
             })
-            .unwrap_or(FI_ADDR_NOTAVAIL)
+            .unwrap_or(FI_ADDR_NOTAVAIL);
+        *cache = Some((t.changes, addr));
+        addr
     }
 }
 
@@ -153,6 +167,7 @@ fn av_open(
         slots,
         free: KVec::new(),
         generation: 1,
+        changes: 0,
     };
     let av = Arc::pin_init(
         try_pin_init!(Av {

@@ -179,6 +179,8 @@ pub(crate) struct Peer {
     pub(crate) backlog: KVec<usize>,
     /// Connection attempts in a row that failed (reset when one comes up).
     pub(crate) attempts: u8,
+    /// The peer's AV address as last looked up (see `Av::addr_of`).
+    pub(crate) source: Option<(u64, u64)>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -365,6 +367,7 @@ impl State {
                 connecting: None,
                 backlog: KVec::new(),
                 attempts: 0,
+                source: None,
             },
             GFP_KERNEL,
         )?;
@@ -372,9 +375,9 @@ impl State {
     }
 
     /// The sender's address for FI_SOURCE.
-    pub(crate) fn source(&self, peer: usize) -> u64 {
-        match (&self.av, self.peers.get(peer)) {
-            (Some(av), Some(p)) => av.addr_of(&p.name),
+    pub(crate) fn source(&mut self, peer: usize) -> u64 {
+        match (&self.av, self.peers.get_mut(peer)) {
+            (Some(av), Some(p)) => av.addr_of(&p.name, &mut p.source),
             _ => FI_ADDR_NOTAVAIL,
         }
     }
