@@ -257,6 +257,16 @@ static void av_calls(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_av_insert(map, NULL, 1, fa + 2, 0, NULL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_av_insert(NULL, &two, 1, fa + 2, 0, NULL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_av_insert(map, &two, 1, fa + 2, 1, NULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_av_insertsvc(map, NULL, "77", fa + 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_insertsvc(map, "10.1.2.3", NULL, fa + 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_remove(map, NULL, 1, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_remove(map, fa, 1, 1), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_av_remove(NULL, fa, 1, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(map, fa[0], back, NULL), -EINVAL);
+	len = 8;
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(map, fa[0], NULL, &len), -EINVAL);
+	KUNIT_EXPECT_NULL(test, fi_av_straddr(map, &two.a, str, NULL));
+	KUNIT_EXPECT_NULL(test, fi_av_straddr(NULL, &two.a, str, &len));
 
 	/* Removed: no longer there; removing it again is an error. */
 	KUNIT_EXPECT_EQ(test, fi_av_remove(map, fa, 1, 0), 0);
@@ -315,6 +325,8 @@ static void rdm_bad_arguments(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), -FI_ETOOSMALL);
 	KUNIT_EXPECT_GE(test, len, sizeof(struct sockaddr_in));
 	KUNIT_EXPECT_EQ(test, fi_cq_readfrom(t.cq[0], buf, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_sreadfrom(t.cq[0], buf, 1, NULL, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readfrom(NULL, buf, 1, (fi_addr_t *)buf), -EINVAL);
 	net_close(test, &t);
 }
 
