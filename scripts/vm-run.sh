@@ -13,6 +13,11 @@
 #                         built against another kernel (default: the tree)
 #   --with-perf    also pack the host's perf (with its libraries) as /usr/bin/perf
 #
+# KOFI_VM_CPUS (default 1) sets each guest's CPUs. With 2, kofi_verbs' queued
+# rendezvous sends stall (conformance case queued_sends on siw and rxe; see
+# Documentation/kofi/reliability.rst), so the suite runs on one until that
+# is understood and fixed.
+#
 # Each VM writes DIR/vmI/console.log (kernel console, first serial port) and
 # DIR/vmI/results.ktap (the guest command's stdout, second serial port). The
 # guest sees $KOFI_NODE (its index), $KOFI_VMS, and eth0 up as 10.0.2.(10+I)/24
@@ -79,8 +84,15 @@ if [ -n "$extra" ]; then
 	find "$extra" -maxdepth 1 -name '*.sh' -print | xargs -r cp -t "$root/kofi/tests"
 fi
 
-# The guest command line, quoted for the init script.
+# The guest command line, quoted for the init script, and the settings the
+# host passes on (the fault run's replay key and length).
 guest_cmd=$(printf '%q ' "$@")
+guest_env=""
+for v in KOFI_FAULT_INTERVAL KOFI_FAULT_ROUNDS; do
+	eval "val=\${$v:-}"
+	[ -z "$val" ] || guest_env="${guest_env}export $v=$(printf '%q' "$val")
+"
+done
 cat >"$root/init" <<INIT
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
@@ -91,13 +103,24 @@ mount -t tmpfs tmpfs /tmp
 mount -t debugfs debugfs /sys/kernel/debug
 export PATH=/bin:/sbin:/usr/bin
 export KOFI_NODE=\${kofi_node:-0} KOFI_VMS=\${kofi_vms:-1}
-ip link set lo up
+${guest_env}ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.\$((10 + KOFI_NODE))/24 dev eth0
 ip -6 addr add fd00::\$((10 + KOFI_NODE))/64 dev eth0
 if [ "\$KOFI_VMS" -gt 1 ]; then
 	export KOFI_PEER=10.0.2.\$((11 - KOFI_NODE)) KOFI_PEER6=fd00::\$((11 - KOFI_NODE))
 fi
+# Fault injection (debug kernel): armed but idle. A test fails chosen
+# allocations of its own task with /proc/self/fail-nth (or the task's
+# fail_nth), or a fault run sets a probability; failures are silent (no
+# stack dump, which would read as a splat) and sleeping allocations count.
+for f in failslab fail_page_alloc; do
+	d=/sys/kernel/debug/\$f
+	[ -d \$d ] || continue
+	echo 0 >\$d/probability
+	echo 0 >\$d/verbose
+	echo N >\$d/ignore-gfp-wait
+done
 echo "kofi-guest: running $guest_cmd" >/dev/console
 cd /kofi
 $guest_cmd >/dev/ttyS1 2>/dev/console
@@ -129,10 +152,10 @@ boot_vms() {
 		     -device "virtio-net-pci,netdev=n0,mac=52:54:00:12:34:$((10 + i))")
 		(
 			rc=0
-			timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp 2 -m "$mem" \
+			timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp "${KOFI_VM_CPUS:-1}" -m "$mem" \
 				-no-reboot -display none -monitor none \
 				-kernel "$kernel" -initrd "$out/initramfs.cpio" \
-				-append "console=ttyS0 panic=-1 kofi_node=$i kofi_vms=$vms" \
+				-append "console=ttyS0 panic=-1 acpi=noirq kofi_node=$i kofi_vms=$vms" \
 				-serial "file:$dir/console.log" -serial "file:$dir/results.ktap" \
 				"${net[@]}" >"$dir/qemu.out" 2>&1 || rc=$?
 			[ $rc != 124 ] && [ $rc != 137 ] || touch "$dir/timed-out"

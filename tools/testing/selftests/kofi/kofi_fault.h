@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Deterministic allocation failures for kofi's tests: fail the nth
+ * allocation of the calling task (fault injection's fail-nth), as a
+ * syzkaller-style sweep does, to walk every error path of a call in turn.
+ * The guest (scripts/vm-run.sh) arms failslab and fail_page_alloc with no
+ * probability, no stack dumps and sleeping allocations counted.
+ */
+#ifndef _KOFI_FAULT_H
+#define _KOFI_FAULT_H
+
+#include <linux/sched.h>
+
+/* Fails the @nth allocation this task makes from now on (fault injection's
+ * fail-nth; the guest arms failslab and fail_page_alloc, sleeping
+ * allocations included); 0 disarms. */
+static inline void fail_nth(unsigned int nth)
+{
+	WRITE_ONCE(current->fail_nth, nth);
+}
+
+/* Nonzero when the armed failure did not fire: the call made fewer
+ * allocations than asked to skip. */
+static inline unsigned int fail_armed(void)
+{
+	return READ_ONCE(current->fail_nth);
+}
+
+#endif /* _KOFI_FAULT_H */
