@@ -71,14 +71,24 @@ impl Name {
         &self.bytes[..self.len as usize]
     }
 
-    /// Whether the address is the wildcard (0.0.0.0 or ::), which no peer
-    /// can reach.
-    pub(crate) fn is_wildcard(&self) -> bool {
-        let addr = if self.len as usize == SIN_LEN {
+    /// The host part: the family and the IP address, without the port.
+    fn host(&self) -> &[u8] {
+        if self.len as usize == SIN_LEN {
             &self.bytes[4..8]
         } else {
             &self.bytes[8..24]
-        };
-        addr.iter().all(|b| *b == 0)
+        }
+    }
+
+    /// Whether `other` names an endpoint on the same host (same family and
+    /// IP address; any port).
+    pub(crate) fn same_host(&self, other: &Name) -> bool {
+        self.len == other.len && self.host() == other.host()
+    }
+
+    /// Whether the address is the wildcard (0.0.0.0 or ::), which no peer
+    /// can reach.
+    pub(crate) fn is_wildcard(&self) -> bool {
+        self.host().iter().all(|b| *b == 0)
     }
 }

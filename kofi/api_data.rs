@@ -402,18 +402,6 @@ fn rma_of(
     }
 }
 
-/// Sum of a kvec array's lengths, for the single remote buffer of
-/// fi_readv/fi_writev (0 on bad input: the checks then refuse it).
-fn kvec_len(iov: *const abi::kvec, count: usize) -> usize {
-    if iov.is_null() {
-        return 0;
-    }
-    // SAFETY: `iov` holds `count` kvecs (ABI).
-    unsafe { core::slice::from_raw_parts(iov, count) }
-        .iter()
-        .fold(0usize, |a, k| a.saturating_add(k.iov_len))
-}
-
 /// fi_readmsg and fi_writemsg: the consumer's flags, with the completion
 /// decided as for every call.
 fn rma_with_flags(
@@ -468,9 +456,19 @@ fn rma_vec(
     context: *mut c_void,
     kind: Rma,
 ) -> isize {
+    // The single remote buffer is as long as the local ones; the count is
+    // checked before the array is read.
+    let len = (|| {
+        // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+        let e = unsafe { lookup::<Endpoint>(ep) }?;
+        iov_total(iov, ptr::null(), count, e.limits.tx_iov_limit)
+    })();
     let rma = abi::fi_rma_iov {
         addr,
-        len: kvec_len(iov, count),
+        len: match len {
+            Ok(n) => n,
+            Err(e) => return e.to_errno() as isize,
+        },
         key,
     };
     let msg = rma_of(iov, desc, count, peer, &rma, context, 0);

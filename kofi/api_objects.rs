@@ -13,7 +13,7 @@ use crate::object::{
     Fabric, Object, PassiveEp, Users,
 };
 use crate::queue::{Cq, Eq};
-use crate::registry::{ModuleRef, Registry};
+use crate::registry::Registry;
 use core::sync::atomic::Ordering;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -49,8 +49,8 @@ fn fabric(attr: *mut abi::fi_fabric_attr, context: *mut c_void) -> Result<*mut a
     }
     // SAFETY: `prov_name` is a NUL-terminated string (ABI).
     let name = unsafe { CStr::from_char_ptr(a.prov_name) };
-    let provider = Registry::get()?.find_or_load(name).ok_or(ENODEV)?;
-    let module = ModuleRef::get(&provider).ok_or(ENODEV)?;
+    let module = Registry::get()?.pin_or_load(name).ok_or(ENODEV)?;
+    let provider = module.provider().clone();
     let open = module.table().fabric.ok_or_else(errno::enosys)?;
     let fabric = Arc::new(
         Fabric {
@@ -352,6 +352,9 @@ fn close(fid: *mut abi::fid) -> Result {
                 cq.users.put();
             }
             if let Some(eq) = &b.eq {
+                // The provider reports nothing more: what it reported and
+                // nobody read goes with the endpoint.
+                eq.purge(fid);
                 eq.users.put();
             }
             if let Some(av) = &b.av {

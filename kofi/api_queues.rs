@@ -217,7 +217,7 @@ pub(crate) extern "C" fn fi_eq_write(
         }
         // SAFETY: `buf` is valid for `len` bytes (ABI).
         let bytes = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) };
-        q.post_event(event, bytes, &[], core::ptr::null_mut())?;
+        q.post_event(event, core::ptr::null(), bytes, &[], core::ptr::null_mut())?;
         Ok(len)
     })();
     to_c_ssize(result)

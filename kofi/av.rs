@@ -12,6 +12,7 @@ use crate::flags::FI_ADDR_NOTAVAIL;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
 use crate::object::{arc_of, fid_head, lookup, publish, Domain, Object, Users};
 use crate::vec::VecExt;
+use kernel::alloc::KVVec;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -20,18 +21,33 @@ use kernel::types::Opaque;
 /// Bytes of the largest name (sockaddr_in6).
 const NAME_MAX: usize = crate::addr::SIN6_LEN;
 
+#[derive(Clone, Copy)]
 struct Entry {
     name: Name,
     generation: u32,
 }
 
 struct Table {
-    slots: KVec<Option<Entry>>,
-    /// Free slots a map may reuse (a table never reuses one).
-    free: KVec<usize>,
+    /// Grown outside the lock (see [`Av::insert`]), vmalloc'd when large: up
+    /// to KOFI_AV_COUNT_MAX entries.
+    slots: KVVec<Option<Entry>>,
+    /// Free slots a map may reuse (a table never reuses one); its capacity
+    /// is the slots', so pushing never allocates.
+    free: KVVec<usize>,
     generation: u32,
     /// Inserts and removals so far: a cached lookup is good while it holds.
     changes: u64,
+}
+
+impl Table {
+    /// Fills free slot `index` with `name`; its address in `av`.
+    fn put(&mut self, index: usize, name: Name, av: &Av) -> u64 {
+        let generation = self.generation;
+        self.generation = self.generation.wrapping_add(1);
+        self.slots[index] = Some(Entry { name, generation });
+        self.changes += 1;
+        av.encode(index, generation)
+    }
 }
 
 /// An address vector.
@@ -67,22 +83,50 @@ impl Av {
     }
 
     fn insert(&self, name: Name) -> Result<u64> {
-        let mut t = self.table.lock();
-        let generation = t.generation;
-        t.generation = t.generation.wrapping_add(1);
-        let index = match t.free.pop() {
-            Some(i) => i,
-            None => {
+        loop {
+            let capacity = {
+                let mut t = self.table.lock();
+                if let Some(index) = t.free.pop() {
+                    return Ok(t.put(index, name, self));
+                }
+                if t.slots.len() < t.slots.capacity() {
+                    let index = t.slots.len();
+                    // Within capacity: no allocation under the lock.
+                    t.slots.push(None, GFP_ATOMIC)?;
+                    return Ok(t.put(index, name, self));
+                }
                 if t.slots.len() >= abi::KOFI_AV_COUNT_MAX as usize {
                     return Err(errno::enospc());
                 }
-                t.slots.push(None, GFP_ATOMIC)?;
-                t.slots.len() - 1
+                (t.slots.len() * 2).clamp(64, abi::KOFI_AV_COUNT_MAX as usize)
+            };
+            self.grow(capacity)?;
+        }
+    }
+
+    /// Gives the table room for `capacity` entries, allocating with the lock
+    /// dropped (it may sleep and vmalloc) and swapping the arrays under it.
+    fn grow(&self, capacity: usize) -> Result {
+        let mut slots = KVVec::with_capacity(capacity, GFP_KERNEL)?;
+        let mut free = KVVec::with_capacity(capacity, GFP_KERNEL)?;
+        let old = {
+            let mut t = self.table.lock();
+            if t.slots.capacity() >= capacity {
+                // Another insert grew it meanwhile.
+                None
+            } else {
+                // Within the new capacity: these copies do not allocate.
+                slots.extend_from_slice(&t.slots, GFP_ATOMIC)?;
+                free.extend_from_slice(&t.free, GFP_ATOMIC)?;
+                Some((
+                    core::mem::replace(&mut t.slots, slots),
+                    core::mem::replace(&mut t.free, free),
+                ))
             }
         };
-        t.slots[index] = Some(Entry { name, generation });
-        t.changes += 1;
-        Ok(self.encode(index, generation))
+        // The old arrays are freed with the lock dropped.
+        drop(old);
+        Ok(())
     }
 
     /// The slot of `addr`, if it names a live entry.
@@ -101,6 +145,7 @@ impl Av {
         t.slots[index] = None;
         t.changes += 1;
         if self.map {
+            // `free` has the slots' capacity: this does not allocate.
             t.free.push(index, GFP_ATOMIC)?;
         }
         Ok(())
@@ -161,11 +206,10 @@ fn av_open(
     if a.count > abi::KOFI_AV_COUNT_MAX as usize {
         return Err(EINVAL);
     }
-    let mut slots = KVec::new();
-    slots.reserve(a.count.min(1024), GFP_KERNEL)?;
+    let capacity = a.count.clamp(64, 1024);
     let table = Table {
-        slots,
-        free: KVec::new(),
+        slots: KVVec::with_capacity(capacity, GFP_KERNEL)?,
+        free: KVVec::with_capacity(capacity, GFP_KERNEL)?,
         generation: 1,
         changes: 0,
     };

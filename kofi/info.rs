@@ -471,12 +471,12 @@ fn getinfo(
             // SAFETY: `hints` and its fabric_attr are valid (checked by `view`).
             let name = unsafe { CStr::from_char_ptr((*(*hints).fabric_attr).prov_name) };
             let mut one = KVec::new();
-            if let Some(p) = registry.find_or_load(name) {
+            if let Some(p) = registry.pin_or_load(name) {
                 one.push(p, GFP_KERNEL)?;
             }
             one
         }
-        None => registry.snapshot()?,
+        None => registry.pinned()?,
     };
     // Providers offer MSG endpoints; the core builds RDM ones over them.
     let mut prov_hints = hints;
@@ -493,12 +493,9 @@ fn getinfo(
     }
     let mut head: *mut abi::fi_info = ptr::null_mut();
     let mut tail: *mut *mut abi::fi_info = &mut head;
-    for p in providers.iter() {
-        let Some(module) = ModuleRef::get(p) else {
-            continue;
-        };
+    for module in providers.iter() {
         let r = provider_infos(
-            &module, version, node, service, flags, hints, prov_hints, &mut tail,
+            module, version, node, service, flags, hints, prov_hints, &mut tail,
         );
         if let Err(e) = r {
             fi_freeinfo(head);

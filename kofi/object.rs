@@ -115,6 +115,14 @@ impl Users {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
 
+    /// Counts a caller that sleeps in a call on the object (fi_cq_sread,
+    /// fi_eq_sread) as a user until the guard goes, so fi_close answers
+    /// -EBUSY instead of freeing the object under it.
+    pub(crate) fn hold(&self) -> UsersHold<'_> {
+        self.get();
+        UsersHold(self)
+    }
+
     /// -EBUSY while anything uses the object.
     pub(crate) fn check_idle(&self) -> Result {
         if self.0.load(Ordering::Acquire) == 0 {
@@ -122,6 +130,15 @@ impl Users {
         } else {
             Err(errno::ebusy())
         }
+    }
+}
+
+/// A use of an object for the span of a call (see [`Users::hold`]).
+pub(crate) struct UsersHold<'a>(&'a Users);
+
+impl Drop for UsersHold<'_> {
+    fn drop(&mut self) {
+        self.0.put();
     }
 }
 

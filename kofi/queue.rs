@@ -333,6 +333,8 @@ impl Cq {
         if !self.can_wait {
             return Err(errno::enosys());
         }
+        // fi_close refuses the queue while we may sleep on it.
+        let _sleeping = self.users.hold();
         let mut left = timeout_jiffies(timeout_ms);
         let mut state = self.state.lock();
         loop {
@@ -363,6 +365,8 @@ impl Cq {
 /// An event with its payload, as fi_eq_read copies it out.
 pub(crate) struct EqEvent {
     event: u32,
+    /// The object a CM event is about (null for fi_eq_write's events).
+    fid: *const abi::fid,
     bytes: KVec<u8>,
     /// The info of an FI_CONNREQ, owned until the consumer reads it.
     info: *mut abi::fi_info,
@@ -458,17 +462,20 @@ impl Eq {
         result.map_err(|(Overrun, _lost)| errno::eoverrun())
     }
 
-    /// Adds an event: the entry's bytes are `head` followed by `data`. An
-    /// `info` passes to the queue (and on to the reader).
+    /// Adds an event about `fid` (null: the consumer's own): the entry's
+    /// bytes are `head` followed by `data`. An `info` passes to the queue
+    /// (and on to the reader).
     pub(crate) fn post_event(
         &self,
         event: u32,
+        fid: *const abi::fid,
         head: &[u8],
         data: &[u8],
         info: *mut abi::fi_info,
     ) -> Result {
         let mut ev = EqEvent {
             event,
+            fid,
             bytes: KVec::new(),
             info,
         };
@@ -484,6 +491,17 @@ impl Eq {
     /// Adds an error event.
     pub(crate) fn post_error(&self, entry: abi::fi_eq_err_entry) -> Result {
         self.post(Slot::Failed(EqError(entry)))
+    }
+
+    /// Drops the unread events about endpoint `fid`, which is closing: an
+    /// entry must never name a closed object (as libfabric's util EQ does
+    /// on close). Endpoint events own no info, so none is freed here.
+    pub(crate) fn purge(&self, fid: *const abi::fid) {
+        self.state.lock().ring.retain(|slot| match slot {
+            Slot::Done(ev) => ev.fid != fid || !ev.info.is_null(),
+            Slot::Failed(EqError(e)) => e.fid.cast_const() != fid,
+            Slot::Overrun { .. } => true,
+        });
     }
 
     /// fi_eq_read: the event at the head into `buf` (`len` bytes).
@@ -563,6 +581,8 @@ impl Eq {
         if !self.can_wait {
             return Err(errno::enosys());
         }
+        // fi_close refuses the queue while we may sleep on it.
+        let _sleeping = self.users.hold();
         let mut left = timeout_jiffies(timeout_ms);
         let mut state = self.state.lock();
         loop {

@@ -75,11 +75,15 @@ pub(crate) struct ModuleRef {
 }
 
 impl ModuleRef {
-    /// Pins `provider`'s module, unless it is on its way out.
-    pub(crate) fn get(provider: &Arc<Provider>) -> Option<ModuleRef> {
+    /// Pins `provider`'s module, unless it is on its way out. Called only
+    /// under the registry's lock with `provider` in the registry, so its
+    /// module cannot finish unloading (deregistration takes the same lock)
+    /// between the lookup and the pin.
+    fn get(provider: &Arc<Provider>) -> Option<ModuleRef> {
         // SAFETY: `owner` is the provider's module (or NULL for built-in
-        // code), which is valid while the provider is registered or pinned;
-        // `try_module_get` fails once the module has started unloading.
+        // code); the provider is registered and the registry locked, so its
+        // module has not returned from its exit function (which deregisters
+        // it); `try_module_get` fails once the module has started unloading.
         if unsafe { abi::kofi_module_get(provider.owner) } {
             Some(ModuleRef {
                 provider: provider.clone(),
@@ -147,35 +151,40 @@ impl Registry {
         unsafe { ptr.as_ref() }.ok_or(ENODEV)
     }
 
-    /// The providers, in fi_getinfo's order.
-    pub(crate) fn snapshot(&self) -> Result<KVec<Arc<Provider>>> {
+    /// The providers, pinned, in fi_getinfo's order; one on its way out is
+    /// left out.
+    pub(crate) fn pinned(&self) -> Result<KVec<ModuleRef>> {
         let mut out = KVec::new();
         {
             let list = self.providers.lock();
             // Allocating under a mutex is fine; providers are few.
+            out.reserve(list.iter().count(), GFP_KERNEL)?;
             for (_, p) in list.iter() {
-                out.push(p.clone(), GFP_KERNEL)?;
+                if let Some(m) = ModuleRef::get(p) {
+                    out.push(m, GFP_KERNEL)?;
+                }
             }
         }
         out.sort_unstable_by(|a, b| {
+            let (a, b) = (a.provider(), b.provider());
             info_match::provider_order((a.priority, a.seq), (b.priority, b.seq))
         });
         Ok(out)
     }
 
-    /// The provider called `name` (ignoring case).
-    pub(crate) fn find(&self, name: &[u8]) -> Option<Arc<Provider>> {
+    /// The provider called `name` (ignoring case), pinned.
+    fn pin(&self, name: &[u8]) -> Option<ModuleRef> {
         let list = self.providers.lock();
         let found = list
             .values()
             .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
-            .cloned();
+            .and_then(ModuleRef::get);
         found
     }
 
-    /// As [`Registry::find`], loading module `kofi-<name>` when needed.
-    pub(crate) fn find_or_load(&self, name: &CStr) -> Option<Arc<Provider>> {
-        if let Some(p) = self.find(name.as_bytes()) {
+    /// As [`Registry::pin`], loading module `kofi-<name>` when needed.
+    pub(crate) fn pin_or_load(&self, name: &CStr) -> Option<ModuleRef> {
+        if let Some(p) = self.pin(name.as_bytes()) {
             return Some(p);
         }
         // SAFETY: `name` is a valid NUL-terminated string.
@@ -183,7 +192,7 @@ impl Registry {
         if ret != 0 {
             pr_debug!("no provider {:?} (request_module: {})\n", name, ret);
         }
-        self.find(name.as_bytes())
+        self.pin(name.as_bytes())
     }
 }
 

@@ -12,7 +12,7 @@ use crate::ring::Slot;
 use core::ptr;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{Arc, UniqueArc};
 use kernel::types::Opaque;
 
 /// The flags a CQ entry shows the consumer.
@@ -150,6 +150,7 @@ fn ep_event(ep: *mut abi::fid_ep, event: u32, data: *const c_void, len: usize) -
     let eq = e.eq().ok_or_else(errno::enoeq)?;
     eq.post_event(
         event,
+        e.fid(),
         &cm_head(e.fid(), ptr::null_mut()),
         bytes,
         ptr::null_mut(),
@@ -206,16 +207,18 @@ pub(crate) extern "C" fn kofi_connreq_alloc(
     let result = (|| -> Result<*mut abi::fid> {
         // SAFETY: The provider passes its live passive endpoint.
         let p = unsafe { lookup::<PassiveEp>(pep) }?;
+        // The memory first: a `ConnReq` that exists releases `prov_data`
+        // when dropped, and on failure the provider still owns it.
+        let slot = UniqueArc::<ConnReq>::new_uninit(GFP_KERNEL)?;
         let mut head = fid_head(abi::FI_CLASS_CONNREQ, ptr::null_mut());
         head.prov_data = prov_data;
-        let req = Arc::new(
-            ConnReq {
+        let req: Arc<ConnReq> = slot
+            .write(ConnReq {
                 public: Opaque::new(head),
                 // SAFETY: `p` was published.
                 pep: unsafe { arc_of(p) },
-            },
-            GFP_KERNEL,
-        )?;
+            })
+            .into();
         p.fabric.provider().count(abi::FI_CLASS_CONNREQ, true);
         Ok(publish(req))
     })();
@@ -241,7 +244,7 @@ pub(crate) extern "C" fn kofi_pep_connreq(
         let eq = p.eq.lock().clone().ok_or_else(errno::enoeq)?;
         // From here the event owns `info`, on success or failure.
         let head = cm_head(p.fid(), info);
-        let r = eq.post_event(abi::FI_CONNREQ, &head, bytes, info);
+        let r = eq.post_event(abi::FI_CONNREQ, p.fid(), &head, bytes, info);
         Ok::<_, Error>(r)
     })();
     match result {

@@ -86,6 +86,19 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Ring<T, S> {
         let i = self.index(self.len - 1);
         self.slots[i].as_mut()
     }
+
+    /// Keeps the values `keep` approves, in their order; drops the others.
+    #[allow(dead_code)] // The event queue's; providers compile this file too.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        for _ in 0..self.len {
+            if let Some(v) = self.pop() {
+                if keep(&v) {
+                    // Cannot fail: a value was just popped.
+                    let _ = self.push(v);
+                }
+            }
+        }
+    }
 }
 
 /// One entry of a completion or event queue.
@@ -171,6 +184,14 @@ impl<C, E, S: DerefMut<Target = [Option<Slot<C, E>>]>> CompletionRing<C, E, S> {
             self.ring.front(),
             Some(Slot::Failed(_)) | Some(Slot::Overrun { .. })
         )
+    }
+
+    /// Keeps the entries `keep` approves (and every overrun marker), in
+    /// their order; drops the others.
+    #[allow(dead_code)] // The event queue's; providers compile this file too.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Slot<C, E>) -> bool) {
+        self.ring
+            .retain(|s| matches!(s, Slot::Overrun { .. }) || keep(s));
     }
 
     /// Pops the error or overrun entry at the head, if that is what it is.

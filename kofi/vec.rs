@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the kernel's `KVec` of 6.12 lacks and the core's queues need.
+//! What the kernel's `Vec` of 6.12 lacks and the core's queues need.
 
 use core::ptr;
+use kernel::alloc::{Allocator, Vec};
 use kernel::prelude::*;
 
 pub(crate) trait VecExt<T> {
@@ -20,7 +21,7 @@ pub(crate) trait VecExt<T> {
     fn clear(&mut self);
 }
 
-impl<T> VecExt<T> for KVec<T> {
+impl<T, A: Allocator> VecExt<T> for Vec<T, A> {
     fn pop(&mut self) -> Option<T> {
         let len = self.len();
         if len == 0 {

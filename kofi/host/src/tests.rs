@@ -40,6 +40,39 @@ fn ring_wraps_many_times() {
     }
 }
 
+#[test]
+fn ring_retain_keeps_order_and_room() {
+    let mut r = Ring::new(slots::<u32>(4));
+    // Wrap the ring first, so retain walks across the end of the slots.
+    for v in [9, 9, 1, 2] {
+        r.push(v).unwrap();
+    }
+    assert_eq!(r.pop(), Some(9));
+    assert_eq!(r.pop(), Some(9));
+    for v in [3, 4] {
+        r.push(v).unwrap();
+    }
+    r.retain(|v| v % 2 == 0);
+    assert_eq!(r.len(), 2);
+    r.push(6).unwrap();
+    r.push(8).unwrap();
+    assert_eq!(r.push(10), Err(10));
+    let got: Vec<u32> = core::iter::from_fn(|| r.pop()).collect();
+    assert_eq!(got, [2, 4, 6, 8]);
+}
+
+#[test]
+fn completion_ring_retain_keeps_overrun_markers() {
+    let mut q: Cq = CompletionRing::new(slots(3));
+    q.post(Slot::Done(1)).unwrap();
+    q.post(Slot::Failed("x")).unwrap();
+    assert!(q.post(Slot::Done(2)).is_err());
+    q.retain(|s| !matches!(s, Slot::Done(1) | Slot::Failed(_)));
+    assert!(q.error_at_head());
+    assert_eq!(q.pop_error(), Some(Slot::Overrun { lost: 1 }));
+    assert_eq!(q.front_done(), None);
+}
+
 type Cq = CompletionRing<u32, &'static str, Vec<Option<Slot<u32, &'static str>>>>;
 
 #[test]
@@ -235,6 +268,18 @@ fn names_are_canonical() {
     assert_eq!(c, d);
     assert_ne!(a, c);
     assert_ne!(a, Name::parse(&sin(5001, [127, 0, 0, 1], 0)).unwrap());
+}
+
+#[test]
+fn same_host_ignores_the_port_only() {
+    let a = Name::parse(&sin(5000, [10, 0, 2, 10], 0)).unwrap();
+    assert!(a.same_host(&Name::parse(&sin(41000, [10, 0, 2, 10], 0)).unwrap()));
+    assert!(!a.same_host(&Name::parse(&sin(5000, [10, 0, 2, 11], 0)).unwrap()));
+    let c = Name::parse(&sin6(5000, 1, 0)).unwrap();
+    assert!(c.same_host(&Name::parse(&sin6(6000, 1, 9)).unwrap()));
+    assert!(!c.same_host(&Name::parse(&sin6(5000, 2, 0)).unwrap()));
+    // Another family is another host, whatever the bytes.
+    assert!(!a.same_host(&c));
 }
 
 #[test]

@@ -11,8 +11,13 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/in.h>
+#include <linux/sched.h>
+#include <linux/vmalloc.h>
+#include <kofi/fi_domain.h>
 #include <kofi/kofi_provider.h>
 #include "kofi_test_provider.h"
+#include "kofi_fault.h"
 
 #define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 
@@ -587,12 +592,56 @@ static void objects_every_call_checks_its_object(struct kunit *test)
 	fx_close(test, &f);
 }
 
+/* An AV holds the documented KOFI_AV_COUNT_MAX addresses, inserted in large
+ * batches (it grew with atomic allocations and stopped at 65,536 before),
+ * and refuses one more. */
+static void objects_av_holds_its_documented_count(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_av_attr attr = { .type = FI_AV_TABLE, .count = KOFI_AV_COUNT_MAX };
+	struct fid_av *av;
+	const size_t batch = 1 << 14;
+	struct sockaddr_in *sin = vmalloc(batch * sizeof(*sin));
+	fi_addr_t *addr = vmalloc(batch * sizeof(*addr)), last;
+	struct sockaddr_in back;
+	size_t len = sizeof(back), done, i;
+
+	KUNIT_ASSERT_TRUE(test, sin && addr);
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_av_open(f.domain, &attr, &av, NULL), 0);
+	for (done = 0; done < KOFI_AV_COUNT_MAX; done += batch) {
+		for (i = 0; i < batch; i++) {
+			u32 n = done + i;
+
+			sin[i] = (struct sockaddr_in){
+				.sin_family = AF_INET,
+				.sin_port = htons(1000 + (n & 0x7fff)),
+				.sin_addr.s_addr = htonl(0x0a000000 | (n >> 15)),
+			};
+		}
+		if (fi_av_insert(av, sin, batch, addr, 0, NULL) != batch)
+			break;
+	}
+	KUNIT_EXPECT_EQ(test, done, (size_t)KOFI_AV_COUNT_MAX);
+	last = addr[batch - 1];
+	KUNIT_EXPECT_EQ(test, fi_av_lookup(av, last, &back, &len), 0);
+	KUNIT_EXPECT_EQ(test, back.sin_addr.s_addr, sin[batch - 1].sin_addr.s_addr);
+	KUNIT_EXPECT_EQ(test, back.sin_port, sin[batch - 1].sin_port);
+	KUNIT_EXPECT_EQ(test, fi_av_insert(av, sin, 1, addr, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, addr[0], FI_ADDR_NOTAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_close(&av->fid), 0);
+	fx_close(test, &f);
+	vfree(sin);
+	vfree(addr);
+}
+
 static struct kunit_case objects_cases[] = {
 	KUNIT_CASE(objects_close_in_use_is_busy),
 	KUNIT_CASE(objects_bad_arguments),
 	KUNIT_CASE(objects_bind_and_enable_states),
 	KUNIT_CASE(objects_options),
 	KUNIT_CASE(objects_every_call_checks_its_object),
+	KUNIT_CASE_SLOW(objects_av_holds_its_documented_count),
 	{}
 };
 
@@ -763,6 +812,54 @@ static void cq_signal_wakes_sread(struct kunit *test)
 	fx_close(test, &f);
 }
 
+struct sleeper {
+	struct fid_cq *cq;
+	ssize_t ret;
+};
+
+static int sleeper_fn(void *arg)
+{
+	struct sleeper *s = arg;
+	struct fi_cq_entry e;
+
+	s->ret = fi_cq_sread(s->cq, &e, 1, NULL, -1);
+	while (!kthread_should_stop())
+		msleep(10);
+	return 0;
+}
+
+/* fi_close refuses a CQ a thread sleeps on (it would free the queue under
+ * the sleeper); once the sleeper is woken and gone, the close succeeds. */
+static void cq_close_with_a_sleeper_is_busy(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_cq *cq;
+	struct fi_cq_attr attr = { .size = 8, .format = FI_CQ_FORMAT_CONTEXT };
+	struct sleeper s = { .ret = 1 };
+	struct task_struct *t;
+	int i;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(f.domain, &attr, &cq, NULL), 0);
+	s.cq = cq;
+	t = kthread_run(sleeper_fn, &s, "kofi_kunit_sleeper");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	get_task_struct(t);
+	/* Wait until it sleeps in fi_cq_sread. */
+	for (i = 0; i < 500 && !(READ_ONCE(t->__state) & TASK_INTERRUPTIBLE); i++)
+		msleep(10);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(t->__state) & TASK_INTERRUPTIBLE);
+	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_cq_signal(cq), 0);
+	for (i = 0; i < 500 && READ_ONCE(s.ret) == 1; i++)
+		msleep(10);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(s.ret), (ssize_t)-FI_EAGAIN);
+	kthread_stop(t);
+	put_task_struct(t);
+	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), 0);
+	fx_close(test, &f);
+}
+
 static atomic_t handler_calls = ATOMIC_INIT(0);
 
 static void count_handler(struct fid_cq *cq)
@@ -820,6 +917,7 @@ static struct kunit_case cq_cases[] = {
 	KUNIT_CASE(cq_sread_times_out),
 	KUNIT_CASE(cq_sread_woken_by_completion),
 	KUNIT_CASE(cq_signal_wakes_sread),
+	KUNIT_CASE(cq_close_with_a_sleeper_is_busy),
 	KUNIT_CASE(cq_handler_and_wait_none),
 	KUNIT_CASE(cq_bad_arguments),
 	{}
@@ -912,6 +1010,85 @@ static void eq_connect_and_shutdown_events(struct kunit *test)
 	fx_close(test, &f);
 }
 
+/* Events of an endpoint nobody read go when it closes: an entry never names
+ * a closed object (a consumer reading it would look into freed memory). */
+static void eq_events_of_a_closed_endpoint_are_dropped(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_ep *other;
+	struct cm_event ev;
+	struct fi_eq_entry mine = { .context = CTX(5), .data = 5 };
+	u32 event = 0;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(f.domain, f.info, &other, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(other, &f.eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(other, &f.txcq->fid, FI_SEND), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(other, &f.rxcq->fid, FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(other), 0);
+	KUNIT_ASSERT_EQ(test, kofi_ep_event(other, FI_CONNECTED, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, kofi_ep_event(f.ep, FI_CONNECTED, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, kofi_ep_event_error(other, FI_ECONNRESET, 0, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_write(f.eq, FI_NOTIFY, &mine, sizeof(mine), 0),
+			(ssize_t)sizeof(mine));
+	KUNIT_ASSERT_EQ(test, kofi_ep_event(other, FI_SHUTDOWN, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_close(&other->fid), 0);
+
+	/* What is left: the live endpoint's event, then the consumer's own. */
+	KUNIT_ASSERT_EQ(test, fi_eq_read(f.eq, &event, &ev, sizeof(ev), 0), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, event, (u32)FI_CONNECTED);
+	KUNIT_EXPECT_PTR_EQ(test, ev.entry.fid, &f.ep->fid);
+	KUNIT_ASSERT_EQ(test, fi_eq_read(f.eq, &event, &ev, sizeof(ev), 0), (ssize_t)sizeof(mine));
+	KUNIT_EXPECT_EQ(test, event, (u32)FI_NOTIFY);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(f.eq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
+	fx_close(test, &f);
+}
+
+/* Gives up a connection request handle the way a consumer does: with the
+ * info that names it. */
+static void connreq_handle_free(struct kunit *test, struct fid *handle)
+{
+	struct fi_info *info = fi_allocinfo();
+
+	KUNIT_ASSERT_NOT_NULL(test, info);
+	info->handle = handle;
+	fi_freeinfo(info);
+}
+
+/* kofi_connreq_alloc failing leaves the provider's request to the provider:
+ * the core never releases what it did not take (a double free before). */
+static void eq_connreq_alloc_failure_releases_nothing(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_pep *pep;
+	struct fid *handle;
+	int released, n, failed = 0;
+	bool done = false;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(f.fabric, f.info, &pep, NULL), 0);
+	for (n = 1; n < 20 && !done; n++) {
+		released = kofi_test_connreq_released();
+		fail_nth(n);
+		handle = kofi_connreq_alloc(pep, NULL);
+		/* Still armed: the call made fewer than n allocations. */
+		done = fail_armed() != 0;
+		fail_nth(0);
+		if (!handle) {
+			failed++;
+			KUNIT_EXPECT_EQ(test, kofi_test_connreq_released(), released);
+			continue;
+		}
+		/* One that worked (or survived a failure) is released once. */
+		connreq_handle_free(test, handle);
+		KUNIT_EXPECT_EQ(test, kofi_test_connreq_released(), released + 1);
+	}
+	KUNIT_EXPECT_TRUE(test, done);
+	KUNIT_EXPECT_GT(test, failed, 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&pep->fid), 0);
+	fx_close(test, &f);
+}
+
 static void eq_connreq_reject_and_release(struct kunit *test)
 {
 	struct fx f = {};
@@ -958,6 +1135,8 @@ static struct kunit_case eq_cases[] = {
 	KUNIT_CASE(eq_sread_timeout_and_wakeup),
 	KUNIT_CASE(eq_connect_and_shutdown_events),
 	KUNIT_CASE(eq_connreq_reject_and_release),
+	KUNIT_CASE(eq_events_of_a_closed_endpoint_are_dropped),
+	KUNIT_CASE(eq_connreq_alloc_failure_releases_nothing),
 	{}
 };
 
@@ -1222,6 +1401,30 @@ static void data_mr_bvec_and_bad_arguments(struct kunit *test)
 	fx_close(test, &f);
 }
 
+/* A vector RMA's count is checked against the limit before its array is
+ * read: an array of exactly iov_limit entries and a count one higher is
+ * refused, not read past its end (KASAN saw that before). */
+static void data_rma_vector_count_checked_first(struct kunit *test)
+{
+	struct fx f = {};
+	size_t limit;
+	struct kvec *iov;
+	u8 buf[8];
+	size_t i;
+
+	fx_open(test, &f);
+	limit = f.info->tx_attr->iov_limit;
+	iov = kmalloc_array(limit, sizeof(*iov), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, iov);
+	for (i = 0; i < limit; i++)
+		iov[i] = (struct kvec){ buf, sizeof(buf) };
+	KUNIT_EXPECT_EQ(test, fi_writev(f.ep, iov, NULL, limit + 1, 0, 0, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_readv(f.ep, iov, NULL, limit + 1, 0, 0, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_writev(f.ep, NULL, NULL, 1, 0, 0, 1, NULL), -EINVAL);
+	kfree(iov);
+	fx_close(test, &f);
+}
+
 static void data_strerror(struct kunit *test)
 {
 	KUNIT_EXPECT_STREQ(test, fi_strerror(-FI_ETRUNC), "Truncation error");
@@ -1238,6 +1441,7 @@ static struct kunit_case data_cases[] = {
 	KUNIT_CASE(data_rma_write_and_read),
 	KUNIT_CASE(data_rma_violations_are_refused),
 	KUNIT_CASE(data_mr_bvec_and_bad_arguments),
+	KUNIT_CASE(data_rma_vector_count_checked_first),
 	KUNIT_CASE(data_strerror),
 	{}
 };
