@@ -23,6 +23,7 @@
 use crate::abi;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
+use kernel::alloc::{Allocator, Vec};
 use kernel::error::{to_result, VTABLE_DEFAULT_ERROR};
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
@@ -279,7 +280,7 @@ impl Buffers {
     }
 
     /// Appends the bytes of the buffers to `out`.
-    fn gather(&self, out: &mut KVec<u8>) -> Result {
+    fn gather<A: Allocator>(&self, out: &mut Vec<u8, A>) -> Result {
         let len = self.len();
         let at = out.len();
         out.extend_with(len, 0, GFP_KERNEL)?;
@@ -335,7 +336,7 @@ impl Msg<'_> {
     }
 
     /// Appends the message's bytes (from kvecs or pages) to `out`.
-    pub(crate) fn gather(&self, out: &mut KVec<u8>) -> Result {
+    pub(crate) fn gather<A: Allocator>(&self, out: &mut Vec<u8, A>) -> Result {
         self.buffers()?.gather(out)
     }
 
@@ -374,7 +375,12 @@ impl Lent {
 
     /// Appends bytes `offset .. offset + len` of the buffers to `out` (for
     /// a provider that sends small pieces inline).
-    pub(crate) fn gather_range(&self, offset: usize, len: usize, out: &mut KVec<u8>) -> Result {
+    pub(crate) fn gather_range<A: Allocator>(
+        &self,
+        offset: usize,
+        len: usize,
+        out: &mut Vec<u8, A>,
+    ) -> Result {
         if offset.checked_add(len).map_or(true, |end| end > self.len()) {
             return Err(EINVAL);
         }
@@ -527,7 +533,7 @@ impl RmaMsg<'_> {
     }
 
     /// Appends the local bytes (of a write) to `out`.
-    pub(crate) fn gather(&self, out: &mut KVec<u8>) -> Result {
+    pub(crate) fn gather<A: Allocator>(&self, out: &mut Vec<u8, A>) -> Result {
         self.buffers()?.gather(out)
     }
 

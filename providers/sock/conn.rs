@@ -16,10 +16,12 @@
 
 use crate::abi;
 use crate::flags::*;
-use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, Lent, PepRef, PostedRecv};
+use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, Lent, PostedRecv};
+use crate::listener::Listener;
 use crate::ring::Ring;
 use crate::socket::{Received, SockAddr, Socket};
 use crate::wire::{self, Header, Op, HEADER_LEN};
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
 use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
@@ -33,6 +35,13 @@ pub(crate) const MAX_MSG: usize = 4 << 20;
 /// Bytes of messages held for receives not yet posted; beyond it the
 /// connection stops reading and TCP holds the sender back.
 const UNEXPECTED_MAX: usize = 8 << 20;
+/// Bytes of answers to the peer's reads waiting to go out; beyond it the
+/// connection stops reading until the peer takes them, so a peer asking
+/// for data it does not read holds at most this much here.
+const REPLY_MAX: usize = 2 * MAX_MSG;
+/// The largest frame before the handshake is done: a CONNECT, ACCEPT or
+/// REJECT carries private data only.
+const HANDSHAKE_FRAME_MAX: u64 = wire::CM_DATA_MAX;
 
 /// Where a connection stands.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -51,14 +60,43 @@ enum Phase {
     Closed,
 }
 
-/// A frame to send, and what to report once it is out: its bytes (the
-/// header, and the payload when copied), then the consumer's buffers when
-/// the payload is sent from them.
+/// A frame to send, and what to report once it is out.
 struct TxFrame {
-    bytes: KVec<u8>,
-    payload: Option<Lent>,
+    header: [u8; HEADER_LEN],
+    payload: TxPayload,
+    /// An answer to a peer's read (counted in `Inner::reply_bytes`).
+    reply: bool,
     /// A send's completion: its context and flags.
     done: Option<(Context, u64)>,
+}
+
+/// What follows a frame's header.
+pub(crate) enum TxPayload {
+    None,
+    /// A copy (vmalloc'd when large: no payload needs contiguous pages).
+    Copied(KVVec<u8>),
+    /// The consumer's buffers, sent from in place.
+    Lent(Lent),
+}
+
+impl TxPayload {
+    fn len(&self) -> usize {
+        match self {
+            TxPayload::None => 0,
+            TxPayload::Copied(v) => v.len(),
+            TxPayload::Lent(l) => l.len(),
+        }
+    }
+
+    /// A copy of `data`, or None when it is empty.
+    fn copy_of(data: &[u8]) -> Result<TxPayload> {
+        if data.is_empty() {
+            return Ok(TxPayload::None);
+        }
+        let mut v = KVVec::with_capacity(data.len(), GFP_KERNEL)?;
+        v.extend_from_slice(data, GFP_KERNEL)?;
+        Ok(TxPayload::Copied(v))
+    }
 }
 
 /// One RMA call: one part per remote buffer, answered in order; the call
@@ -86,17 +124,18 @@ struct PendingRma {
 }
 
 /// A part of an RMA call to post: a remote buffer and where its bytes are
-/// in the call's local buffers.
+/// in the call's local buffers (a write's part carries a copy of them).
 pub(crate) struct RmaPart {
     pub(crate) key: u64,
     pub(crate) addr: u64,
     pub(crate) offset: usize,
     pub(crate) len: usize,
+    pub(crate) data: KVVec<u8>,
 }
 
 /// A message that arrived before a receive was posted for it.
 struct Unexpected {
-    data: KVec<u8>,
+    data: KVVec<u8>,
     cq_data: Option<u64>,
 }
 
@@ -107,7 +146,7 @@ struct Incoming {
     parsed: Option<Header>,
     /// The payload read so far; its capacity, once started, is the frame's
     /// length (not zero-filled first: the socket writes every byte).
-    payload: KVec<u8>,
+    payload: KVVec<u8>,
     /// Whether `payload` was sized for the frame (a held-back Send is not).
     started: bool,
     /// A message going straight into a posted receive (no copy).
@@ -127,7 +166,7 @@ impl Incoming {
             header: [0; HEADER_LEN],
             header_got: 0,
             parsed: None,
-            payload: KVec::new(),
+            payload: KVVec::new(),
             started: false,
             direct: None,
         }
@@ -151,13 +190,16 @@ struct Inner {
     phase: Phase,
     ep: Option<EpRef>,
     domain: Option<DomainRef>,
-    /// Server side, until accepted or rejected: where FI_CONNREQ goes.
-    pep: Option<PepRef>,
+    /// Server side, until its FI_CONNREQ went out: the listener that owns
+    /// the connection.
+    listener: Option<Arc<Listener>>,
     /// Client: the private data CONNECT carries.
-    connect_data: KVec<u8>,
+    connect_data: TxPayload,
     tx: Queued,
     /// Bytes of the front frame already sent.
     tx_sent: usize,
+    /// Bytes of queued answers to the peer's reads.
+    reply_bytes: usize,
     rx: Incoming,
     posted: Posted,
     unexpected: Held,
@@ -168,7 +210,7 @@ struct Inner {
     /// FI_SHUTDOWN (or a connection error) was reported.
     ended: bool,
     /// Server: the CONNECT's private data, until FI_CONNREQ goes out.
-    connreq_data: Option<KVec<u8>>,
+    connreq_data: Option<KVVec<u8>>,
 }
 
 /// A connection.
@@ -217,10 +259,11 @@ impl Conn {
             phase,
             ep: None,
             domain: None,
-            pep: None,
-            connect_data: KVec::new(),
+            listener: None,
+            connect_data: TxPayload::None,
             tx: Ring::new(slots(TX_DEPTH)?),
             tx_sent: 0,
+            reply_bytes: 0,
             rx: Incoming::new(),
             posted: Ring::new(slots(RX_DEPTH)?),
             unexpected: Ring::new(slots(RX_DEPTH)?),
@@ -255,33 +298,32 @@ impl Conn {
         ep: EpRef,
         domain: DomainRef,
     ) -> Result<Arc<Conn>> {
+        let connect_data = TxPayload::copy_of(data)?;
         let sock = Socket::new(addr.is_ipv6())?;
+        // From here the socket holds the connection: every failure closes it.
         let conn = Conn::new(sock, Phase::Connecting)?;
-        {
+        let started = {
             let mut g = conn.inner.lock();
-            g.connect_data.extend_from_slice(data, GFP_KERNEL)?;
+            g.connect_data = connect_data;
             g.ep = Some(ep);
             g.domain = Some(domain);
-            let r = g
-                .sock
+            g.sock
                 .as_ref()
-                .map_or(Err(fi_error(abi::FI_ENOTCONN)), |s| s.connect(addr));
-            if let Err(e) = r {
-                g.sock = None;
-                g.phase = Phase::Closed;
-                return Err(e);
-            }
+                .map_or(Err(fi_error(abi::FI_ENOTCONN)), |s| s.connect(addr))
+        };
+        if let Err(e) = started {
+            conn.close();
+            return Err(e);
         }
         conn.kick();
         Ok(conn)
     }
 
-    /// A server connection for a socket a listener accepted.
-    pub(crate) fn accepted(sock: Socket, pep: PepRef) -> Result<Arc<Conn>> {
+    /// A server connection for a socket `listener` accepted; the caller
+    /// kicks it once the listener holds it.
+    pub(crate) fn accepted(sock: Socket, listener: Arc<Listener>) -> Result<Arc<Conn>> {
         let conn = Conn::new(sock, Phase::AwaitConnect)?;
-        conn.inner.lock().pep = Some(pep);
-        // Data may have arrived before the callbacks were ours.
-        conn.kick();
+        conn.inner.lock().listener = Some(listener);
         Ok(conn)
     }
 
@@ -313,7 +355,7 @@ impl Conn {
             if g.phase != Phase::AwaitDecision || g.ep.is_none() {
                 return Err(fi_error(abi::FI_EOPBADSTATE));
             }
-            g.queue(Header::new(Op::Accept), data, None)?;
+            g.queue(Header::new(Op::Accept), TxPayload::copy_of(data)?, None)?;
             g.phase = Phase::Connected;
             if let Some(ep) = &g.ep {
                 // A full EQ records its own overrun.
@@ -335,7 +377,7 @@ impl Conn {
                 status: abi::ECONNREFUSED,
                 ..Header::new(Op::Reject)
             };
-            g.queue(h, data, None)?;
+            g.queue(h, TxPayload::copy_of(data)?, None)?;
             g.phase = Phase::Rejecting;
         }
         self.kick();
@@ -348,7 +390,7 @@ impl Conn {
         if g.phase != Phase::Connected {
             return Err(fi_error(abi::FI_ENOTCONN));
         }
-        let _ = g.queue(Header::new(Op::Shutdown), &[], None);
+        let _ = g.queue(Header::new(Op::Shutdown), TxPayload::None, None);
         g.flush();
         if let Some(s) = &g.sock {
             s.shutdown();
@@ -361,7 +403,7 @@ impl Conn {
     pub(crate) fn close(&self) {
         let mut g = self.inner.lock();
         g.ep = None;
-        g.pep = None;
+        g.listener = None;
         g.phase = Phase::Closed;
         // Dropping the socket detaches its callbacks and releases it.
         g.sock = None;
@@ -388,18 +430,18 @@ impl Conn {
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
-            g.queue_payload(header, payload, done)?;
+            g.queue(header, TxPayload::Lent(payload), done)?;
             g.flush();
         }
         self.kick();
         Ok(())
     }
 
-    /// Queues a message, then pushes what it can.
+    /// Queues a message (a copy of its bytes), then pushes what it can.
     pub(crate) fn post(
         self: &Arc<Self>,
         header: Header,
-        payload: &[u8],
+        payload: KVVec<u8>,
         done: Option<(Context, u64)>,
     ) -> Result {
         {
@@ -407,20 +449,19 @@ impl Conn {
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
-            g.queue(header, payload, done)?;
+            g.queue(header, TxPayload::Copied(payload), done)?;
             g.flush();
         }
         self.kick();
         Ok(())
     }
 
-    /// Queues an RMA call, a frame per part (Write with its bytes of
-    /// `payload`, or ReadReq), all or none; the last Write carries `cq_data`.
+    /// Queues an RMA call, a frame per part (Write with its bytes, or
+    /// ReadReq), all or none; the last Write carries `cq_data`.
     pub(crate) fn post_rma(
         self: &Arc<Self>,
         mut call: RmaCall,
-        parts: &[RmaPart],
-        payload: &[u8],
+        parts: KVec<RmaPart>,
         cq_data: Option<u64>,
     ) -> Result {
         {
@@ -436,7 +477,8 @@ impl Conn {
             call.id = g.next_id;
             call.parts_left = parts.len();
             g.next_id += 1;
-            for (i, part) in parts.iter().enumerate() {
+            let count = parts.len();
+            for (i, part) in parts.into_iter().enumerate() {
                 let id = g.next_id;
                 g.next_id += 1;
                 let op = if call.write { Op::Write } else { Op::ReadReq };
@@ -445,14 +487,14 @@ impl Conn {
                 h.addr = part.addr;
                 h.rma_len = part.len as u64;
                 h.id = id;
-                if let (Some(data), true) = (cq_data, i + 1 == parts.len()) {
+                if let (Some(data), true) = (cq_data, i + 1 == count) {
                     h.flags = wire::FLAG_CQ_DATA;
                     h.data = data;
                 }
                 let bytes = if call.write {
-                    &payload[part.offset..part.offset + part.len]
+                    TxPayload::Copied(part.data)
                 } else {
-                    &[]
+                    TxPayload::None
                 };
                 // Room in the queue and the vectors was checked above.
                 g.queue(h, bytes, None)?;
@@ -519,15 +561,20 @@ impl Conn {
                 break;
             }
         }
-        // Connection requests go out with no lock of ours held.
+        // A connection request goes out, or a connection that closed
+        // before its request leaves its listener, with no lock of ours held.
         let request = g.take_connreq();
+        let gone = if g.phase == Phase::Closed {
+            g.listener.take()
+        } else {
+            None
+        };
         drop(g);
-        if let Some((pep, info, data)) = request {
-            let req = crate::Request::new(self.clone());
-            let posted = req.and_then(|r| pep.connreq(info, r, &data));
-            if posted.is_err() {
-                self.close();
-            }
+        if let Some((listener, info, data)) = request {
+            listener.hand_over(self, info, &data);
+        }
+        if let Some(listener) = gone {
+            listener.forget(self);
         }
         // SAFETY: Restores the state saved above.
         unsafe { abi::ksock_noio_restore(noio) };
@@ -568,36 +615,15 @@ impl Inner {
     fn queue(
         &mut self,
         mut header: Header,
-        payload: &[u8],
+        payload: TxPayload,
         done: Option<(Context, u64)>,
     ) -> Result {
         header.len = payload.len() as u64;
-        let mut bytes = KVec::with_capacity(HEADER_LEN + payload.len(), GFP_KERNEL)?;
-        bytes.extend_from_slice(&header.encode(), GFP_KERNEL)?;
-        bytes.extend_from_slice(payload, GFP_KERNEL)?;
         self.tx
             .push(TxFrame {
-                bytes,
-                payload: None,
-                done,
-            })
-            .map_err(|_| fi_error(abi::FI_EAGAIN))
-    }
-
-    /// Queues a frame whose payload goes out from the consumer's buffers.
-    fn queue_payload(
-        &mut self,
-        mut header: Header,
-        payload: Lent,
-        done: Option<(Context, u64)>,
-    ) -> Result {
-        header.len = payload.len() as u64;
-        let mut bytes = KVec::with_capacity(HEADER_LEN, GFP_KERNEL)?;
-        bytes.extend_from_slice(&header.encode(), GFP_KERNEL)?;
-        self.tx
-            .push(TxFrame {
-                bytes,
-                payload: Some(payload),
+                header: header.encode(),
+                payload,
+                reply: false,
                 done,
             })
             .map_err(|_| fi_error(abi::FI_EAGAIN))
@@ -614,8 +640,8 @@ impl Inner {
             .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?
             .established()?;
         if up {
-            let data = core::mem::take(&mut self.connect_data);
-            self.queue(Header::new(Op::Connect), &data, None)?;
+            let data = core::mem::replace(&mut self.connect_data, TxPayload::None);
+            self.queue(Header::new(Op::Connect), data, None)?;
             self.phase = Phase::AwaitAccept;
         }
         Ok(())
@@ -631,17 +657,18 @@ impl Inner {
             let Some(front) = self.tx.front() else {
                 return moved;
             };
-            let payload_len = front.payload.as_ref().map_or(0, |p| p.len());
-            let total = front.bytes.len() + payload_len;
+            let payload_len = front.payload.len();
+            let total = HEADER_LEN + payload_len;
             let more = self.tx.len() > 1;
-            let result = if self.tx_sent < front.bytes.len() {
-                sock.send(&front.bytes[self.tx_sent..], more || payload_len != 0)
+            let result = if self.tx_sent < HEADER_LEN {
+                sock.send(&front.header[self.tx_sent..], more || payload_len != 0)
             } else {
-                let skip = self.tx_sent - front.bytes.len();
+                let skip = self.tx_sent - HEADER_LEN;
                 match &front.payload {
-                    Some(Lent::Pages(p)) => sock.send_pages(p, skip, more),
-                    Some(Lent::Kvecs(k)) => sock.send_kvecs(k, skip, more),
-                    None => Ok(0),
+                    TxPayload::Copied(v) => sock.send(&v[skip..], more),
+                    TxPayload::Lent(Lent::Pages(p)) => sock.send_pages(p, skip, more),
+                    TxPayload::Lent(Lent::Kvecs(k)) => sock.send_kvecs(k, skip, more),
+                    TxPayload::None => Ok(0),
                 }
             };
             let sent = match result {
@@ -661,6 +688,9 @@ impl Inner {
             }
             self.tx_sent = 0;
             if let Some(frame) = self.tx.pop() {
+                if frame.reply {
+                    self.reply_bytes -= payload_len;
+                }
                 if let (Some((ctx, flags)), Some(ep)) = (frame.done, &self.ep) {
                     let _ = ep.complete(FI_SEND | FI_MSG | (flags & FI_COMPLETION), ctx, 0, 0);
                 }
@@ -682,7 +712,7 @@ impl Inner {
             // Answers to a peer's reads need room in the transmit queue, and
             // a message with no receive needs room in the hold: otherwise
             // stop reading, and TCP holds the peer back.
-            if self.tx.len() + 1 >= TX_DEPTH {
+            if self.tx.len() + 1 >= TX_DEPTH || self.reply_bytes >= REPLY_MAX {
                 return Ok(moved);
             }
             if self.rx.parsed.is_none() {
@@ -696,9 +726,14 @@ impl Inner {
                 if self.rx.header_got < HEADER_LEN {
                     continue;
                 }
-                let limits = wire::Limits {
-                    max_msg: MAX_MSG as u64,
+                // Before the handshake is done a peer can only send its
+                // private data: nothing larger is allocated for it.
+                let max_msg = if self.phase == Phase::Connected {
+                    MAX_MSG as u64
+                } else {
+                    HANDSHAKE_FRAME_MAX
                 };
+                let limits = wire::Limits { max_msg };
                 let h = Header::parse(&self.rx.header, &limits)
                     .map_err(|_| fi_error(abi::FI_EPROTO))?;
                 // A message with a receive waiting goes straight into it. (A
@@ -715,7 +750,7 @@ impl Inner {
                 if h.op == Some(Op::Send) && self.posted.len() == 0 && self.hold_full(h.len) {
                     // Keep the header, read the payload later.
                     self.rx.parsed = Some(h);
-                    self.rx.payload = KVec::new();
+                    self.rx.payload = KVVec::new();
                     return Ok(moved);
                 }
                 self.start_payload(h)?;
@@ -754,7 +789,7 @@ impl Inner {
                     Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
                 }
             }
-            let payload = core::mem::take(&mut self.rx.payload);
+            let payload = core::mem::replace(&mut self.rx.payload, KVVec::new());
             self.rx = Incoming::new();
             self.dispatch(h, payload)?;
         }
@@ -838,13 +873,13 @@ impl Inner {
 
     fn start_payload(&mut self, h: Header) -> Result {
         self.rx.parsed = Some(h);
-        self.rx.payload = KVec::with_capacity(h.len as usize, GFP_KERNEL)?;
+        self.rx.payload = KVVec::with_capacity(h.len as usize, GFP_KERNEL)?;
         self.rx.started = true;
         Ok(())
     }
 
     /// Acts on a whole frame.
-    fn dispatch(&mut self, h: Header, payload: KVec<u8>) -> Result {
+    fn dispatch(&mut self, h: Header, payload: KVVec<u8>) -> Result {
         let op = h.op.ok_or(EINVAL)?;
         let proto = || fi_error(abi::FI_EPROTO);
         match (self.phase, op) {
@@ -897,7 +932,7 @@ impl Inner {
                     id: h.id,
                     ..Header::new(Op::WriteAck)
                 };
-                self.queue(ack, &[], None)?;
+                self.queue(ack, TxPayload::None, None)?;
             }
             (Phase::Connected, Op::ReadReq) => {
                 let (status, data) = self.rma_read(&h);
@@ -906,7 +941,12 @@ impl Inner {
                     id: h.id,
                     ..Header::new(Op::ReadResp)
                 };
-                self.queue(resp, &data, None)?;
+                let len = data.len();
+                self.queue(resp, TxPayload::Copied(data), None)?;
+                self.reply_bytes += len;
+                if let Some(frame) = self.tx.back_mut() {
+                    frame.reply = true;
+                }
             }
             (Phase::Connected, Op::WriteAck | Op::ReadResp) => {
                 let pending = pop_rma(&mut self.rma, h.id).ok_or_else(proto)?;
@@ -931,8 +971,8 @@ impl Inner {
     }
 
     /// Reads the bytes a peer asks for; the status and the bytes.
-    fn rma_read(&self, h: &Header) -> (u32, KVec<u8>) {
-        let mut data = KVec::new();
+    fn rma_read(&self, h: &Header) -> (u32, KVVec<u8>) {
+        let mut data = KVVec::new();
         let Some(domain) = &self.domain else {
             return (abi::ENOTCONN, data);
         };
@@ -945,7 +985,7 @@ impl Inner {
             });
         match result {
             Ok(()) => (0, data),
-            Err(e) => (errnum(e), KVec::new()),
+            Err(e) => (errnum(e), KVVec::new()),
         }
     }
 
@@ -1066,10 +1106,10 @@ impl Inner {
         self.tx_sent = 0;
     }
 
-    /// A connection request ready to go to the passive endpoint.
-    fn take_connreq(&mut self) -> Option<(PepRef, Info, KVec<u8>)> {
+    /// A connection request ready to go to the passive endpoint, with the
+    /// listener that hands it over (and no longer owns the connection).
+    fn take_connreq(&mut self) -> Option<(Arc<Listener>, Info, KVVec<u8>)> {
         let data = self.connreq_data.take()?;
-        let pep = self.pep.clone()?;
         let info = (|| -> Result<Info> {
             let sock = self
                 .sock
@@ -1079,7 +1119,7 @@ impl Inner {
             crate::msg_info(Some(&local), Some(&peer), local.is_ipv6())
         })();
         match info {
-            Ok(info) => Some((pep, info, data)),
+            Ok(info) => Some((self.listener.take()?, info, data)),
             Err(_) => {
                 self.close_quietly();
                 None

@@ -9,6 +9,7 @@
 //! wire protocol is in `wire.rs` and `Documentation/kofi/sock-wire.rst`.
 
 use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::{c_str, str::CStr};
@@ -16,12 +17,15 @@ use kernel::{c_str, str::CStr};
 #[path = "../common/abi.rs"]
 mod abi;
 mod conn;
+#[path = "../common/conn_slot.rs"]
+mod conn_slot;
 #[path = "../../kofi/flags.rs"]
 #[allow(dead_code)]
 mod flags;
 #[path = "../common/kofi.rs"]
 #[allow(dead_code)]
 mod kofi;
+mod listener;
 #[path = "../../kofi/ring.rs"]
 #[allow(dead_code)]
 mod ring;
@@ -32,10 +36,12 @@ mod socket;
 mod wire;
 
 use conn::Conn;
+use conn_slot::ConnSlot;
 use flags::*;
 use kofi::{
     fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef, RmaMsg,
 };
+use listener::Listener;
 use socket::{SockAddr, Socket};
 use wire::{Header, Op};
 
@@ -206,7 +212,7 @@ impl kofi::Provider for Sock {
             domain: domain.clone(),
             ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
             dest,
-            conn: KBox::pin_init(new_mutex!(conn, "kofi_sock_ep"), GFP_KERNEL)?,
+            conn: ConnSlot::new(conn, conn::RX_DEPTH)?,
         })
     }
 
@@ -229,15 +235,12 @@ struct SockEp {
     domain: DomainRef,
     ipv6: bool,
     dest: Option<SockAddr>,
-    conn: Pin<KBox<Mutex<Option<Arc<Conn>>>>>,
+    conn: ConnSlot<Conn>,
 }
 
 impl SockEp {
     fn conn(&self) -> Result<Arc<Conn>> {
-        self.conn
-            .lock()
-            .clone()
-            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))
+        self.conn.get()
     }
 
     fn addr_len(&self) -> usize {
@@ -251,7 +254,7 @@ impl SockEp {
 
 impl Drop for SockEp {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.lock().take() {
+        if let Some(conn) = self.conn.take() {
             conn.close();
         }
     }
@@ -267,17 +270,10 @@ impl kofi::Endpoint for SockEp {
         if dest.is_ipv6() != self.ipv6 {
             return Err(EINVAL);
         }
-        let mut slot = self.conn.lock();
-        if slot.is_some() {
-            return Err(fi_error(abi::FI_EISCONN));
-        }
-        *slot = Some(Conn::connect(
-            &dest,
-            param,
-            self.ep.clone(),
-            self.domain.clone(),
-        )?);
-        Ok(())
+        self.conn.connect(
+            || Conn::connect(&dest, param, self.ep.clone(), self.domain.clone()),
+            Conn::post_recv,
+        )
     }
 
     fn accept(&self, param: &[u8]) -> Result {
@@ -318,27 +314,25 @@ impl kofi::Endpoint for SockEp {
                 return self.conn()?.post_payload(h, lent, done);
             }
         }
-        let mut payload = KVec::new();
+        let mut payload = KVVec::new();
         msg.gather(&mut payload)?;
-        self.conn()?.post(h, &payload, done)
+        self.conn()?.post(h, payload, done)
     }
 
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        let recv = msg.to_posted(flags)?;
-        self.conn()?.post_recv(recv)
+        self.conn.recv(msg.to_posted(flags)?, Conn::post_recv)
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
-        let mut payload = KVec::new();
-        msg.gather(&mut payload)?;
-        let parts = rma_parts(msg)?;
-        let call = conn::rma_call(true, msg.context(), flags, payload.len(), None);
+        let parts = rma_parts(msg, Some(&msg.lend()?))?;
+        let len = parts.iter().map(|p| p.len).sum();
+        let call = conn::rma_call(true, msg.context(), flags, len, None);
         let cq_data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
-        self.conn()?.post_rma(call, &parts, &payload, cq_data)
+        self.conn()?.post_rma(call, parts, cq_data)
     }
 
     fn readmsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
-        let parts = rma_parts(msg)?;
+        let parts = rma_parts(msg, None)?;
         let len = parts.iter().map(|p| p.len).sum();
         let call = conn::rma_call(
             false,
@@ -347,22 +341,30 @@ impl kofi::Endpoint for SockEp {
             len,
             Some(msg.to_posted(flags)?),
         );
-        self.conn()?.post_rma(call, &parts, &[], None)
+        self.conn()?.post_rma(call, parts, None)
     }
 }
 
 /// The parts of an RMA call: each remote buffer, and where its bytes are in
-/// the local ones (the core checked the lengths add up).
-fn rma_parts(msg: &RmaMsg<'_>) -> Result<KVec<conn::RmaPart>> {
+/// the local ones (the core checked the lengths add up); a write's parts
+/// carry a copy of their bytes of `local`, each its own buffer (vmalloc'd
+/// when large: a payload never needs contiguous pages).
+fn rma_parts(msg: &RmaMsg<'_>, local: Option<&Lent>) -> Result<KVec<conn::RmaPart>> {
     let mut parts = KVec::with_capacity(msg.remote().len(), GFP_KERNEL)?;
     let mut offset = 0;
     for r in msg.remote() {
+        let mut data = KVVec::new();
+        if let Some(local) = local {
+            data.reserve(r.len, GFP_KERNEL)?;
+            local.gather_range(offset, r.len, &mut data)?;
+        }
         parts.push(
             conn::RmaPart {
                 key: r.key,
                 addr: r.addr,
                 offset,
                 len: r.len,
+                data,
             },
             GFP_KERNEL,
         )?;
@@ -431,92 +433,6 @@ impl kofi::PassiveEndpoint for SockPep {
         };
         out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
         Ok(())
-    }
-}
-
-/// A listening socket; its work accepts connections.
-#[pin_data]
-struct Listener {
-    #[pin]
-    work: kernel::workqueue::Work<Listener>,
-    #[pin]
-    sock: Mutex<Option<Socket>>,
-    pep: PepRef,
-}
-
-kernel::workqueue::impl_has_work! {
-    impl HasWork<Self> for Listener { self.work }
-}
-
-impl kernel::workqueue::WorkItem for Listener {
-    type Pointer = Arc<Listener>;
-
-    fn run(this: Arc<Listener>) {
-        this.accept_all();
-    }
-}
-
-fn release_listener(owner: *const core::ffi::c_void) {
-    // SAFETY: `Listener::new` gave the socket this reference.
-    drop(unsafe { Arc::from_raw(owner.cast::<Listener>()) });
-}
-
-impl Listener {
-    fn new(src: &SockAddr, pep: PepRef) -> Result<Arc<Listener>> {
-        let sock = Socket::new(src.is_ipv6())?;
-        sock.listen(src, 128)?;
-        let l = Arc::pin_init(
-            pin_init!(Listener {
-                work <- kernel::workqueue::new_work!("kofi_sock_listener"),
-                sock <- new_mutex!(Some(sock), "kofi_sock_listener"),
-                pep,
-            }),
-            GFP_KERNEL,
-        )?;
-        let owner = Arc::into_raw(l.clone()).cast();
-        if let Some(s) = l.sock.lock().as_mut() {
-            s.attach(owner, release_listener, true);
-        }
-        Ok(l)
-    }
-
-    /// # Safety
-    ///
-    /// `owner` is the pointer a listening socket was attached with, still attached.
-    unsafe fn wake(owner: *const core::ffi::c_void) {
-        // SAFETY: The socket holds a reference until detached, which waits
-        // for callbacks like this one.
-        let l: Arc<Listener> =
-            unsafe { kernel::sync::ArcBorrow::from_raw(owner.cast::<Listener>()) }.into();
-        let _ = queue().enqueue(l);
-    }
-
-    fn accept_all(&self) {
-        loop {
-            let accepted = {
-                let g = self.sock.lock();
-                match g.as_ref() {
-                    Some(s) => s.accept(),
-                    None => return,
-                }
-            };
-            match accepted {
-                Ok(Some(sock)) => {
-                    // A connection we cannot keep is dropped (closed).
-                    let _ = Conn::accepted(sock, self.pep.clone());
-                }
-                Ok(None) | Err(_) => return,
-            }
-        }
-    }
-
-    fn addr(&self) -> Result<SockAddr> {
-        self.sock.lock().as_ref().ok_or(EINVAL)?.name(false)
-    }
-
-    fn close(&self) {
-        // Dropping the socket detaches it and stops new connections.
-        *self.sock.lock() = None;
     }
 }
 

@@ -366,7 +366,12 @@ impl Conn {
             });
             *owner = Some(id);
         }
-        conn.entry.add_conn(&conn)?;
+        // The id is armed: on failure it must go before the endpoint does,
+        // or rdma_cm would report into a closed endpoint.
+        if let Err(e) = conn.entry.add_conn(&conn) {
+            conn.close();
+            return Err(e);
+        }
         Ok(conn)
     }
 

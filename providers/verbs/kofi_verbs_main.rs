@@ -17,6 +17,8 @@ use kernel::{c_str, str::CStr};
 #[path = "../common/abi.rs"]
 mod abi;
 mod conn;
+#[path = "../common/conn_slot.rs"]
+mod conn_slot;
 mod device;
 #[path = "../../kofi/flags.rs"]
 #[allow(dead_code)]
@@ -33,6 +35,7 @@ mod sockaddr;
 mod wire;
 
 use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
+use conn_slot::ConnSlot;
 use device::{VDomain, VerbsDomain};
 use flags::*;
 use kofi::{fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg};
@@ -204,7 +207,7 @@ impl kofi::Provider for Verbs {
             domain: domain.inner.clone(),
             ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
             dest,
-            conn: KBox::pin_init(new_mutex!(conn, "kofi_verbs_ep"), GFP_KERNEL)?,
+            conn: ConnSlot::new(conn, conn::RECV_DEPTH)?,
         })
     }
 
@@ -227,15 +230,12 @@ struct VerbsEp {
     domain: Arc<VDomain>,
     ipv6: bool,
     dest: Option<SockAddr>,
-    conn: Pin<KBox<Mutex<Option<Arc<Conn>>>>>,
+    conn: ConnSlot<Conn>,
 }
 
 impl VerbsEp {
     fn conn(&self) -> Result<Arc<Conn>> {
-        self.conn
-            .lock()
-            .clone()
-            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))
+        self.conn.get()
     }
 
     fn addr_len(&self) -> usize {
@@ -249,7 +249,7 @@ impl VerbsEp {
 
 impl Drop for VerbsEp {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.lock().take() {
+        if let Some(conn) = self.conn.take() {
             conn.close();
         }
     }
@@ -265,17 +265,10 @@ impl kofi::Endpoint for VerbsEp {
         if dest.is_ipv6() != self.ipv6 {
             return Err(EINVAL);
         }
-        let mut slot = self.conn.lock();
-        if slot.is_some() {
-            return Err(fi_error(abi::FI_EISCONN));
-        }
-        *slot = Some(Conn::connect(
-            &dest,
-            param,
-            self.ep.clone(),
-            self.domain.clone(),
-        )?);
-        Ok(())
+        self.conn.connect(
+            || Conn::connect(&dest, param, self.ep.clone(), self.domain.clone()),
+            |conn, recv| conn.post_recv(recv),
+        )
     }
 
     fn accept(&self, param: &[u8]) -> Result {
@@ -317,8 +310,8 @@ impl kofi::Endpoint for VerbsEp {
     }
 
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        let recv = msg.to_posted(flags)?;
-        self.conn()?.post_recv(recv)
+        self.conn
+            .recv(msg.to_posted(flags)?, |conn, recv| conn.post_recv(recv))
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {

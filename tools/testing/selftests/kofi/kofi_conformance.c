@@ -645,6 +645,99 @@ static void peer_gone(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/* Receives may be posted once the endpoint is enabled, before fi_connect:
+ * a message the server sends the moment it accepts lands in one. */
+static void recv_posted_before_connect(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct cm_event ev;
+	struct fi_cq_data_entry e;
+	char port[8];
+	u8 early[2][64] = {}, out[2][64];
+	int i;
+
+	port_of(port, 14);
+	pair_listen(test, &p, node, port);
+	p.client.info = test_info(test, prov, node, port, 0);
+	open_queues(test, &p, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, p.client.info, &p.client.ep, NULL), 0);
+	bind_enable(test, &p.client);
+	for (i = 0; i < 2; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, early[i], 64, NULL, 0, early[i]), 0);
+	KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, &p, &p.server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	for (i = 0; i < 2; i++) {
+		fill(out[i], 64, 40 + i);
+		KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, out[i], 64, NULL, 0, NULL), 0);
+	}
+	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	for (i = 0; i < 2; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		/* In the order they were posted. */
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)early[i]);
+		KUNIT_EXPECT_EQ(test, memcmp(early[i], out[i], 64), 0);
+	}
+	pair_close(test, &p);
+}
+
+/* fi_connect with each of its allocations failing in turn: an error or a
+ * connection, never a crash or a leak (kmemleak and KASAN judge the run),
+ * and the provider serves a connection afterwards. */
+static void connect_under_allocation_failures(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct cm_event ev;
+	struct fi_eq_err_entry err;
+	char port[8];
+	int n, ret, failed = 0, done = 0;
+	u32 event;
+
+	port_of(port, 15);
+	pair_listen(test, &p, node, port);
+	for (n = 1; n <= 200 && !done; n++) {
+		struct side s = {};
+
+		s.info = test_info(test, prov, node, port, 0);
+		open_queues(test, &p, &s);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, s.info, &s.ep, NULL), 0);
+		bind_enable(test, &s);
+		fail_nth(n);
+		ret = fi_connect(s.ep, NULL, "f", 2);
+		done = fail_armed() != 0;
+		fail_nth(0);
+		KUNIT_EXPECT_LE(test, ret, 0);
+		if (ret)
+			failed++;
+		/* Connected, refused or still on its way: closing is safe. */
+		side_close(test, &s);
+	}
+	KUNIT_EXPECT_TRUE(test, done);
+	KUNIT_EXPECT_GT(test, failed, 0);
+	/* Requests that made it are refused. */
+	for (;;) {
+		ret = fi_eq_sread(p.peq, &event, &ev, sizeof(ev), 500, 0);
+		if (ret == -FI_EAVAIL) {
+			fi_eq_readerr(p.peq, &err, 0);
+			continue;
+		}
+		if (ret < 0)
+			break;
+		if (event == FI_CONNREQ) {
+			fi_reject(p.pep, ev.entry.info->handle, NULL, 0);
+			fi_freeinfo(ev.entry.info);
+		}
+	}
+	side_connect(test, &p, &p.client, node, port, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, &p, &p.server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, &p, 4096, 3);
+	pair_close(test, &p);
+}
+
 static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(getinfo_describes_the_provider),
 	KUNIT_CASE(close_ordering),
@@ -662,6 +755,8 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(queued_sends),
 	KUNIT_CASE(shutdown_mid_traffic),
 	KUNIT_CASE(peer_gone),
+	KUNIT_CASE(recv_posted_before_connect),
+	KUNIT_CASE(connect_under_allocation_failures),
 	{}
 };
 

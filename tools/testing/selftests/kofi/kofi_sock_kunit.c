@@ -14,6 +14,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/vmalloc.h>
+#include <linux/unaligned.h>
 #include <linux/net.h>
 #include <linux/in.h>
 #include <linux/inet.h>
@@ -69,38 +70,80 @@ static void sock_rma_violations(struct kunit *test)
 	vfree(back);
 }
 
-/* A raw TCP client sends @len bytes of @bytes to 127.0.0.1:@port, then waits
- * for the listener to drop it (recv returns 0 or an error). */
-static int raw_client(u16 port, const void *bytes, size_t len)
+/* A raw TCP connection to 127.0.0.1:@port, or NULL. */
+static struct socket *raw_open(u16 port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-	struct msghdr msg = {};
-	struct kvec iov = { (void *)bytes, len };
 	struct socket *sock;
-	char sink[16];
-	int ret, i;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ret = sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP, &sock);
-	if (ret)
-		return ret;
-	ret = kernel_connect(sock, (struct sockaddr *)&sin, sizeof(sin), 0);
-	if (!ret)
-		ret = kernel_sendmsg(sock, &msg, &iov, 1, len) == len ? 0 : -EIO;
-	for (i = 0; !ret && i < 100; i++) {
+	if (sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP, &sock))
+		return NULL;
+	if (kernel_connect(sock, (struct sockaddr *)&sin, sizeof(sin), 0)) {
+		sock_release(sock);
+		return NULL;
+	}
+	return sock;
+}
+
+static int raw_send(struct socket *sock, const void *bytes, size_t len)
+{
+	struct msghdr msg = {};
+	struct kvec iov = { (void *)bytes, len };
+
+	return kernel_sendmsg(sock, &msg, &iov, 1, len) == len ? 0 : -EIO;
+}
+
+/* 1 when the listener dropped @sock (EOF or reset) within @ms, 0 when it is
+ * still open, -EPROTO when it answered bytes. */
+static int raw_dropped(struct socket *sock, int ms)
+{
+	char sink[16];
+	int i;
+
+	for (i = 0; i <= ms / 50; i++) {
 		struct kvec r = { sink, sizeof(sink) };
 		struct msghdr rm = { .msg_flags = MSG_DONTWAIT };
 		int n = kernel_recvmsg(sock, &rm, &r, 1, sizeof(sink), MSG_DONTWAIT);
 
-		if (n == -EAGAIN) {
-			msleep(50);
-			continue;
-		}
-		/* Dropped (EOF or reset): what we wanted. */
-		ret = n > 0 ? -EPROTO : 1;
+		if (n != -EAGAIN)
+			return n > 0 ? -EPROTO : 1;
+		msleep(50);
 	}
+	return 0;
+}
+
+/* A raw TCP client sends @len bytes of @bytes to 127.0.0.1:@port, then waits
+ * up to 5 s for the listener to drop it: 1 when it did. */
+static int raw_client(u16 port, const void *bytes, size_t len)
+{
+	struct socket *sock = raw_open(port);
+	int ret;
+
+	if (!sock)
+		return -ECONNREFUSED;
+	ret = raw_send(sock, bytes, len);
+	if (!ret)
+		ret = raw_dropped(sock, 5000);
 	sock_release(sock);
 	return ret;
+}
+
+/* kofi_sock's frame header (sock-wire.rst): @op with a payload of @len. */
+static void wire_header(u8 *h, u8 op, u64 len)
+{
+	memset(h, 0, 64);
+	memcpy(h, "KOFI", 4);
+	h[4] = 1;
+	h[5] = op;
+	put_unaligned_le64(len, h + 16);
+}
+
+/* The fabric, domain, EQ and listening passive endpoint of a pair. */
+static void raw_listener(struct kunit *test, struct pair *p, const char *port)
+{
+	p->prov = "sock";
+	pair_listen(test, p, "127.0.0.1", port);
 }
 
 static void sock_garbage_from_a_raw_client(struct kunit *test)
@@ -137,6 +180,114 @@ static void sock_garbage_from_a_raw_client(struct kunit *test)
 	pair_open(test, &p, "sock", "127.0.0.1", "7478");
 	exchange(test, &p, 512, 9);
 	pair_close(test, &p);
+}
+
+/* A connection that never sends its CONNECT belongs to the listener: when
+ * the passive endpoint closes, the provider closes it too (it outlived the
+ * endpoint before, and a late CONNECT reached freed memory). */
+static void sock_silent_connections_close_with_their_listener(struct kunit *test)
+{
+	struct pair p = {};
+	struct socket *raw[3];
+	u8 connect[64];
+	int i;
+
+	raw_listener(test, &p, "7491");
+	for (i = 0; i < 3; i++) {
+		raw[i] = raw_open(7491);
+		KUNIT_ASSERT_NOT_NULL(test, raw[i]);
+	}
+	/* Accepted and waiting for their CONNECT. */
+	msleep(300);
+	KUNIT_EXPECT_EQ(test, raw_dropped(raw[0], 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&p.pep->fid), 0);
+	p.pep = NULL;
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, raw_dropped(raw[i], 3000), 1);
+	/* A late CONNECT goes nowhere. */
+	wire_header(connect, 1, 0);
+	raw_send(raw[1], connect, sizeof(connect));
+	msleep(100);
+	for (i = 0; i < 3; i++)
+		sock_release(raw[i]);
+	pair_close(test, &p);
+}
+
+/* Before the handshake a peer can make the listener hold little: a header
+ * claiming a large payload is refused at once, and silent connections past
+ * the pending bound push out the oldest, not the next legitimate client. */
+static void sock_handshake_is_bounded(struct kunit *test)
+{
+	struct pair p = {};
+	struct socket **raw = kunit_kcalloc(test, 72, sizeof(*raw), GFP_KERNEL);
+	struct cm_event ev;
+	u8 h[64];
+	int i, dropped;
+
+	KUNIT_ASSERT_NOT_NULL(test, raw);
+	raw_listener(test, &p, "7492");
+	wire_header(h, 4, 4 << 20);	/* Send, 4 MiB, before CONNECT */
+	KUNIT_EXPECT_EQ(test, raw_client(7492, h, sizeof(h)), 1);
+	wire_header(h, 1, 4 << 20);	/* CONNECT with 4 MiB of private data */
+	KUNIT_EXPECT_EQ(test, raw_client(7492, h, sizeof(h)), 1);
+
+	/* 64 are kept waiting (listener.rs); 8 more push out the 8 oldest. */
+	for (i = 0; i < 72; i++) {
+		raw[i] = raw_open(7492);
+		KUNIT_ASSERT_NOT_NULL(test, raw[i]);
+		msleep(20);
+	}
+	msleep(500);
+	for (i = 0, dropped = 0; i < 8; i++)
+		dropped += raw_dropped(raw[i], 0) == 1;
+	KUNIT_EXPECT_EQ(test, dropped, 8);
+	for (i = 8, dropped = 0; i < 72; i++)
+		dropped += raw_dropped(raw[i], 0) == 1;
+	KUNIT_EXPECT_EQ(test, dropped, 0);
+
+	/* A real client still gets through (pushing out one more). */
+	side_connect(test, &p, &p.client, "127.0.0.1", "7492", NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, &p, &p.server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, &p, 1000, 4);
+	for (i = 0; i < 72; i++)
+		sock_release(raw[i]);
+	pair_close(test, &p);
+}
+
+/* RMA of exactly max_msg_size both ways, data verified: large payloads need
+ * no physically contiguous buffer (an order-11 allocation failed before). */
+static void sock_rma_of_max_msg_size(struct kunit *test)
+{
+	struct pair p = {};
+	struct fid_mr *mr;
+	struct fi_cq_data_entry e;
+	size_t max;
+	u8 *region, *src, *back;
+
+	pair_open(test, &p, "sock", "127.0.0.1", "7493");
+	max = p.client.info->ep_attr->max_msg_size;
+	region = vzalloc(max);
+	src = vmalloc(max);
+	back = vzalloc(max);
+	KUNIT_ASSERT_TRUE(test, region && src && back);
+	fill(src, max, 11);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, max, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, max, NULL, 0, 0, fi_mr_key(mr), src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(region, src, max), 0);
+	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, max, NULL, 0, 0, fi_mr_key(mr), back), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, max);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src, max), 0);
+	exchange(test, &p, 64, 1);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	vfree(region);
+	vfree(src);
+	vfree(back);
 }
 
 #define MANY 64
@@ -415,6 +566,9 @@ static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_reset_mid_transfer),
 	KUNIT_CASE(sock_garbage_from_a_raw_client),
 	KUNIT_CASE(sock_many_connections),
+	KUNIT_CASE(sock_silent_connections_close_with_their_listener),
+	KUNIT_CASE(sock_handshake_is_bounded),
+	KUNIT_CASE(sock_rma_of_max_msg_size),
 	{}
 };
 

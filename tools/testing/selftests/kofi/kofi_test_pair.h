@@ -8,6 +8,8 @@
 #ifndef _KOFI_TEST_PAIR_H
 #define _KOFI_TEST_PAIR_H
 
+#include "kofi_fault.h"
+
 #include <kunit/test.h>
 #include <linux/slab.h>
 #include <linux/string.h>

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A passive endpoint's listening socket, and the connections it accepted
+//! whose CONNECT has not yet become an FI_CONNREQ.
+//!
+//! Until its request is handed to the core, an accepted connection belongs to
+//! the listener alone: closing the passive endpoint closes it, so no socket
+//! outlives the endpoint (or the module) it would report to. A peer cannot
+//! make a listener hold more than [`MAX_PENDING`] such connections, nor hold
+//! one longer than [`HANDSHAKE_MS`] once others arrive: the oldest is
+//! dropped to make room, and the expired ones go whenever the listener runs.
+
+use crate::conn::Conn;
+use crate::kofi::{swap_remove, Info, PepRef};
+use crate::socket::{SockAddr, Socket};
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
+use kernel::time::{ktime_ms_delta, Ktime};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
+
+/// Accepted connections waiting for their CONNECT, per listener.
+pub(crate) const MAX_PENDING: usize = 64;
+/// How long an accepted connection may take to send its CONNECT.
+pub(crate) const HANDSHAKE_MS: i64 = 10_000;
+/// The listening socket's backlog.
+const BACKLOG: i32 = 128;
+
+/// The connections a listener still owns.
+struct Pending {
+    /// False once the passive endpoint closed: nothing is accepted or
+    /// handed over after.
+    open: bool,
+    /// Each with the time it was accepted.
+    conns: KVec<(Arc<Conn>, Ktime)>,
+}
+
+/// A listening socket; its work accepts connections.
+#[pin_data]
+pub(crate) struct Listener {
+    #[pin]
+    work: Work<Listener>,
+    #[pin]
+    sock: Mutex<Option<Socket>>,
+    /// Lock order: `pending`, then a connection's own lock.
+    #[pin]
+    pending: Mutex<Pending>,
+    /// Valid while `pending.open`: the passive endpoint closes the listener
+    /// before it goes.
+    pep: PepRef,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Listener { self.work }
+}
+
+impl WorkItem for Listener {
+    type Pointer = Arc<Listener>;
+
+    fn run(this: Arc<Listener>) {
+        this.accept_all();
+    }
+}
+
+fn release_listener(owner: *const core::ffi::c_void) {
+    // SAFETY: `Listener::new` gave the socket this reference.
+    drop(unsafe { Arc::from_raw(owner.cast::<Listener>()) });
+}
+
+impl Listener {
+    pub(crate) fn new(src: &SockAddr, pep: PepRef) -> Result<Arc<Listener>> {
+        let sock = Socket::new(src.is_ipv6())?;
+        sock.listen(src, BACKLOG)?;
+        let l = Arc::pin_init(
+            pin_init!(Listener {
+                work <- new_work!("kofi_sock_listener"),
+                sock <- new_mutex!(Some(sock), "kofi_sock_listener"),
+                pending <- new_mutex!(
+                    Pending {
+                        open: true,
+                        conns: KVec::new(),
+                    },
+                    "kofi_sock_listener_pending"
+                ),
+                pep,
+            }),
+            GFP_KERNEL,
+        )?;
+        let owner = Arc::into_raw(l.clone()).cast();
+        if let Some(s) = l.sock.lock().as_mut() {
+            s.attach(owner, release_listener, true);
+        }
+        Ok(l)
+    }
+
+    /// # Safety
+    ///
+    /// `owner` is the pointer a listening socket was attached with, still attached.
+    pub(crate) unsafe fn wake(owner: *const core::ffi::c_void) {
+        // SAFETY: The socket holds a reference until detached, which waits
+        // for callbacks like this one.
+        let l: Arc<Listener> = unsafe { ArcBorrow::from_raw(owner.cast::<Listener>()) }.into();
+        let _ = crate::queue().enqueue(l);
+    }
+
+    fn accept_all(self: Arc<Self>) {
+        loop {
+            let accepted = {
+                let g = self.sock.lock();
+                match g.as_ref() {
+                    Some(s) => s.accept(),
+                    None => return,
+                }
+            };
+            let sock = match accepted {
+                Ok(Some(sock)) => sock,
+                Ok(None) | Err(_) => return,
+            };
+            // A connection we cannot keep is dropped (closed).
+            let Ok(conn) = Conn::accepted(sock, self.clone()) else {
+                continue;
+            };
+            if self.adopt(&conn).is_ok() {
+                // Data may have arrived before the callbacks were ours.
+                conn.kick();
+            } else {
+                conn.close();
+            }
+        }
+    }
+
+    /// Takes `conn` among the pending ones, making room as the module doc says.
+    fn adopt(&self, conn: &Arc<Conn>) -> Result {
+        let mut p = self.pending.lock();
+        if !p.open {
+            return Err(EINVAL);
+        }
+        let now = Ktime::ktime_get();
+        let mut i = 0;
+        while i < p.conns.len() {
+            if ktime_ms_delta(now, p.conns[i].1) >= HANDSHAKE_MS {
+                swap_remove(&mut p.conns, i).0.close();
+            } else {
+                i += 1;
+            }
+        }
+        if p.conns.len() >= MAX_PENDING {
+            let oldest = (0..p.conns.len()).min_by_key(|&i| p.conns[i].1.to_ns());
+            if let Some(i) = oldest {
+                swap_remove(&mut p.conns, i).0.close();
+            }
+        }
+        p.conns.push((conn.clone(), now), GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// Hands `conn`'s request to the passive endpoint (FI_CONNREQ); `conn`
+    /// is closed instead when the listener no longer owns it.
+    pub(crate) fn hand_over(&self, conn: &Arc<Conn>, info: Info, data: &[u8]) {
+        let mut p = self.pending.lock();
+        let Some(i) = p.conns.iter().position(|(c, _)| Arc::ptr_eq(c, conn)) else {
+            drop(p);
+            conn.close();
+            return;
+        };
+        let (conn, _) = swap_remove(&mut p.conns, i);
+        // Under the lock, so the passive endpoint cannot close meanwhile. A
+        // request the core does not take is dropped, which closes `conn`.
+        if let Ok(req) = crate::Request::new(conn) {
+            let _ = self.pep.connreq(info, req, data);
+        }
+    }
+
+    /// Lets go of `conn`, which closed before its request went out.
+    pub(crate) fn forget(&self, conn: &Arc<Conn>) {
+        let gone = {
+            let mut p = self.pending.lock();
+            let i = p.conns.iter().position(|(c, _)| Arc::ptr_eq(c, conn));
+            i.map(|i| swap_remove(&mut p.conns, i))
+        };
+        drop(gone);
+    }
+
+    pub(crate) fn addr(&self) -> Result<SockAddr> {
+        self.sock.lock().as_ref().ok_or(EINVAL)?.name(false)
+    }
+
+    /// Stops accepting and closes every connection not yet handed over.
+    pub(crate) fn close(&self) {
+        // Dropping the socket detaches it and stops new connections.
+        *self.sock.lock() = None;
+        let conns = {
+            let mut p = self.pending.lock();
+            p.open = false;
+            core::mem::take(&mut p.conns)
+        };
+        for (c, _) in conns {
+            c.close();
+        }
+    }
+}
