@@ -56,6 +56,15 @@ const CONNECT_TRIES: u8 = 3;
 /// Operations in flight or queued at most (-FI_EAGAIN beyond).
 const OPS_MAX: usize = 4096;
 
+/// Tells of a peer that broke the protocol or lied about its name; a peer
+/// can repeat that at will, so only the first few times are said.
+pub(crate) fn log_bad_peer(what: core::fmt::Arguments<'_>) {
+    static SAID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+    if SAID.fetch_add(1, core::sync::atomic::Ordering::Relaxed) < 16 {
+        pr_warn!("rdm: {}", what);
+    }
+}
+
 /// What an internal operation's context stands for: a transmit of
 /// `ops[slot]`, or receive buffer `index` of `conns[slot]`. The generation
 /// makes a completion of a slot since reused harmless.
@@ -352,26 +361,42 @@ impl State {
             .any(|c| c.peer == peer && c.phase.closing())
     }
 
-    /// The peer named `name`, added when new.
+    /// The peer named `name`, added when new. With the table full, the
+    /// record of a peer nothing refers to (no connection, transmit or
+    /// message of it) is reused, so names a flood of peers claimed do not
+    /// lock out the next one.
     pub(crate) fn peer_of(&mut self, name: &Name) -> Result<usize> {
         if let Some(i) = self.peers.iter().position(|p| p.name == *name) {
             return Ok(i);
         }
-        if self.peers.len() >= PEERS_MAX {
-            return Err(errno::enospc());
+        let fresh = Peer {
+            name: *name,
+            tx: None,
+            connecting: None,
+            backlog: KVec::new(),
+            attempts: 0,
+            source: None,
+        };
+        if self.peers.len() < PEERS_MAX {
+            self.peers.push(fresh, GFP_KERNEL)?;
+            return Ok(self.peers.len() - 1);
         }
-        self.peers.push(
-            Peer {
-                name: *name,
-                tx: None,
-                connecting: None,
-                backlog: KVec::new(),
-                attempts: 0,
-                source: None,
-            },
-            GFP_KERNEL,
-        )?;
-        Ok(self.peers.len() - 1)
+        let idle = (0..self.peers.len())
+            .find(|&i| self.peer_unused(i))
+            .ok_or_else(errno::enospc)?;
+        self.peers[idle] = fresh;
+        Ok(idle)
+    }
+
+    /// Whether nothing refers to peer `i`.
+    fn peer_unused(&self, i: usize) -> bool {
+        let p = &self.peers[i];
+        p.tx.is_none()
+            && p.connecting.is_none()
+            && p.backlog.is_empty()
+            && !self.conns.iter().flatten().any(|c| c.peer == i)
+            && !self.ops.iter().flatten().any(|o| o.peer == i)
+            && !self.inbound.iter().any(|m| m.peer == i)
     }
 
     /// The sender's address for FI_SOURCE.

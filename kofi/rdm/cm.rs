@@ -106,8 +106,11 @@ fn msg_endpoint(
 
 fn new_conn(rdm: &Rdm, s: &mut State, peer: usize, phase: Phase) -> Result<(usize, u32)> {
     rdm.evict_idle(s);
-    let live = s.conns.iter().filter(|c| c.is_some()).count();
-    if live >= CONNS_MAX {
+    let live = |s: &State| s.conns.iter().filter(|c| c.is_some()).count();
+    if live(s) >= CONNS_MAX {
+        rdm.drop_stuck(s);
+    }
+    if live(s) >= CONNS_MAX {
         return Err(errno::enospc());
     }
     let slot = State::slot(&mut s.conns, CONNS_MAX)?;
@@ -235,6 +238,25 @@ impl Rdm {
         };
         let result = (|| {
             let name = wire::cm_decode(data).ok_or(EINVAL)?;
+            // A peer's name is what it claims; the transport vouches for its
+            // host only (the connection's source address): a claim of
+            // another host is refused (rdm.rst, the trust model).
+            // SAFETY: The event's info, ours; the provider set its
+            // destination to the requester's address.
+            let source = unsafe {
+                let i = &*info.as_ptr();
+                (!i.dest_addr.is_null())
+                    .then(|| core::slice::from_raw_parts(i.dest_addr.cast::<u8>(), i.dest_addrlen))
+            };
+            let source = source.and_then(|b| Name::parse(b).ok()).ok_or(EINVAL)?;
+            if !name.same_host(&source) {
+                super::log_bad_peer(format_args!(
+                    "a peer at {:?} claimed the name {:?}: refused\n",
+                    source.as_bytes(),
+                    name.as_bytes()
+                ));
+                return Err(EACCES);
+            }
             let peer = s.peer_of(&name)?;
             let (slot, gen) = new_conn(self, s, peer, Phase::Accepting)?;
             let accepted = (|| {
@@ -407,6 +429,27 @@ impl Rdm {
             if s.peers[peer].tx == Some(slot) {
                 s.peers[peer].tx = None;
             }
+        }
+    }
+
+    /// With every connection in use, closes the least recently used one
+    /// already being let go (BYE sent or acknowledged) whose peer has
+    /// nothing queued: a peer that never answers BYE cannot hold a slot a
+    /// new peer needs.
+    fn drop_stuck(&self, s: &mut State) {
+        let stuck = s
+            .conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, c.as_ref()?)))
+            .filter(|(_, c)| {
+                matches!(c.phase, Phase::ByeSent | Phase::ByeAcked)
+                    && s.peers[c.peer].backlog.is_empty()
+            })
+            .min_by_key(|(_, c)| c.last_used)
+            .map(|(i, c)| (i, c.gen));
+        if let Some((slot, gen)) = stuck {
+            self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
         }
     }
 

@@ -255,11 +255,10 @@ impl Rdm {
             return;
         }
         if let Err(e) = self.segment(s, slot, index, len) {
-            // A peer can repeat this at will: say it a few times only.
-            static SAID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-            if SAID.fetch_add(1, core::sync::atomic::Ordering::Relaxed) < 16 {
-                pr_warn!("rdm: dropping a connection: bad segment ({:?})\n", e);
-            }
+            super::log_bad_peer(format_args!(
+                "dropping a connection: bad segment ({:?})\n",
+                e
+            ));
             self.conn_lost(s, slot, gen, abi::FI_EPROTO as i32);
         }
     }

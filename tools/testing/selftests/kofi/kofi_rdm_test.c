@@ -870,6 +870,66 @@ static void raw_connect(struct kunit *test, struct net *t, struct side *raw, con
 	KUNIT_ASSERT_EQ(test, fi_connect(raw->ep, name, data, len), 0);
 }
 
+/* A request's payload naming @name (@len bytes) with port 9, on another
+ * host when @elsewhere. */
+static u8 *claimed_name(struct kunit *test, const u8 *name, size_t len, bool elsewhere)
+{
+	u8 *fake = kunit_kzalloc(test, 4 + len, GFP_KERNEL);
+	struct sockaddr_in *sin = (struct sockaddr_in *)(fake + 4);
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)(fake + 4);
+
+	KUNIT_ASSERT_NOT_NULL(test, fake);
+	memcpy(fake, "kRDM", 4);
+	memcpy(fake + 4, name, len);
+	sin->sin_port = htons(9);
+	if (elsewhere && sin->sin_family == AF_INET)
+		sin->sin_addr.s_addr ^= htonl(0x55);
+	else if (elsewhere)
+		sin6->sin6_addr.s6_addr[15] ^= 0x55;
+	return fake;
+}
+
+/*
+ * A peer's name is what it claims, and the transport vouches for its host:
+ * a connection claiming a name on another host is refused (it could take
+ * messages meant for that peer and speak in its name), and the endpoint
+ * goes on serving.
+ */
+static void spoofed_name_refused(struct kunit *test)
+{
+	struct net t;
+	struct side raw = {};
+	struct cm_event *ev = kunit_kzalloc(test, sizeof(*ev), GFP_KERNEL);
+	struct fi_eq_err_entry eqe = {};
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	size_t len = 128;
+	u8 *name = kunit_kzalloc(test, len, GFP_KERNEL), rx[64], msg[32];
+
+	KUNIT_ASSERT_TRUE(test, ev && name);
+	net_open(test, &t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), 0);
+	raw_connect(test, &t, &raw, name, claimed_name(test, name, len, true), 4 + len);
+	KUNIT_EXPECT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev), (ssize_t)-FI_EAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_eq_readerr(raw.eq, &eqe, 0), (ssize_t)sizeof(eqe));
+	KUNIT_EXPECT_EQ(test, eqe.err, ECONNREFUSED);
+	side_close(test, &raw);
+	/* The same claim from this host is taken. */
+	raw_connect(test, &t, &raw, name, claimed_name(test, name, len, false), 4 + len);
+	KUNIT_EXPECT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev), (ssize_t)sizeof(ev->entry));
+	side_close(test, &raw);
+	/* Still serving: endpoint 1's message arrives, from endpoint 1. */
+	fill_msg(msg, sizeof(msg), 1, 7);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg, sizeof(msg), NULL, t.addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, src, t.addr[1]);
+	KUNIT_EXPECT_TRUE(test, check_msg(rx, sizeof(msg), 1, 7));
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	net_close(test, &t);
+}
+
 /*
  * A peer that does not speak the protocol: a request without a name is
  * refused; a malformed header, a segment longer than its message says and a
@@ -885,8 +945,7 @@ static void bad_peer(struct kunit *test)
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
-	u8 *name, fake[4 + sizeof(struct sockaddr_in)] = "kRDM", rx[64], msg[32];
-	struct sockaddr_in *sin = (struct sockaddr_in *)(fake + 4);
+	u8 *name, *fake, rx[64], msg[32];
 	size_t len = 128, sizes[3] = { 32, 300, 20000 };
 	u8 *bad;
 	int k;
@@ -906,11 +965,10 @@ static void bad_peer(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, eqe.err, ECONNREFUSED);
 	side_close(test, &raw);
 
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons(9);
-	sin->sin_addr.s_addr = htonl(0x0a000263);
+	/* A name of this host (the only kind the endpoint accepts). */
+	fake = claimed_name(test, name, len, false);
 	for (k = 0; k < 3; k++) {
-		raw_connect(test, &t, &raw, name, fake, sizeof(fake));
+		raw_connect(test, &t, &raw, name, fake, 4 + len);
 		KUNIT_ASSERT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev),
 				(ssize_t)sizeof(ev->entry));
 		memset(bad, 0xd7, 20000);
@@ -953,6 +1011,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(many_mixed_messages),
 	KUNIT_CASE(peer_closed_mid_traffic),
 	KUNIT_CASE(bad_peer),
+	KUNIT_CASE(spoofed_name_refused),
 	{}
 };
 
