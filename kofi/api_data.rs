@@ -49,7 +49,10 @@ fn iov_total(
     if !iov.is_null() {
         // SAFETY: `iov` holds `count` kvecs (ABI).
         for k in unsafe { core::slice::from_raw_parts(iov, count) } {
-            if k.iov_base.is_null() && k.iov_len != 0 {
+            // No buffer wraps the address space.
+            if (k.iov_base.is_null() && k.iov_len != 0)
+                || (k.iov_base as usize).checked_add(k.iov_len).is_none()
+            {
                 return Err(EINVAL);
             }
             total = total.checked_add(k.iov_len).ok_or_else(errno::emsgsize)?;

@@ -80,10 +80,9 @@ impl ModuleRef {
     /// module cannot finish unloading (deregistration takes the same lock)
     /// between the lookup and the pin.
     fn get(provider: &Arc<Provider>) -> Option<ModuleRef> {
-        // SAFETY: `owner` is the provider's module (or NULL for built-in
-        // code); the provider is registered and the registry locked, so its
-        // module has not returned from its exit function (which deregisters
-        // it); `try_module_get` fails once the module has started unloading.
+        // SAFETY: `owner` is the provider's module (or NULL): registered
+        // and the registry locked, it has not left its exit function (which
+        // deregisters); `try_module_get` fails once it started unloading.
         if unsafe { abi::kofi_module_get(provider.owner) } {
             Some(ModuleRef {
                 provider: provider.clone(),

@@ -1425,6 +1425,44 @@ static void data_rma_vector_count_checked_first(struct kunit *test)
 	fx_close(test, &f);
 }
 
+/* Huge lengths and counts, and flags nobody defined, answer errors: no call
+ * reads past what it was given or takes a size it cannot honour. */
+static void data_huge_lengths_counts_and_flags(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_mr *mr;
+	struct fid_av *av;
+	struct fi_av_attr av_attr = { .type = FI_AV_MAP, .count = KOFI_AV_COUNT_MAX + 1 };
+	u8 buf[64] = {};
+	struct kvec one = { buf, sizeof(buf) };
+	struct kvec overflow[2] = { { buf, SIZE_MAX }, { buf, 2 } };
+	struct fi_msg m = { .msg_iov = overflow, .iov_count = 2 };
+	struct fi_msg plain = { .msg_iov = &one, .iov_count = 1 };
+
+	fx_open(test, &f);
+	KUNIT_EXPECT_LT(test, fi_send(f.ep, buf, SIZE_MAX, NULL, 0, NULL), 0);
+	KUNIT_EXPECT_LT(test, fi_sendmsg(f.ep, &m, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_sendv(f.ep, &one, NULL, SIZE_MAX, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_recvv(f.ep, &one, NULL, SIZE_MAX, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_LT(test, fi_inject(f.ep, buf, f.info->tx_attr->inject_size + 1, 0), 0);
+	KUNIT_EXPECT_LT(test, fi_write(f.ep, buf, SIZE_MAX, NULL, 0, 0, 1, NULL), 0);
+	KUNIT_EXPECT_LT(test, fi_read(f.ep, buf, SIZE_MAX, NULL, 0, 0, 1, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_writev(f.ep, &one, NULL, SIZE_MAX, 0, 0, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_sendmsg(f.ep, &plain, ~0ULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_recvmsg(f.ep, &plain, ~0ULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_LT(test, fi_mr_reg(f.domain, buf, SIZE_MAX, FI_REMOTE_READ, 0, 0, 0, &mr,
+					NULL), 0);
+	KUNIT_EXPECT_LT(test, fi_mr_reg(f.domain, buf, sizeof(buf), FI_REMOTE_READ, 0, 0, ~0ULL,
+					&mr, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_av_open(f.domain, &av_attr, &av, NULL), -EINVAL);
+	av_attr.count = 0;
+	KUNIT_ASSERT_EQ(test, fi_av_open(f.domain, &av_attr, &av, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_av_insert(av, buf, SIZE_MAX, NULL, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_insert(av, buf, 1, NULL, ~0ULL, NULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_close(&av->fid), 0);
+	fx_close(test, &f);
+}
+
 static void data_strerror(struct kunit *test)
 {
 	KUNIT_EXPECT_STREQ(test, fi_strerror(-FI_ETRUNC), "Truncation error");
@@ -1442,6 +1480,7 @@ static struct kunit_case data_cases[] = {
 	KUNIT_CASE(data_rma_violations_are_refused),
 	KUNIT_CASE(data_mr_bvec_and_bad_arguments),
 	KUNIT_CASE(data_rma_vector_count_checked_first),
+	KUNIT_CASE(data_huge_lengths_counts_and_flags),
 	KUNIT_CASE(data_strerror),
 	{}
 };
