@@ -5,10 +5,12 @@
 //!
 //! Until its request is handed to the core, an accepted connection belongs to
 //! the listener alone: closing the passive endpoint closes it, so no socket
-//! outlives the endpoint (or the module) it would report to. A peer cannot
-//! make a listener hold more than [`MAX_PENDING`] such connections, nor hold
-//! one longer than [`HANDSHAKE_MS`] once others arrive: the oldest is
-//! dropped to make room, and the expired ones go whenever the listener runs.
+//! outlives the endpoint (or the module) it would report to. Beyond
+//! [`MAX_PENDING`] such connections, the oldest goes to make room once it
+//! has waited [`SLOW_MS`] (a burst of real clients, each sending its CONNECT
+//! at once, loses none), and beyond [`MAX_PENDING_HARD`] whatever its age;
+//! none is held longer than [`HANDSHAKE_MS`] once others arrive (the expired
+//! ones go whenever the listener accepts).
 
 use crate::conn::Conn;
 use crate::kofi::{swap_remove, Info, PepRef};
@@ -18,8 +20,14 @@ use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
 use kernel::time::{ktime_ms_delta, Ktime};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
-/// Accepted connections waiting for their CONNECT, per listener.
+/// Accepted connections waiting for their CONNECT, per listener, before the
+/// slow ones make room.
 pub(crate) const MAX_PENDING: usize = 64;
+/// Beyond this many, the oldest makes room whatever its age.
+pub(crate) const MAX_PENDING_HARD: usize = 1024;
+/// A connection this slow to send its CONNECT makes room beyond
+/// [`MAX_PENDING`].
+pub(crate) const SLOW_MS: i64 = 3_000;
 /// How long an accepted connection may take to send its CONNECT.
 pub(crate) const HANDSHAKE_MS: i64 = 10_000;
 /// The listening socket's backlog.
@@ -146,7 +154,11 @@ impl Listener {
         if p.conns.len() >= MAX_PENDING {
             let oldest = (0..p.conns.len()).min_by_key(|&i| p.conns[i].1.to_ns());
             if let Some(i) = oldest {
-                swap_remove(&mut p.conns, i).0.close();
+                if p.conns.len() >= MAX_PENDING_HARD
+                    || ktime_ms_delta(now, p.conns[i].1) >= SLOW_MS
+                {
+                    swap_remove(&mut p.conns, i).0.close();
+                }
             }
         }
         p.conns.push((conn.clone(), now), GFP_KERNEL)?;

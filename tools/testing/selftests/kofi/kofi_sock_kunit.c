@@ -14,6 +14,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/vmalloc.h>
+#include <linux/random.h>
 #include <linux/unaligned.h>
 #include <linux/net.h>
 #include <linux/in.h>
@@ -129,6 +130,20 @@ static int raw_client(u16 port, const void *bytes, size_t len)
 	return ret;
 }
 
+/* A raw client sends @len bytes to 127.0.0.1:@port and closes at once,
+ * without waiting for an answer; 0 when it could. */
+static int raw_client_hold(u16 port, const void *bytes, size_t len)
+{
+	struct socket *sock = raw_open(port);
+	int ret;
+
+	if (!sock)
+		return -ECONNREFUSED;
+	ret = raw_send(sock, bytes, len);
+	sock_release(sock);
+	return ret;
+}
+
 /* kofi_sock's frame header (sock-wire.rst): @op with a payload of @len. */
 static void wire_header(u8 *h, u8 op, u64 len)
 {
@@ -215,7 +230,8 @@ static void sock_silent_connections_close_with_their_listener(struct kunit *test
 
 /* Before the handshake a peer can make the listener hold little: a header
  * claiming a large payload is refused at once, and silent connections past
- * the pending bound push out the oldest, not the next legitimate client. */
+ * the pending bound push out the oldest slow one, not the next legitimate
+ * client. */
 static void sock_handshake_is_bounded(struct kunit *test)
 {
 	struct pair p = {};
@@ -231,8 +247,11 @@ static void sock_handshake_is_bounded(struct kunit *test)
 	wire_header(h, 1, 4 << 20);	/* CONNECT with 4 MiB of private data */
 	KUNIT_EXPECT_EQ(test, raw_client(7492, h, sizeof(h)), 1);
 
-	/* 64 are kept waiting (listener.rs); 8 more push out the 8 oldest. */
+	/* 64 are kept waiting (listener.rs); once they have waited 3 s, 8 more
+	 * push out the 8 oldest. */
 	for (i = 0; i < 72; i++) {
+		if (i == 64)
+			msleep(3500);
 		raw[i] = raw_open(7492);
 		KUNIT_ASSERT_NOT_NULL(test, raw[i]);
 		msleep(20);
@@ -253,6 +272,64 @@ static void sock_handshake_is_bounded(struct kunit *test)
 	exchange(test, &p, 1000, 4);
 	for (i = 0; i < 72; i++)
 		sock_release(raw[i]);
+	pair_close(test, &p);
+}
+
+/* What a hostile or broken client throws at a listener: a thousand
+ * connections opened and dropped at once, random bytes of random lengths,
+ * a valid CONNECT header whose private data never comes, and one with it
+ * cut short. None reaches the consumer; afterwards the listener serves a
+ * real client. (kmemleak and KASAN judge what they left behind.) */
+static void sock_connection_flood_and_random_bytes(struct kunit *test)
+{
+	enum { DROPPED = 1000, RANDOM = 100 };
+	struct pair p = {};
+	struct cm_event ev;
+	u8 *junk = kunit_kmalloc(test, 4096, GFP_KERNEL);
+	u8 h[64 + 10];
+	u32 event;
+	int i, refused = 0, answered = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, junk);
+	raw_listener(test, &p, "7494");
+	for (i = 0; i < DROPPED; i++) {
+		struct socket *s = raw_open(7494);
+
+		if (!s)
+			refused++;
+		else
+			sock_release(s);
+	}
+	/* The backlog may refuse some under the flood; most get in. */
+	KUNIT_EXPECT_LT(test, refused, DROPPED / 2);
+	for (i = 0; i < RANDOM; i++) {
+		struct socket *s = raw_open(7494);
+		size_t len = 1 + get_random_u32_below(4096);
+
+		if (!s)
+			continue;
+		get_random_bytes(junk, len);
+		raw_send(s, junk, len);
+		/* Random bytes are no frame: dropped, never answered. */
+		answered += raw_dropped(s, 2000) == -EPROTO;
+		sock_release(s);
+	}
+	KUNIT_EXPECT_EQ(test, answered, 0);
+	/* A CONNECT saying 10 bytes of private data, then nothing; then one
+	 * with 5 of its 10 bytes before the close. */
+	wire_header(h, 1, 10);
+	KUNIT_EXPECT_EQ(test, raw_client_hold(7494, h, 64), 0);
+	memset(h + 64, 'x', 10);
+	KUNIT_EXPECT_EQ(test, raw_client_hold(7494, h, 64 + 5), 0);
+	msleep(200);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(p.peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
+
+	side_connect(test, &p, &p.client, "127.0.0.1", "7494", "real", 5);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 5));
+	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "real");
+	side_accept(test, &p, &p.server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, &p, 4096, 6);
 	pair_close(test, &p);
 }
 
@@ -569,6 +646,7 @@ static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_silent_connections_close_with_their_listener),
 	KUNIT_CASE(sock_handshake_is_bounded),
 	KUNIT_CASE(sock_rma_of_max_msg_size),
+	KUNIT_CASE_SLOW(sock_connection_flood_and_random_bytes),
 	{}
 };
 
