@@ -658,10 +658,7 @@ static void recv_posted_before_connect(struct kunit *test)
 
 	port_of(port, 14);
 	pair_listen(test, &p, node, port);
-	p.client.info = test_info(test, prov, node, port, 0);
-	open_queues(test, &p, &p.client);
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, p.client.info, &p.client.ep, NULL), 0);
-	bind_enable(test, &p.client);
+	side_open(test, &p, &p.client, node, port);
 	for (i = 0; i < 2; i++)
 		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, early[i], 64, NULL, 0, early[i]), 0);
 	KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, NULL, 0), 0);
@@ -699,10 +696,7 @@ static void connect_under_allocation_failures(struct kunit *test)
 	for (n = 1; n <= 200 && !done; n++) {
 		struct side s = {};
 
-		s.info = test_info(test, prov, node, port, 0);
-		open_queues(test, &p, &s);
-		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, s.info, &s.ep, NULL), 0);
-		bind_enable(test, &s);
+		side_open(test, &p, &s, node, port);
 		fail_nth(n);
 		ret = fi_connect(s.ep, NULL, "f", 2);
 		done = fail_armed() != 0;

@@ -103,14 +103,21 @@ static inline void pair_listen(struct kunit *test, struct pair *p, const char *n
 	fi_freeinfo(src);
 }
 
-/* A client endpoint of @p's domain connecting to @node:@port with @data. */
-static inline void side_connect(struct kunit *test, struct pair *p, struct side *s,
-				const char *node, const char *port, const void *data, size_t len)
+/* A client endpoint of @p's domain for @node:@port, enabled. */
+static inline void side_open(struct kunit *test, struct pair *p, struct side *s,
+			     const char *node, const char *port)
 {
 	s->info = test_info(test, p->prov, node, port, 0);
 	open_queues(test, p, s);
 	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, s->info, &s->ep, NULL), 0);
 	bind_enable(test, s);
+}
+
+/* A client endpoint of @p's domain connecting to @node:@port with @data. */
+static inline void side_connect(struct kunit *test, struct pair *p, struct side *s,
+				const char *node, const char *port, const void *data, size_t len)
+{
+	side_open(test, p, s, node, port);
 	KUNIT_ASSERT_EQ(test, fi_connect(s->ep, NULL, data, len), 0);
 }
 
