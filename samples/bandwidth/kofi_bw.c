@@ -7,9 +7,11 @@
  * flight, and stops the clock when the receiver says it has them all;
  * test=write and test=read stream RMA into and out of a region the server
  * registers and names in its accept's private data (an RMA completes when
- * the target has answered). mode=both runs the server in a thread. The
- * module's init returns when the run is over (0: every operation
- * succeeded) and prints one line:
+ * the target has answered). mode=both runs the server in a thread. Every
+ * buffer slot carries its own pattern, checked outside the clock when the
+ * run is over (messages and writes where they landed, reads where they were
+ * read into). The module's init returns when the run is over (0: every
+ * operation succeeded and every byte arrived) and prints one line:
  *   kofi_bw: <prov> <test> <size> bytes x <iters>: <MB/s> MB/s
  */
 #include <linux/completion.h>
@@ -72,6 +74,37 @@ static bool is_rma(void)
 	return strcmp(test, "msg");
 }
 
+/* Slot @s of a window: its own bytes. */
+static u8 slot_byte(unsigned int s, size_t j)
+{
+	return (u8)(s * 31 + j * 7 + 1);
+}
+
+static void fill_slots(u8 *buf)
+{
+	unsigned int s;
+	size_t j;
+
+	for (s = 0; s < window; s++)
+		for (j = 0; j < size; j++)
+			buf[(size_t)s * size + j] = slot_byte(s, j);
+}
+
+/* 0 when the slots the run used hold their bytes; -EILSEQ otherwise. */
+static int check_slots(const u8 *buf, const char *who)
+{
+	unsigned int s;
+	size_t j;
+
+	for (s = 0; s < min(window, iters); s++)
+		for (j = 0; j < size; j++)
+			if (buf[(size_t)s * size + j] != slot_byte(s, j)) {
+				pr_err("kofi_bw: %s: slot %u byte %zu corrupt\n", who, s, j);
+				return -EILSEQ;
+			}
+	return 0;
+}
+
 static int open_end(struct end *e, u64 flags)
 {
 	struct fi_info *hints = fi_allocinfo();
@@ -124,9 +157,13 @@ static int serve(struct completion *listening)
 	struct cm_event ev;
 	struct region_desc rd = {};
 	unsigned int i, got = 0;
+	u8 done;
 	int ret;
 
 	ret = open_end(&e, FI_SOURCE);
+	/* What reads take. */
+	if (!ret && !strcmp(test, "read"))
+		fill_slots(e.buf);
 	if (!ret && is_rma()) {
 		ret = fi_mr_reg(e.domain, e.buf, (size_t)size * window,
 				FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &e.mr, NULL);
@@ -147,23 +184,31 @@ static int serve(struct completion *listening)
 		fi_freeinfo(ev.entry.info);
 	}
 	/* Receives before the accept: nothing the client sends waits. */
-	for (i = 0; !ret && i < (is_rma() ? 1 : window); i++)
+	if (!ret && is_rma())
+		ret = fi_recv(e.ep, &done, 1, NULL, 0, NULL);
+	for (i = 0; !ret && !is_rma() && i < window; i++)
 		ret = fi_recv(e.ep, e.buf + (size_t)i * size, size, NULL, 0, NULL);
 	if (!ret)
 		ret = fi_accept(e.ep, &rd, sizeof(rd));
 	if (!ret)
 		ret = sample_wait_cm(e.eq, FI_CONNECTED, &ev, WAIT_MS);
 	if (is_rma()) {
-		/* The client's "done" message. */
+		/* The client's "done" message, after its last RMA completed. */
 		if (!ret)
 			ret = sample_wait_cq(e.cq, WAIT_MS);
+		if (!ret && !strcmp(test, "write"))
+			ret = check_slots(e.buf, "server");
 	} else {
 		while (!ret && got < iters) {
 			ret = sample_wait_cq(e.cq, WAIT_MS);
 			got++;
+			/* Message k lands in slot k % window, as it was sent. */
 			if (!ret && got + window <= iters)
-				ret = fi_recv(e.ep, e.buf + (size_t)(got % window) * size, size, NULL, 0, NULL);
+				ret = fi_recv(e.ep, e.buf + (size_t)((got - 1) % window) * size, size,
+					      NULL, 0, NULL);
 		}
+		if (!ret)
+			ret = check_slots(e.buf, "server");
 		/* Tell the client everything arrived. */
 		if (!ret)
 			ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
@@ -210,6 +255,9 @@ static int client(void)
 		memcpy(&rd, ev.data, sizeof(rd));
 	if (!ret && !is_rma())
 		ret = fi_recv(e.ep, &ack, 1, NULL, 0, &ack);
+	/* What messages and writes carry (reads bring the server's). */
+	if (!ret && strcmp(test, "read"))
+		fill_slots(e.buf);
 	start = ktime_get();
 	while (!ret && done < iters) {
 		while (!ret && posted < iters && posted - done < window) {
@@ -224,6 +272,8 @@ static int client(void)
 	if (!ret && !is_rma())
 		ret = sample_wait_cq(e.cq, WAIT_MS);
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	if (!ret && !strcmp(test, "read"))
+		ret = check_slots(e.buf, "client");
 	if (!ret && is_rma()) {
 		ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
 		if (!ret)
