@@ -154,8 +154,7 @@ impl Listener {
         if p.conns.len() >= MAX_PENDING {
             let oldest = (0..p.conns.len()).min_by_key(|&i| p.conns[i].1.to_ns());
             if let Some(i) = oldest {
-                if p.conns.len() >= MAX_PENDING_HARD
-                    || ktime_ms_delta(now, p.conns[i].1) >= SLOW_MS
+                if p.conns.len() >= MAX_PENDING_HARD || ktime_ms_delta(now, p.conns[i].1) >= SLOW_MS
                 {
                     swap_remove(&mut p.conns, i).0.close();
                 }
