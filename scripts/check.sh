@@ -65,12 +65,13 @@ record "modules build with CLIPPY=1, no warnings" $rc
 [ $rc = 0 ] || finish
 
 # guest_run LABEL VMS: boot VMS VMs of the debug kernel, run the suites, add
-# their totals.
+# their totals. A guest gets 30 minutes (KOFI_VM_TIMEOUT): the one-VM suites
+# take 12 to 16 under TCG; a hang is still caught.
 guest_run() {
 	local label=$1 vms=$2 out line rc p f s
 	step "guest suites, $label (debug kernel: KASAN, lockdep, kmemleak)"
 	out=$(scripts/vm-run.sh --kernel "$KDIR/arch/x86/boot/bzImage" --vms "$vms" \
-		--out "$KOFI_ROOT/build/check-$label" --timeout "${KOFI_VM_TIMEOUT:-900}" \
+		--out "$KOFI_ROOT/build/check-$label" --timeout "${KOFI_VM_TIMEOUT:-1800}" \
 		-- /kofi/tests/run_tests.sh "${KOFI_TEST_FILTER:-}")
 	rc=$?
 	echo "$out"
