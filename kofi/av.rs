@@ -40,13 +40,26 @@ struct Table {
 }
 
 impl Table {
-    /// Fills free slot `index` with `name`; its address in `av`.
-    fn put(&mut self, index: usize, name: Name, av: &Av) -> u64 {
+    /// A slot for a new entry: a freed one, or one more within capacity
+    /// (no allocation under the lock); None when the table must grow.
+    fn free_slot(&mut self) -> Option<usize> {
+        if let Some(index) = self.free.pop() {
+            return Some(index);
+        }
+        if self.slots.len() == self.slots.capacity() {
+            return None;
+        }
+        self.slots.push(None, GFP_ATOMIC).ok()?;
+        Some(self.slots.len() - 1)
+    }
+
+    /// Fills free slot `index` with `name`; the entry's generation.
+    fn put(&mut self, index: usize, name: Name) -> u32 {
         let generation = self.generation;
         self.generation = self.generation.wrapping_add(1);
         self.slots[index] = Some(Entry { name, generation });
         self.changes += 1;
-        av.encode(index, generation)
+        generation
     }
 }
 
@@ -86,14 +99,9 @@ impl Av {
         loop {
             let capacity = {
                 let mut t = self.table.lock();
-                if let Some(index) = t.free.pop() {
-                    return Ok(t.put(index, name, self));
-                }
-                if t.slots.len() < t.slots.capacity() {
-                    let index = t.slots.len();
-                    // Within capacity: no allocation under the lock.
-                    t.slots.push(None, GFP_ATOMIC)?;
-                    return Ok(t.put(index, name, self));
+                if let Some(index) = t.free_slot() {
+                    let generation = t.put(index, name);
+                    return Ok(self.encode(index, generation));
                 }
                 if t.slots.len() >= abi::KOFI_AV_COUNT_MAX as usize {
                     return Err(errno::enospc());

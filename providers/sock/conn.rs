@@ -71,7 +71,7 @@ struct TxFrame {
 }
 
 /// What follows a frame's header.
-pub(crate) enum TxPayload {
+enum TxPayload {
     None,
     /// A copy (vmalloc'd when large: no payload needs contiguous pages).
     Copied(KVVec<u8>),
