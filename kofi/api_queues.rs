@@ -8,7 +8,7 @@ use crate::abi;
 use crate::errno::{self, to_c, to_c_ssize};
 use crate::flags::FI_PEEK;
 use crate::object::lookup;
-use crate::queue::{Cq, Eq, EQ_ENTRY_MAX};
+use crate::queue::{Cq, Eq, ErrData, EQ_ENTRY_MAX};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
@@ -192,7 +192,17 @@ pub(crate) extern "C" fn fi_eq_readerr(
         }
         // SAFETY: `buf` is null or valid for writes (ABI).
         let out = unsafe { buf.as_mut() }.ok_or(EINVAL)?;
-        q.read_error(out)
+        let place = match (out.err_data, out.err_data_size) {
+            (_, 0) => ErrData::Queue,
+            (data, _) if data.is_null() => return Err(EINVAL),
+            (data, size) => {
+                // SAFETY: A consumer that gives err_data_size gives a buffer
+                // of that many bytes, written only during this call (ABI).
+                let buf = unsafe { core::slice::from_raw_parts_mut(data.cast::<u8>(), size) };
+                ErrData::Into(buf)
+            }
+        };
+        q.read_error(out, place)
     })();
     to_c_ssize(result)
 }

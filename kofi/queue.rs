@@ -382,16 +382,30 @@ impl Drop for EqEvent {
     }
 }
 
-pub(crate) struct EqError(abi::fi_eq_err_entry);
+pub(crate) struct EqError {
+    entry: abi::fi_eq_err_entry,
+    /// The error's data (a rejection's private data), for err_data.
+    data: KVec<u8>,
+}
 
-// SAFETY: Cookies only.
+// SAFETY: Cookies only (the entry's err_data is null until it is read).
 unsafe impl Send for EqError {}
+
+/// Where fi_eq_readerr puts an error's data: the consumer's buffer (its
+/// err_data_size was not 0), or the queue's own, as libfabric does.
+pub(crate) enum ErrData<'a> {
+    Into(&'a mut [u8]),
+    Queue,
+}
 
 type EqSlot = Slot<EqEvent, EqError>;
 
 struct EqState {
     ring: CompletionRing<EqEvent, EqError, KVVec<Option<EqSlot>>>,
     signaled: bool,
+    /// The data of the error read last, when the reader gave no buffer:
+    /// its err_data points here until the next fi_eq_readerr.
+    err_data: KVec<u8>,
 }
 
 /// The largest entry an EQ carries: a CM entry with the most private data.
@@ -445,7 +459,11 @@ impl Eq {
             users: Users::default(),
             can_wait,
             handler,
-            state <- new_bh_spinlock!(EqState { ring, signaled: false }, "kofi_eq"),
+            state <- new_bh_spinlock!(EqState {
+                ring,
+                signaled: false,
+                err_data: KVec::new(),
+            }, "kofi_eq"),
             waiters <- new_condvar!("kofi_eq_waiters"),
         }? Error))
     }
@@ -488,9 +506,17 @@ impl Eq {
         self.post(Slot::Done(ev))
     }
 
-    /// Adds an error event.
-    pub(crate) fn post_error(&self, entry: abi::fi_eq_err_entry) -> Result {
-        self.post(Slot::Failed(EqError(entry)))
+    /// Adds an error event with its data (at most KOFI_CM_DATA_MAX bytes).
+    pub(crate) fn post_error(&self, mut entry: abi::fi_eq_err_entry, data: &[u8]) -> Result {
+        if data.len() > abi::KOFI_CM_DATA_MAX as usize {
+            return Err(EINVAL);
+        }
+        entry.err_data = ptr::null_mut();
+        entry.err_data_size = 0;
+        let mut bytes = KVec::new();
+        // Errors may come from softirq: allocate atomically.
+        bytes.extend_from_slice(data, GFP_ATOMIC)?;
+        self.post(Slot::Failed(EqError { entry, data: bytes }))
     }
 
     /// Drops the unread events about endpoint `fid`, which is closing: an
@@ -499,7 +525,7 @@ impl Eq {
     pub(crate) fn purge(&self, fid: *const abi::fid) {
         self.state.lock().ring.retain(|slot| match slot {
             Slot::Done(ev) => ev.fid != fid || !ev.info.is_null(),
-            Slot::Failed(EqError(e)) => e.fid.cast_const() != fid,
+            Slot::Failed(e) => e.entry.fid.cast_const() != fid,
             Slot::Overrun { .. } => true,
         });
     }
@@ -603,10 +629,32 @@ impl Eq {
         }
     }
 
-    /// fi_eq_readerr.
-    pub(crate) fn read_error(&self, out: &mut abi::fi_eq_err_entry) -> Result<usize> {
-        match self.state.lock().ring.pop_error() {
-            Some(Slot::Failed(e)) => *out = e.0,
+    /// fi_eq_readerr: the entry into `out`, its data as `place` says
+    /// (`out.err_data` and `err_data_size` then name the bytes).
+    pub(crate) fn read_error(
+        &self,
+        out: &mut abi::fi_eq_err_entry,
+        place: ErrData<'_>,
+    ) -> Result<usize> {
+        let mut state = self.state.lock();
+        match state.ring.pop_error() {
+            Some(Slot::Failed(e)) => {
+                *out = e.entry;
+                match place {
+                    ErrData::Into(buf) => {
+                        let n = buf.len().min(e.data.len());
+                        buf[..n].copy_from_slice(&e.data[..n]);
+                        out.err_data = buf.as_mut_ptr().cast();
+                        out.err_data_size = n;
+                    }
+                    ErrData::Queue if !e.data.is_empty() => {
+                        state.err_data = e.data;
+                        out.err_data = state.err_data.as_mut_ptr().cast();
+                        out.err_data_size = state.err_data.len();
+                    }
+                    ErrData::Queue => {}
+                }
+            }
             Some(Slot::Overrun { lost }) => {
                 *out = abi::fi_eq_err_entry {
                     err: abi::FI_EOVERRUN as i32,

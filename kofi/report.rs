@@ -168,15 +168,15 @@ pub(crate) extern "C" fn kofi_ep_event(
     to_c(ep_event(ep, event, data, datalen))
 }
 
-/// `kofi_ep_event_error()`: private data of a rejection is not passed on
-/// (err_data is not supported).
+/// `kofi_ep_event_error()`: `data` (a rejection's private data) reaches
+/// the consumer as the entry's err_data.
 #[no_mangle]
 pub(crate) extern "C" fn kofi_ep_event_error(
     ep: *mut abi::fid_ep,
     err: c_int,
     prov_errno: c_int,
-    _data: *const c_void,
-    _datalen: usize,
+    data: *const c_void,
+    datalen: usize,
 ) -> c_int {
     let result = (|| {
         // SAFETY: The provider passes its live endpoint.
@@ -184,16 +184,18 @@ pub(crate) extern "C" fn kofi_ep_event_error(
         if err <= 0 {
             return Err(EINVAL);
         }
+        let bytes = check_data(data, datalen)?;
         let eq = e.eq().ok_or_else(errno::enoeq)?;
         // SAFETY: The head of a live endpoint.
         let context = unsafe { (*e.fid()).context };
-        eq.post_error(abi::fi_eq_err_entry {
+        let entry = abi::fi_eq_err_entry {
             fid: e.fid(),
             context,
             err,
             prov_errno,
             ..Default::default()
-        })
+        };
+        eq.post_error(entry, bytes)
     })();
     to_c(result)
 }

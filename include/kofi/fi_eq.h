@@ -156,8 +156,8 @@ struct fi_eq_err_entry {
 	u64 data;
 	int err;		/* positive FI_E* */
 	int prov_errno;
-	void *err_data;
-	size_t err_data_size;
+	void *err_data;		/* a rejection's private data (see fi_eq_readerr) */
+	size_t err_data_size;	/* in: room at err_data, or 0; out: bytes there */
 };
 
 /* FI_CONNREQ, FI_CONNECTED and FI_SHUTDOWN; @data holds the peer's private data. */

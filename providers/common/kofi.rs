@@ -115,11 +115,18 @@ impl EpRef {
         })
     }
 
-    /// A connection error (`err`: positive FI_E*).
-    pub(crate) fn event_error(&self, err: u32, prov_errno: i32) -> Result {
-        // SAFETY: `ptr` is live (type invariants).
+    /// A connection error (`err`: positive FI_E*), with the peer's private
+    /// data when it rejected the connection.
+    pub(crate) fn event_error(&self, err: u32, prov_errno: i32, data: &[u8]) -> Result {
+        // SAFETY: `ptr` is live (type invariants); `data` is read during the call.
         to_result(unsafe {
-            abi::kofi_ep_event_error(self.ptr.as_ptr(), err as c_int, prov_errno, ptr::null(), 0)
+            abi::kofi_ep_event_error(
+                self.ptr.as_ptr(),
+                err as c_int,
+                prov_errno,
+                data.as_ptr().cast(),
+                data.len(),
+            )
         })
     }
 }

@@ -367,6 +367,8 @@ impl Conn {
     }
 
     /// fi_reject: REJECT with `data`; the connection closes once it is out.
+    /// It goes to TCP here: the request is dropped when this returns, which
+    /// closes the connection, and TCP still sends what it holds then.
     pub(crate) fn reject(self: &Arc<Self>, data: &[u8]) -> Result {
         {
             let mut g = self.inner.lock();
@@ -379,6 +381,7 @@ impl Conn {
             };
             g.queue(h, TxPayload::copy_of(data)?, None)?;
             g.phase = Phase::Rejecting;
+            g.flush();
         }
         self.kick();
         Ok(())
@@ -895,7 +898,8 @@ impl Inner {
             }
             (Phase::AwaitAccept, Op::Reject) => {
                 if let Some(ep) = &self.ep {
-                    let _ = ep.event_error(abi::FI_ECONNREFUSED, -(abi::ECONNREFUSED as i32));
+                    let refused = abi::FI_ECONNREFUSED;
+                    let _ = ep.event_error(refused, -(abi::ECONNREFUSED as i32), &payload);
                 }
                 self.ended = true;
                 self.close_quietly();
@@ -1069,7 +1073,7 @@ impl Inner {
                     } else {
                         err
                     };
-                    let _ = ep.event_error(err, -(err as i32));
+                    let _ = ep.event_error(err, -(err as i32), &[]);
                 }
                 self.ended = true;
                 self.close_quietly();

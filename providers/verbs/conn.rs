@@ -207,6 +207,18 @@ struct Assembly {
     rndv: Option<u64>,
 }
 
+/// A passive side's request while the listener's CONNECT_REQUEST callback
+/// reports it. The consumer may take, reject or drop the request on another
+/// CPU before that callback returns; an id must then go back to rdma_cm
+/// (destroying it inside its own callback would deadlock), and only the
+/// callback can do that.
+#[derive(Default)]
+struct Reporting {
+    active: bool,
+    /// The id of a request dropped while `active`.
+    orphan: Option<CmId>,
+}
+
 /// What the connection uses on the device (the id itself is owned by
 /// `Conn::id`, which drops it only after taking these away).
 struct Resources {
@@ -264,7 +276,8 @@ pub(crate) struct Conn {
     inner: Mutex<Inner>,
     entry: Arc<DeviceEntry>,
     /// A passive side's request is being reported (see `Request`).
-    in_connreq: AtomicBool,
+    #[pin]
+    reporting: Mutex<Reporting>,
     /// Bound to an endpoint (fi_endpoint took the request).
     bound: AtomicBool,
 }
@@ -331,7 +344,7 @@ impl Conn {
                     answer_disconnect: false,
                 }, "kofi_verbs_conn"),
                 entry,
-                in_connreq: AtomicBool::new(false),
+                reporting <- new_mutex!(Reporting::default(), "kofi_verbs_reporting"),
                 bound: AtomicBool::new(false),
             }),
             GFP_KERNEL,
@@ -391,10 +404,29 @@ impl Conn {
         });
     }
 
-    /// Marks that the request is being handed to the consumer; while so,
-    /// dropping the request leaves the id to rdma_cm.
-    pub(crate) fn set_in_connreq(&self, on: bool) {
-        self.in_connreq.store(on, Ordering::Release);
+    /// The listener's callback starts reporting this request.
+    pub(crate) fn begin_report(&self) {
+        self.reporting.lock().active = true;
+    }
+
+    /// The callback is done reporting: the request's id if the request was
+    /// dropped meanwhile (it is the callback's to give back to rdma_cm).
+    pub(crate) fn end_report(&self) -> Option<CmId> {
+        let mut r = self.reporting.lock();
+        r.active = false;
+        r.orphan.take()
+    }
+
+    /// A dropped request's id: kept for the callback while it is still
+    /// reporting (None), else handed back to be destroyed.
+    pub(crate) fn orphan(&self, id: CmId) -> Option<CmId> {
+        let mut r = self.reporting.lock();
+        if r.active {
+            r.orphan = Some(id);
+            None
+        } else {
+            Some(id)
+        }
     }
 
     /// A request that could not be reported: forgotten (its id is
@@ -406,10 +438,6 @@ impl Conn {
 
     pub(crate) fn is_bound(&self) -> bool {
         self.bound.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn in_connreq(&self) -> bool {
-        self.in_connreq.load(Ordering::Acquire)
     }
 
     /// fi_endpoint on a request: the endpoint and domain it now belongs

@@ -538,8 +538,8 @@ pub(crate) enum CmEvent<'a> {
     /// A connection request on a listener: adopt the new id to keep it.
     ConnectRequest(NewId, &'a [u8]),
     Established(&'a [u8]),
-    /// Rejected by the peer.
-    Rejected,
+    /// Rejected by the peer (or by nobody listening), with its private data.
+    Rejected(&'a [u8]),
     Unreachable,
     Disconnected,
     DeviceRemoval,
@@ -636,7 +636,7 @@ unsafe extern "C" fn cm_trampoline<H: CmHandler>(
                 return if adopted && !give_back { 0 } else { -1 };
             }
             abi::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => CmEvent::Established(private),
-            abi::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => CmEvent::Rejected,
+            abi::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => CmEvent::Rejected(private),
             abi::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => CmEvent::Unreachable,
             abi::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => CmEvent::Disconnected,
             abi::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => CmEvent::DeviceRemoval,

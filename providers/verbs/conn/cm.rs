@@ -49,7 +49,10 @@ impl Conn {
                 }
                 self.pump(&mut g);
             }
-            CmEvent::Rejected => self.cm_error(&mut g, abi::FI_ECONNREFUSED),
+            CmEvent::Rejected(data) => {
+                let data = wire::cm_data_decode(data);
+                self.cm_error_with(&mut g, abi::FI_ECONNREFUSED, data)
+            }
             CmEvent::Unreachable => self.cm_error(&mut g, abi::FI_EHOSTUNREACH),
             CmEvent::Error(err) => self.cm_error(&mut g, err),
             CmEvent::Disconnected => {
@@ -82,12 +85,18 @@ impl Conn {
 
     /// A connection that never came up.
     pub(super) fn cm_error(&self, g: &mut Inner, err: u32) {
+        self.cm_error_with(g, err, &[]);
+    }
+
+    /// A connection that never came up, with the peer's private data (of
+    /// its rejection).
+    fn cm_error_with(&self, g: &mut Inner, err: u32, data: &[u8]) {
         if matches!(g.phase, Phase::Closed | Phase::Connected | Phase::Closing) {
             return;
         }
         g.phase = Phase::Closed;
         if let Some(ep) = &g.ep {
-            let _ = ep.event_error(err, 0);
+            let _ = ep.event_error(err, 0, data);
         }
     }
 }
@@ -108,19 +117,21 @@ pub(crate) struct Request {
 
 impl Drop for Request {
     fn drop(&mut self) {
-        if self.conn.in_connreq() {
-            // Not reported after all: the id goes back to rdma_cm.
-            if let Some(id) = self.id.take() {
-                // SAFETY: Still in the CONNECT_REQUEST callback that
-                // adopted the id, which then returns true (`Listener`).
-                unsafe { id.abandon() };
-            }
-            self.conn.forget_request();
-        } else if !self.conn.is_bound() {
-            // Not taken by an endpoint: nobody else will close it.
-            self.conn.close();
-            drop(self.id.take());
+        if self.conn.is_bound() {
+            // An endpoint took the connection and its id.
+            return;
         }
+        let id = match self.id.take() {
+            // Still being reported: the callback gives the id back.
+            Some(id) => match self.conn.orphan(id) {
+                Some(id) => Some(id),
+                None => return,
+            },
+            None => None,
+        };
+        // Not taken by an endpoint: nobody else will close it.
+        self.conn.close();
+        drop(id);
     }
 }
 
@@ -179,8 +190,10 @@ impl Listener {
         // SAFETY: The state drops the handle (in `close`) before the
         // request or the endpoint drops the id.
         conn.set_handle(unsafe { id.handle() });
-        conn.set_in_connreq(true);
-        // Whatever fails from here drops the request, which abandons the id.
+        conn.begin_report();
+        // Whatever fails from here drops the request, which leaves the id
+        // to this callback (as does a consumer that rejects or drops the
+        // request before this returns).
         let request = Request {
             conn: conn.clone(),
             id: CmIdSlot::new(id),
@@ -188,7 +201,13 @@ impl Listener {
         let reported = KBox::new(request, GFP_KERNEL)
             .map_err(Error::from)
             .and_then(|req| this.pep.connreq(info, req, wire::cm_data_decode(data)));
-        conn.set_in_connreq(false);
+        if let Some(id) = conn.end_report() {
+            // SAFETY: In the CONNECT_REQUEST callback that adopted the id,
+            // which returns true.
+            unsafe { id.abandon() };
+            conn.forget_request();
+            return true;
+        }
         reported.is_err()
     }
 }

@@ -226,7 +226,10 @@ impl Conn {
         true
     }
 
-    /// Delivers held segments now that a receive is posted.
+    /// Delivers held segments now that a receive is posted, then posts
+    /// what that queued (a rendezvous read, credits): the pump runs however
+    /// the loop ends, or a read queued behind a held message would wait for
+    /// a completion that never comes.
     pub(super) fn deliver_held(&self, g: &mut Inner) {
         while let Some(&(i, len)) = g.held.front() {
             let header = g
@@ -234,10 +237,10 @@ impl Conn {
                 .as_ref()
                 .and_then(|r| Header::decode(&r.rx[i].buf[..len]));
             let Some(h) = header else {
-                return;
+                break;
             };
             if !self.deliver(g, i, &h, len) {
-                return;
+                break;
             }
             let _ = g.held.pop();
             self.repost(g, i);

@@ -208,33 +208,61 @@ static void msg_vectors(struct kunit *test)
 	pair_close(test, &p);
 }
 
-/* Private data on reject; a connect nobody listens for is refused. */
+/* Rejects @ev's request with @reason; the client hears FI_ECONNREFUSED and
+ * reads the error into @err (whose err_data fields the caller set). */
+static void reject_and_read(struct kunit *test, struct pair *p, struct cm_event *ev,
+			    const char *reason, struct fi_eq_err_entry *err)
+{
+	u32 event;
+
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, ev), (ssize_t)(sizeof(ev->entry) + 3));
+	KUNIT_EXPECT_STREQ(test, (char *)ev->data, "hi");
+	KUNIT_EXPECT_EQ(test, fi_reject(p->pep, ev->entry.info->handle, reason,
+					strlen(reason) + 1), 0);
+	fi_freeinfo(ev->entry.info);
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(p->client.eq, &event, ev, sizeof(*ev), WAIT_MS, 0),
+			-FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p->client.eq, err, 0), (ssize_t)sizeof(*err));
+	KUNIT_EXPECT_EQ(test, err->err, FI_ECONNREFUSED);
+}
+
+/* Private data on connect and on reject (the rejection's reaches the
+ * client as err_data: into its buffer when it gives one, else in the EQ's);
+ * a connect nobody listens for is refused, with no data. */
 static void cm_data_and_refusals(struct kunit *test)
 {
 	struct pair p = { .prov = prov };
 	struct fi_eq_err_entry err = {};
 	struct cm_event ev;
-	char port[8];
+	char port[8], reason[16] = {};
 	u32 event;
 
 	pair_listen(test, &p, node, port_of(port, 3));
 	side_connect(test, &p, &p.client, node, port, "hi", 3);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 3));
-	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "hi");
-	KUNIT_EXPECT_EQ(test, fi_reject(p.pep, ev.entry.info->handle, "no", 3), 0);
-	fi_freeinfo(ev.entry.info);
-	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
-			-FI_EAVAIL);
-	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
-	KUNIT_EXPECT_EQ(test, err.err, FI_ECONNREFUSED);
+	err.err_data = reason;
+	err.err_data_size = sizeof(reason);
+	reject_and_read(test, &p, &ev, "no", &err);
+	KUNIT_EXPECT_PTR_EQ(test, err.err_data, (void *)reason);
+	KUNIT_EXPECT_EQ(test, err.err_data_size, (size_t)3);
+	KUNIT_EXPECT_STREQ(test, reason, "no");
+	side_close(test, &p.client);
+
+	side_connect(test, &p, &p.client, node, port, "hi", 3);
+	err = (struct fi_eq_err_entry){};
+	reject_and_read(test, &p, &ev, "not now", &err);
+	KUNIT_ASSERT_NOT_NULL(test, err.err_data);
+	KUNIT_EXPECT_EQ(test, err.err_data_size, (size_t)8);
+	KUNIT_EXPECT_STREQ(test, (char *)err.err_data, "not now");
 	side_close(test, &p.client);
 
 	/* Nobody listens on the next port. */
 	side_connect(test, &p, &p.client, node, port_of(port, 4), NULL, 0);
 	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
 			-FI_EAVAIL);
+	err = (struct fi_eq_err_entry){};
 	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
 	KUNIT_EXPECT_EQ(test, err.err, FI_ECONNREFUSED);
+	KUNIT_EXPECT_EQ(test, err.err_data_size, (size_t)0);
 	pair_close(test, &p);
 }
 
@@ -335,6 +363,58 @@ static void unexpected_messages(struct kunit *test)
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&sent[i]);
 	}
 	pair_close(test, &p);
+}
+
+/* Large and small messages that all arrived before any receive (the sleep
+ * lets them): each receive gets its own, in order, byte for byte. A large
+ * one may go by rendezvous, the read starting only when its receive is
+ * posted, with the next messages still held behind it. */
+static void unexpected_large_messages(struct kunit *test)
+{
+	static const size_t lens[] = { 256 << 10, 64, 200 << 10, 1, 300 << 10 };
+	enum { COUNT = ARRAY_SIZE(lens), MAX = 300 << 10 };
+	struct pair p = {};
+	struct fi_cq_data_entry e;
+	u8 *src[COUNT], *dst = vzalloc(MAX);
+	bool done[COUNT] = {};
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	conf_open(test, &p, 16);
+	for (i = 0; i < COUNT; i++) {
+		src[i] = vmalloc(lens[i]);
+		KUNIT_ASSERT_NOT_NULL(test, src[i]);
+		fill(src[i], lens[i], 30 + i);
+		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src[i], lens[i], NULL, 0, src[i]), 0);
+	}
+	msleep(1000);
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, MAX, NULL, 0, dst), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, e.len, lens[i]);
+		KUNIT_EXPECT_EQ(test, memcmp(src[i], dst, lens[i]), 0);
+		memset(dst, 0, MAX);
+	}
+	/* Send completions need not come in order (comp_order is
+	 * FI_ORDER_NONE; a rendezvous send completes when its receiver has read
+	 * it): each once. */
+	for (i = 0; i < COUNT; i++) {
+		int j, seen = 0;
+
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		for (j = 0; j < COUNT; j++) {
+			if (e.op_context == src[j]) {
+				KUNIT_EXPECT_FALSE(test, done[j]);
+				done[j] = true;
+				seen = 1;
+			}
+		}
+		KUNIT_EXPECT_EQ(test, seen, 1);
+	}
+	pair_close(test, &p);
+	for (i = 0; i < COUNT; i++)
+		vfree(src[i]);
+	vfree(dst);
 }
 
 /* A message larger than its receive: FI_ETRUNC, what did not fit in olen;
@@ -743,6 +823,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(cq_data),
 	KUNIT_CASE(inject),
 	KUNIT_CASE(unexpected_messages),
+	KUNIT_CASE(unexpected_large_messages),
 	KUNIT_CASE(truncation),
 	KUNIT_CASE(multi_ep),
 	KUNIT_CASE(rma),
