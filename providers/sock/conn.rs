@@ -344,6 +344,14 @@ impl Conn {
     }
 
     /// Whether an endpoint took this (server) connection.
+    /// Whether the peer has sent anything, read or waiting in the socket:
+    /// a pending connection that has is not slow, its CONNECT waits for
+    /// this connection's work item.
+    pub(crate) fn heard_from(&self) -> bool {
+        let g = self.inner.lock();
+        g.rx.header_got > 0 || g.sock.as_ref().is_some_and(Socket::readable)
+    }
+
     pub(crate) fn is_bound(&self) -> bool {
         self.inner.lock().ep.is_some()
     }

@@ -6,6 +6,8 @@
 #include <linux/inet.h>
 #include <linux/net.h>
 #include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/timer.h>
 #include <linux/workqueue.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -123,6 +125,11 @@ int ksock_connect(struct socket *sock, const struct sockaddr_storage *addr)
 	return ret == -EINPROGRESS ? 0 : ret;
 }
 
+bool ksock_readable(struct socket *sock)
+{
+	return !skb_queue_empty_lockless(&sock->sk->sk_receive_queue);
+}
+
 int ksock_state(struct socket *sock)
 {
 	struct sock *sk = sock->sk;
@@ -228,4 +235,45 @@ struct workqueue_struct *ksock_alloc_wq(void)
 void ksock_destroy_wq(struct workqueue_struct *wq)
 {
 	destroy_workqueue(wq);
+}
+
+struct ksock_timer {
+	struct timer_list timer;
+	const void *owner;
+};
+
+static void ksock_timer_expired(struct timer_list *timer)
+{
+	struct ksock_timer *t = from_timer(t, timer, timer);
+
+	kofi_sock_timer_fired(READ_ONCE(t->owner));
+}
+
+struct ksock_timer *ksock_timer_new(void)
+{
+	struct ksock_timer *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (t)
+		timer_setup(&t->timer, ksock_timer_expired, 0);
+	return t;
+}
+
+int ksock_timer_arm(struct ksock_timer *t, const void *owner, unsigned int ms)
+{
+	/* A shut down timer has no function and mod_timer would not arm it. */
+	if (!READ_ONCE(t->timer.function))
+		return -ESHUTDOWN;
+	WRITE_ONCE(t->owner, owner);
+	return mod_timer(&t->timer, jiffies + msecs_to_jiffies(ms));
+}
+
+const void *ksock_timer_stop(struct ksock_timer *t)
+{
+	return timer_shutdown_sync(&t->timer) ? t->owner : NULL;
+}
+
+void ksock_timer_free(struct ksock_timer *t)
+{
+	timer_shutdown_sync(&t->timer);
+	kfree(t);
 }

@@ -22,6 +22,8 @@ void ksock_detach(struct socket *sock);
 int ksock_listen(struct socket *sock, const struct sockaddr_storage *addr, int backlog);
 int ksock_accept(struct socket *sock, struct socket **res);
 int ksock_connect(struct socket *sock, const struct sockaddr_storage *addr);
+/* Whether received bytes wait to be read. */
+bool ksock_readable(struct socket *sock);
 /* 1: established; 0: still connecting; negative: the socket's error. */
 int ksock_state(struct socket *sock);
 /* Bytes sent or received, -EAGAIN when it would block, 0 on EOF (recv). */
@@ -46,7 +48,19 @@ void ksock_noio_restore(unsigned int flags);
 struct workqueue_struct *ksock_alloc_wq(void);
 void ksock_destroy_wq(struct workqueue_struct *wq);
 
+/* A one-shot timer: when it expires, kofi_sock_timer_fired(@owner) runs in
+ * softirq. Arming returns 0, or 1 when the timer was armed already (it is
+ * moved; @owner must be the same), or -ESHUTDOWN once it was stopped (it is
+ * not armed). Stopping it for good waits for a callback in progress and
+ * returns the owner it was armed with, or NULL when it was not armed. */
+struct ksock_timer;
+struct ksock_timer *ksock_timer_new(void);
+int ksock_timer_arm(struct ksock_timer *t, const void *owner, unsigned int ms);
+const void *ksock_timer_stop(struct ksock_timer *t);
+void ksock_timer_free(struct ksock_timer *t);
+
 /* Implemented in Rust (kofi_sock.rs). */
 void kofi_sock_wake(const void *owner, bool listener);
+void kofi_sock_timer_fired(const void *owner);
 
 #endif

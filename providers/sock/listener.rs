@@ -6,15 +6,18 @@
 //! Until its request is handed to the core, an accepted connection belongs to
 //! the listener alone: closing the passive endpoint closes it, so no socket
 //! outlives the endpoint (or the module) it would report to. Beyond
-//! [`MAX_PENDING`] such connections, the oldest goes to make room once it
-//! has waited [`SLOW_MS`] (a burst of real clients, each sending its CONNECT
-//! at once, loses none), and beyond [`MAX_PENDING_HARD`] whatever its age;
-//! none is held longer than [`HANDSHAKE_MS`] once others arrive (the expired
-//! ones go whenever the listener accepts).
+//! [`MAX_PENDING`] such connections, the oldest one whose peer has sent
+//! nothing goes to make room once it has waited [`SLOW_MS`] (a burst of
+//! real clients, each sending its CONNECT at once, loses none, however long
+//! their CONNECTs wait to be read), and beyond [`MAX_PENDING_HARD`] the
+//! oldest whatever its state; none is held longer than [`HANDSHAKE_MS`]: a
+//! timer, armed for the oldest, closes those that have not sent their
+//! CONNECT by then.
 
 use crate::conn::Conn;
 use crate::kofi::{swap_remove, Info, PepRef};
 use crate::socket::{SockAddr, Socket};
+use crate::timer::Timer;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
 use kernel::time::{ktime_ms_delta, Ktime};
@@ -55,6 +58,8 @@ pub(crate) struct Listener {
     /// Valid while `pending.open`: the passive endpoint closes the listener
     /// before it goes.
     pep: PepRef,
+    /// Armed while connections are pending, for the oldest one's deadline.
+    timer: Timer<Listener>,
 }
 
 impl_has_work! {
@@ -78,6 +83,7 @@ impl Listener {
     pub(crate) fn new(src: &SockAddr, pep: PepRef) -> Result<Arc<Listener>> {
         let sock = Socket::new(src.is_ipv6())?;
         sock.listen(src, BACKLOG)?;
+        let timer = Timer::new()?;
         let l = Arc::pin_init(
             pin_init!(Listener {
                 work <- new_work!("kofi_sock_listener"),
@@ -90,6 +96,7 @@ impl Listener {
                     "kofi_sock_listener_pending"
                 ),
                 pep,
+                timer,
             }),
             GFP_KERNEL,
         )?;
@@ -110,7 +117,16 @@ impl Listener {
         let _ = crate::queue().enqueue(l);
     }
 
+    /// The timer expired (softirq): the work closes what waited too long.
+    pub(crate) fn timer_expired(this: Arc<Listener>) {
+        // Already queued: that run expires them. (The passive endpoint's
+        // close holds a reference while it stops the timer, so this one is
+        // never the last.)
+        let _ = crate::queue().enqueue(this);
+    }
+
     fn accept_all(self: Arc<Self>) {
+        self.expire();
         loop {
             let accepted = {
                 let g = self.sock.lock();
@@ -136,13 +152,15 @@ impl Listener {
         }
     }
 
-    /// Takes `conn` among the pending ones, making room as the module doc says.
-    fn adopt(&self, conn: &Arc<Conn>) -> Result {
+    /// Closes the pending connections older than [`HANDSHAKE_MS`]; arms
+    /// the timer for the oldest of the others.
+    fn expire(self: &Arc<Self>) {
         let mut p = self.pending.lock();
-        if !p.open {
-            return Err(EINVAL);
-        }
-        let now = Ktime::ktime_get();
+        Self::expire_locked(&mut p, Ktime::ktime_get());
+        self.arm(&p);
+    }
+
+    fn expire_locked(p: &mut Pending, now: Ktime) {
         let mut i = 0;
         while i < p.conns.len() {
             if ktime_ms_delta(now, p.conns[i].1) >= HANDSHAKE_MS {
@@ -151,16 +169,47 @@ impl Listener {
                 i += 1;
             }
         }
-        if p.conns.len() >= MAX_PENDING {
+    }
+
+    /// Arms the timer for the oldest pending connection's deadline, while
+    /// the listener is open (after its close, nothing arms it).
+    fn arm(self: &Arc<Self>, p: &Pending) {
+        let oldest = p.conns.iter().map(|(_, at)| at.to_ns()).min();
+        if let (true, Some(oldest)) = (p.open, oldest) {
+            let age_ms = (Ktime::ktime_get().to_ns() - oldest) / 1_000_000;
+            let ms = (HANDSHAKE_MS - age_ms).clamp(1, HANDSHAKE_MS) + 1;
+            self.timer.arm(self, ms as u32);
+        }
+    }
+
+    /// Takes `conn` among the pending ones, making room as the module doc says.
+    fn adopt(self: &Arc<Self>, conn: &Arc<Conn>) -> Result {
+        let mut p = self.pending.lock();
+        if !p.open {
+            return Err(EINVAL);
+        }
+        let now = Ktime::ktime_get();
+        Self::expire_locked(&mut p, now);
+        if p.conns.len() >= MAX_PENDING_HARD {
             let oldest = (0..p.conns.len()).min_by_key(|&i| p.conns[i].1.to_ns());
             if let Some(i) = oldest {
-                if p.conns.len() >= MAX_PENDING_HARD || ktime_ms_delta(now, p.conns[i].1) >= SLOW_MS
-                {
+                swap_remove(&mut p.conns, i).0.close();
+            }
+        } else if p.conns.len() >= MAX_PENDING {
+            // The oldest of those the peer has sent nothing on: under a
+            // burst, a CONNECT that arrived may wait seconds for its work
+            // item, and that connection is not slow.
+            let silent = (0..p.conns.len())
+                .filter(|&i| !p.conns[i].0.heard_from())
+                .min_by_key(|&i| p.conns[i].1.to_ns());
+            if let Some(i) = silent {
+                if ktime_ms_delta(now, p.conns[i].1) >= SLOW_MS {
                     swap_remove(&mut p.conns, i).0.close();
                 }
             }
         }
         p.conns.push((conn.clone(), now), GFP_KERNEL)?;
+        self.arm(&p);
         Ok(())
     }
 
@@ -204,6 +253,8 @@ impl Listener {
             p.open = false;
             core::mem::take(&mut p.conns)
         };
+        // Not armed again: only an open listener arms it.
+        self.timer.stop();
         for (c, _) in conns {
             c.close();
         }

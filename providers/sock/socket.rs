@@ -103,6 +103,12 @@ impl Socket {
         to_result(unsafe { abi::ksock_connect(self.raw(), &addr.0) })
     }
 
+    /// Whether received bytes wait to be read.
+    pub(crate) fn readable(&self) -> bool {
+        // SAFETY: The socket is ours.
+        unsafe { abi::ksock_readable(self.raw()) }
+    }
+
     /// Whether the connection is established (false: still connecting).
     pub(crate) fn established(&self) -> Result<bool> {
         // SAFETY: The socket is ours.

@@ -228,6 +228,33 @@ static void sock_silent_connections_close_with_their_listener(struct kunit *test
 	pair_close(test, &p);
 }
 
+/* A connection that stays silent after TCP connect is closed once the
+ * handshake time (10 s, listener.rs) is up, with no other connection to
+ * prompt it; the consumer never hears of it, and the listener still serves. */
+static void sock_silent_connection_times_out(struct kunit *test)
+{
+	struct pair p = {};
+	struct cm_event ev;
+	struct socket *raw;
+	u32 event;
+
+	raw_listener(test, &p, "7495");
+	raw = raw_open(7495);
+	KUNIT_ASSERT_NOT_NULL(test, raw);
+	/* Still open well before the deadline, closed soon after it. */
+	KUNIT_EXPECT_EQ(test, raw_dropped(raw, 5000), 0);
+	KUNIT_EXPECT_EQ(test, raw_dropped(raw, 8000), 1);
+	sock_release(raw);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(p.peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
+
+	side_connect(test, &p, &p.client, "127.0.0.1", "7495", "late", 5);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 5));
+	side_accept(test, &p, &p.server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, &p, 64, 7);
+	pair_close(test, &p);
+}
+
 /* Before the handshake a peer can make the listener hold little: a header
  * claiming a large payload is refused at once, and silent connections past
  * the pending bound push out the oldest slow one, not the next legitimate
@@ -477,6 +504,73 @@ static void sock_reset_mid_transfer(struct kunit *test)
 	vfree(buf);
 }
 
+/* Zero copy observed. Two 4 MiB messages nobody receives fill the
+ * receiver's 8 MiB hold, so it stops reading; what is sent next waits in
+ * TCP's buffers. Pages sent then are the very pages TCP queues: each has
+ * references beyond ours (a copy would leave it with ours alone). Slab
+ * memory, which cannot be spliced, is copied: changing it once its send
+ * completed changes nothing the receiver gets. */
+static void sock_splice_observed(struct kunit *test)
+{
+	enum { NPAGES = 8, BIG = 4 << 20, SLAB = 3000 };
+	struct pair p = {};
+	struct page *pages[NPAGES] = {};
+	struct bio_vec bv[NPAGES], sbv;
+	struct fi_msg m = { .msg_bvec = bv, .iov_count = NPAGES };
+	struct fi_msg sm = { .msg_bvec = &sbv, .iov_count = 1 };
+	u8 *big = vmalloc(BIG), *dst = vzalloc(BIG), *slab = kmalloc(SLAB, GFP_KERNEL);
+	struct fi_cq_data_entry e;
+	int i;
+
+	KUNIT_ASSERT_TRUE(test, big && dst && slab);
+	for (i = 0; i < NPAGES; i++) {
+		pages[i] = alloc_page(GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, pages[i]);
+		fill(page_address(pages[i]), PAGE_SIZE, (u8)(40 + i));
+		bvec_set_page(&bv[i], pages[i], PAGE_SIZE, 0);
+	}
+	fill(big, BIG, 3);
+	fill(slab, SLAB, 78);
+	bvec_set_virt(&sbv, slab, SLAB);
+	pair_open(test, &p, "sock", "127.0.0.1", "7485");
+	for (i = 0; i < 2; i++) {
+		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, big, BIG, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	}
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &m, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &sm, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	/* The receiver has not read the pages: TCP still holds them. */
+	for (i = 0; i < NPAGES; i++)
+		KUNIT_EXPECT_GT(test, page_count(pages[i]), 1);
+	memset(slab, 0xee, SLAB);
+
+	for (i = 0; i < 2; i++) {
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, BIG, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, e.len, (size_t)BIG);
+		KUNIT_EXPECT_EQ(test, memcmp(dst, big, BIG), 0);
+	}
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, BIG, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)(NPAGES * PAGE_SIZE));
+	for (i = 0; i < NPAGES; i++)
+		KUNIT_EXPECT_EQ(test, memcmp(dst + i * PAGE_SIZE, page_address(pages[i]), PAGE_SIZE),
+				0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, BIG, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)SLAB);
+	fill(slab, SLAB, 78);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, slab, SLAB), 0);
+	pair_close(test, &p);
+	for (i = 0; i < NPAGES; i++)
+		__free_page(pages[i]);
+	kfree(slab);
+	vfree(big);
+	vfree(dst);
+}
+
 /* 1 MiB of separate pages, spliced; and slab memory, which cannot be spliced
  * and is copied instead. Both arrive intact. */
 static void sock_zero_copy_and_fallback(struct kunit *test)
@@ -640,10 +734,12 @@ static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_rma_violations),
 	KUNIT_CASE(sock_rma_several_buffers),
 	KUNIT_CASE(sock_zero_copy_and_fallback),
+	KUNIT_CASE(sock_splice_observed),
 	KUNIT_CASE(sock_reset_mid_transfer),
 	KUNIT_CASE(sock_garbage_from_a_raw_client),
 	KUNIT_CASE(sock_many_connections),
 	KUNIT_CASE(sock_silent_connections_close_with_their_listener),
+	KUNIT_CASE_SLOW(sock_silent_connection_times_out),
 	KUNIT_CASE(sock_handshake_is_bounded),
 	KUNIT_CASE(sock_rma_of_max_msg_size),
 	KUNIT_CASE_SLOW(sock_connection_flood_and_random_bytes),
