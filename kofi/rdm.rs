@@ -48,8 +48,6 @@ pub(crate) const SEG: usize = 16 * 1024 - wire::HDR_LEN;
 const RX_BUFS: usize = 8;
 /// Transmits (segments and RMA) in flight per connection at most.
 const TX_INFLIGHT_MAX: usize = 32;
-/// Peers an endpoint knows at most (connection requests beyond are refused).
-const PEERS_MAX: usize = 4096;
 /// Connection attempts in a row before queued sends fail: a refusal can be
 /// transient (siw's TCP socket can find rdma_cm's port still in TIME_WAIT).
 const CONNECT_TRIES: u8 = 3;
@@ -309,6 +307,8 @@ pub(crate) struct State {
     pub(crate) next_id: u64,
     /// Connections kept open before idle ones are let go.
     pub(crate) conn_cache: usize,
+    /// Peer records kept before unused ones are reused.
+    pub(crate) peers_max: usize,
     /// Counts uses, for least recently used.
     pub(crate) clock: u64,
     // Closed last, in this order: the endpoints above go first.
@@ -377,7 +377,7 @@ impl State {
             attempts: 0,
             source: None,
         };
-        if self.peers.len() < PEERS_MAX {
+        if self.peers.len() < self.peers_max {
             self.peers.push(fresh, GFP_KERNEL)?;
             return Ok(self.peers.len() - 1);
         }
@@ -573,6 +573,7 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
                     gen: 0,
                     next_id: 0,
                     conn_cache: abi::KOFI_RDM_CONN_CACHE_DEFAULT as usize,
+                    peers_max: abi::KOFI_RDM_PEERS_MAX as usize,
                     clock: 0,
                     pep: None,
                     cq: None,
@@ -764,6 +765,7 @@ unsafe extern "C" fn rdm_getopt(
     let v = match name as u32 {
         abi::KOFI_OPT_RDM_CONN_CACHE => s.conn_cache,
         abi::KOFI_OPT_RDM_CONNS => s.conns.iter().flatten().filter(|c| c.ep.is_some()).count(),
+        abi::KOFI_OPT_RDM_PEERS => s.peers_max,
         abi::FI_OPT_CM_DATA_SIZE => 0,
         _ => return -(abi::FI_ENOPROTOOPT as c_int),
     };
@@ -788,7 +790,8 @@ unsafe extern "C" fn rdm_setopt(
     val: *const c_void,
     len: usize,
 ) -> c_int {
-    if name as u32 != abi::KOFI_OPT_RDM_CONN_CACHE {
+    let name = name as u32;
+    if name != abi::KOFI_OPT_RDM_CONN_CACHE && name != abi::KOFI_OPT_RDM_PEERS {
         return -(abi::FI_ENOPROTOOPT as c_int);
     }
     if len != core::mem::size_of::<usize>() {
@@ -796,10 +799,14 @@ unsafe extern "C" fn rdm_setopt(
     }
     // SAFETY: `val` holds a size_t (checked length); the endpoint is open.
     let (rdm, v) = unsafe { (rdm_of(ep), val.cast::<usize>().read_unaligned()) };
-    if v == 0 {
-        return EINVAL.to_errno();
+    let mut s = rdm.state.lock();
+    match name {
+        abi::KOFI_OPT_RDM_CONN_CACHE if v != 0 => s.conn_cache = v,
+        abi::KOFI_OPT_RDM_PEERS if v != 0 && v <= abi::KOFI_RDM_PEERS_MAX as usize => {
+            s.peers_max = v
+        }
+        _ => return EINVAL.to_errno(),
     }
-    rdm.state.lock().conn_cache = v;
     0
 }
 

@@ -53,9 +53,18 @@ enum {
 	 */
 	KOFI_OPT_RDM_CONN_CACHE = 0x1000,
 	KOFI_OPT_RDM_CONNS,	/* size_t, read-only: connections open now */
+	/*
+	 * kofi, FI_EP_RDM endpoints: the peer records kept (one per name the
+	 * endpoint sent to or heard from); beyond it the record of a peer with
+	 * nothing open, queued or unread is reused, and a new peer is refused
+	 * only while every record is in use. size_t, 1 to KOFI_RDM_PEERS_MAX
+	 * (the default); a lower bound applies to records made after it.
+	 */
+	KOFI_OPT_RDM_PEERS,
 };
 
 #define KOFI_RDM_CONN_CACHE_DEFAULT 64
+#define KOFI_RDM_PEERS_MAX 4096
 
 int fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		void *context);

@@ -938,6 +938,90 @@ static void spoofed_name_refused(struct kunit *test)
 	net_close(test, &t);
 }
 
+/* Waits up to 5 s for endpoint 0 to have @want connections open. */
+static void wait_conns(struct kunit *test, struct net *t, size_t want)
+{
+	size_t n = 0, len;
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		len = sizeof(n);
+		KUNIT_ASSERT_EQ(test, fi_getopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONNS,
+						&n, &len), 0);
+		if (n == want)
+			return;
+		msleep(50);
+	}
+	KUNIT_FAIL(test, "%zu connections open, not %zu", n, want);
+}
+
+/* A connection claiming @fake (its name's port set to @port) to endpoint 0
+ * of @t at @name: connected, or (@refused) refused. */
+static void claim(struct kunit *test, struct net *t, struct side *raw, const u8 *name, u8 *fake,
+		  size_t len, u16 port, bool refused)
+{
+	struct cm_event ev;
+	struct fi_eq_err_entry eqe = {};
+
+	/* sin_port and sin6_port are at the same offset. */
+	((struct sockaddr_in *)(fake + 4))->sin_port = htons(port);
+	raw_connect(test, t, raw, name, fake, 4 + len);
+	if (!refused) {
+		KUNIT_EXPECT_EQ(test, cm_wait(raw->eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+		return;
+	}
+	KUNIT_EXPECT_EQ(test, cm_wait(raw->eq, FI_CONNECTED, &ev), (ssize_t)-FI_EAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_eq_readerr(raw->eq, &eqe, 0), (ssize_t)sizeof(eqe));
+	KUNIT_EXPECT_EQ(test, eqe.err, ECONNREFUSED);
+}
+
+/*
+ * The peer table is bounded (KOFI_OPT_RDM_PEERS) and names a flood of
+ * peers claimed cannot fill it for good: while every record is in use a
+ * new peer is refused; once a peer has nothing open, its record goes to
+ * the next. After more names than records, a real peer new to the endpoint
+ * is served.
+ */
+static void peer_records_reused(struct kunit *test)
+{
+	enum { RECORDS = 2, MORE = 6 };
+	struct net t;
+	struct side held[RECORDS] = {}, extra = {};
+	size_t v, len = 128;
+	u8 *name = kunit_kzalloc(test, len, GFP_KERNEL), *fake;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, name);
+	net_open(test, &t, 2, FI_AV_MAP);
+	v = 0;
+	KUNIT_EXPECT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
+					sizeof(v)), -EINVAL);
+	v = KOFI_RDM_PEERS_MAX + 1;
+	KUNIT_EXPECT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
+					sizeof(v)), -EINVAL);
+	v = RECORDS;
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
+					sizeof(v)), 0);
+	KUNIT_ASSERT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), 0);
+	fake = claimed_name(test, name, len, false);
+
+	for (i = 0; i < RECORDS; i++)
+		claim(test, &t, &held[i], name, fake, len, 21000 + i, false);
+	claim(test, &t, &extra, name, fake, len, 21000 + RECORDS, true);
+	side_close(test, &extra);
+	for (i = 0; i < RECORDS; i++)
+		side_close(test, &held[i]);
+	wait_conns(test, &t, 0);
+
+	for (i = 0; i < MORE; i++) {
+		claim(test, &t, &extra, name, fake, len, 21100 + i, false);
+		side_close(test, &extra);
+		wait_conns(test, &t, 0);
+	}
+	still_serves(test, &t, 9);
+	net_close(test, &t);
+}
+
 /*
  * Peers that connect and then never answer the endpoint's BYE cannot hold
  * every connection it may have: with all 256 in use, the least recently
@@ -952,7 +1036,7 @@ static void held_connections_make_room(struct kunit *test)
 	struct fi_eq_attr eq_attr = { .size = 2 * HELD + 16 };
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 64 };
 	struct cm_event *ev = kunit_kzalloc(test, sizeof(*ev), GFP_KERNEL);
-	struct fi_eq_err_entry eqe;
+	struct fi_eq_err_entry eqe = {};
 	struct fid_eq *eq;
 	struct fid_cq *cq;
 	struct fi_info *info;
@@ -993,7 +1077,7 @@ static void held_connections_make_room(struct kunit *test)
 			break;
 		connected += event == FI_CONNECTED;
 	}
-	KUNIT_EXPECT_EQ(test, failed, 0);
+	KUNIT_EXPECT_EQ_MSG(test, failed, 0, "the last failure: %d", eqe.err);
 	KUNIT_ASSERT_EQ(test, connected, (int)HELD);
 
 	/* A new peer: room is made, its message arrives. */
@@ -1089,6 +1173,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(peer_closed_mid_traffic),
 	KUNIT_CASE(bad_peer),
 	KUNIT_CASE(spoofed_name_refused),
+	KUNIT_CASE(peer_records_reused),
 	KUNIT_CASE_SLOW(held_connections_make_room),
 	{}
 };
