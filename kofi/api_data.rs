@@ -285,6 +285,27 @@ pub(crate) extern "C" fn fi_recvmsg(
     to_c_ssize(recvmsg(ep, msg, (flags & !FI_COMPLETION) | wanted))
 }
 
+/// `fi_cancel()`: takes back a posted receive (fi_endpoint.h says how).
+#[no_mangle]
+pub(crate) extern "C" fn fi_cancel(fid: *mut abi::fid, context: *mut c_void) -> isize {
+    let result = (|| {
+        // SAFETY: `fid` is null or a kofi fid the consumer keeps open.
+        let e = unsafe { lookup::<Endpoint>(fid.cast()) }?;
+        if !e.is_enabled() {
+            // No receive can have been posted.
+            return Err(errno::enoent());
+        }
+        let op = e.cancel_op().ok_or_else(errno::enosys)?;
+        // SAFETY: The provider's (or the RDM layer's) endpoint, open.
+        let ret = unsafe { op(fid.cast(), context) };
+        if ret < 0 {
+            return Err(Error::from_errno(ret as i32));
+        }
+        Ok(0)
+    })();
+    to_c_ssize(result)
+}
+
 /// `fi_recv()`.
 #[no_mangle]
 pub(crate) extern "C" fn fi_recv(

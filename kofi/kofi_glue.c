@@ -204,6 +204,7 @@ EXPORT_SYMBOL_NS_GPL(fi_senddata, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recv, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvv, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cancel, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_sendto, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvfrom, KOFI);
 /* Address vectors */

@@ -287,6 +287,20 @@ impl Endpoint {
         }
     }
 
+    /// The op that takes back a posted receive: the core's for RDM, else the
+    /// provider's when its ABI (1.1 on) has the op at all.
+    pub(crate) fn cancel_op(
+        &self,
+    ) -> Option<unsafe extern "C" fn(*mut abi::fid_ep, *mut c_void) -> isize> {
+        if self.is_rdm() {
+            crate::rdm::EP_OPS.cancel
+        } else if self.domain.fabric.provider().abi_minor >= 1 {
+            self.domain.ep_ops().cancel
+        } else {
+            None
+        }
+    }
+
     /// Whether it is an RDM endpoint the core builds (not a provider's own).
     pub(crate) fn is_rdm(&self) -> bool {
         self.limits.core_rdm

@@ -752,6 +752,15 @@ unsafe extern "C" fn rdm_writemsg(
 /// # Safety
 ///
 /// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_cancel(ep: *mut abi::fid_ep, context: *mut c_void) -> isize {
+    // SAFETY: The core passes an open, enabled endpoint.
+    let rdm = unsafe { rdm_of(ep) };
+    errno::to_c_ssize(rx::cancel(&rdm, context).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
 unsafe extern "C" fn rdm_getopt(
     ep: *mut abi::fid_ep,
     _level: c_int,
@@ -828,4 +837,5 @@ pub(crate) static EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
     recvmsg: Some(rdm_recvmsg),
     readmsg: Some(rdm_readmsg),
     writemsg: Some(rdm_writemsg),
+    cancel: Some(rdm_cancel),
 };

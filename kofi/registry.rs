@@ -33,6 +33,9 @@ pub(crate) struct Provider {
     owner: *mut abi::module,
     pub(crate) name: CString,
     pub(crate) version: u32,
+    /// The ABI minor version the provider was built for: ops added in a
+    /// later one are past the end of its tables.
+    pub(crate) abi_minor: u32,
     pub(crate) priority: i32,
     seq: u64,
     /// Open fabrics of this provider.
@@ -242,6 +245,7 @@ fn register(version: u32, table: *mut abi::kofi_provider) -> Result {
             owner: t.owner,
             name: CString::try_from_fmt(kernel::fmt!("{}", name))?,
             version: t.version,
+            abi_minor: minor,
             priority: t.priority,
             seq: registry.next_seq.fetch_add(1, Ordering::Relaxed),
             fabrics: AtomicUsize::new(0),

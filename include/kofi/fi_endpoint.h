@@ -91,6 +91,17 @@ ssize_t fi_recvv(struct fid_ep *ep, const struct kvec *iov, void **desc, size_t 
 ssize_t fi_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, u64 flags);
 
 /*
+ * Takes back a posted receive of endpoint @fid: the oldest one posted with
+ * @context that no data has reached yet completes with an FI_ECANCELED
+ * error entry carrying @context (reported whatever FI_COMPLETION said).
+ * Returns 0; -FI_EBUSY when that receive is being filled (it completes as
+ * usual); -FI_ENOENT when none is waiting (it completed, or never was);
+ * -EINVAL when @fid is no endpoint; -FI_ENOSYS when its provider cannot.
+ * Sends and RMA, once posted, run to their completion.
+ */
+ssize_t fi_cancel(struct fid *fid, void *context);
+
+/*
  * The Reliable Datagram forms the kofi slides name: fi_send()/fi_recv() to or
  * from an address of the endpoint's AV (FI_ADDR_UNSPEC: from any peer).
  */

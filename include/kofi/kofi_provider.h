@@ -64,6 +64,14 @@ struct kofi_ep_ops {
 	ssize_t (*recvmsg)(struct fid_ep *ep, const struct fi_msg *msg, u64 flags);
 	ssize_t (*readmsg)(struct fid_ep *ep, const struct fi_msg_rma *msg, u64 flags);
 	ssize_t (*writemsg)(struct fid_ep *ep, const struct fi_msg_rma *msg, u64 flags);
+	/*
+	 * ABI 1.1, optional: takes back the oldest receive posted with
+	 * @context that no data has reached yet, reports it with
+	 * kofi_ep_complete_error(FI_ECANCELED) and returns 0; -FI_EBUSY when
+	 * that receive is being filled (it completes as usual), -FI_ENOENT when
+	 * none waits. The core calls it only for providers built for 1.1 on.
+	 */
+	ssize_t (*cancel)(struct fid_ep *ep, void *context);
 };
 
 struct kofi_pep_ops {

@@ -13,6 +13,7 @@ use crate::flags::*;
 use crate::queue::Completion;
 use crate::vec::VecExt;
 use core::ptr;
+use kernel::ffi::c_void;
 use kernel::prelude::*;
 
 /// Receives posted at most (-FI_EAGAIN beyond).
@@ -135,6 +136,33 @@ pub(super) fn recvmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
         None => s.recvs.push(recv, GFP_KERNEL)?,
     }
     Ok(())
+}
+
+/// fi_cancel: takes back the oldest receive posted with `context` that no
+/// message was matched to yet (-FI_EBUSY when one is being filled).
+pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
+    let mut s = rdm.state.lock();
+    if let Some(i) = s.recvs.iter().position(|r| r.context == context) {
+        let r = s.recvs.remove(i);
+        let entry = abi::fi_cq_err_entry {
+            op_context: r.context,
+            flags: r.flags,
+            buf: r.iov.base(),
+            err: abi::FI_ECANCELED as i32,
+            ..Default::default()
+        };
+        let _ = crate::report::complete_error_of(rdm.endpoint(), entry);
+        return Ok(());
+    }
+    let filling = s
+        .inbound
+        .iter()
+        .any(|ib| ib.recv.as_ref().is_some_and(|r| r.context == context));
+    Err(if filling {
+        errno::ebusy()
+    } else {
+        errno::enoent()
+    })
 }
 
 impl Rdm {

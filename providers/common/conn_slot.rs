@@ -9,7 +9,7 @@
 //! connection when it is made.
 
 use crate::abi;
-use crate::kofi::{fi_error, PostedRecv};
+use crate::kofi::{fi_error, remove, report_cancelled, Context, EpRef, PostedRecv};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
@@ -91,6 +91,28 @@ impl<C> ConnSlot<C> {
             return Err(fi_error(abi::FI_EAGAIN));
         }
         s.early.push(recv, GFP_KERNEL)?;
+        Ok(())
+    }
+
+    /// fi_cancel: the oldest receive posted with `context`, taken back here
+    /// (reported to `ep`) while there is no connection, else by the
+    /// connection's `cancel`.
+    pub(crate) fn cancel(
+        &self,
+        context: Context,
+        ep: &EpRef,
+        cancel: impl FnOnce(&Arc<C>, Context) -> Result,
+    ) -> Result {
+        let mut s = self.inner.lock();
+        if let Some(conn) = &s.conn {
+            return cancel(conn, context);
+        }
+        let i = s
+            .early
+            .iter()
+            .position(|r| r.context == context)
+            .ok_or_else(|| fi_error(abi::FI_ENOENT))?;
+        report_cancelled(ep, remove(&mut s.early, i).context);
         Ok(())
     }
 }

@@ -21,6 +21,7 @@
 //! through. The provider's own code needs no FFI.
 
 use crate::abi;
+use crate::flags::{FI_MSG, FI_RECV};
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use kernel::alloc::{Allocator, Vec};
@@ -42,7 +43,7 @@ pub(crate) fn fi_error(errnum: u32) -> Error {
 }
 
 /// The consumer's context of an operation, returned in its completion.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Context(*mut c_void);
 
 // SAFETY: An opaque cookie of the consumer's, never dereferenced.
@@ -809,6 +810,45 @@ pub(crate) fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
     }
 }
 
+/// Removes element `i` of `v`, keeping the order of the others.
+pub(crate) fn remove<T>(v: &mut KVec<T>, i: usize) -> T {
+    v.as_mut_slice()[i..].rotate_left(1);
+    // The last element, once the one removed, is initialised.
+    match pop(v) {
+        Some(x) => x,
+        None => unreachable!(),
+    }
+}
+
+/// Reports a receive taken back by fi_cancel.
+pub(crate) fn report_cancelled(ep: &EpRef, context: Context) {
+    let _ = ep.complete_error(FI_RECV | FI_MSG, context, abi::FI_ECANCELED, 0, 0, 0);
+}
+
+/// fi_cancel on a connection's posted receives: the oldest in `ring` with
+/// `context` is taken back and reported to `ep`; else -FI_EBUSY when the
+/// receive being filled has that context (`filling`), -FI_ENOENT.
+pub(crate) fn cancel_posted<S: core::ops::DerefMut<Target = [Option<PostedRecv>]>>(
+    ring: &mut crate::ring::Ring<PostedRecv, S>,
+    context: Context,
+    ep: Option<&EpRef>,
+    filling: bool,
+) -> Result {
+    let mut found = false;
+    ring.retain(|r| {
+        let hit = !found && r.context == context;
+        found |= hit;
+        !hit
+    });
+    match (found, ep) {
+        (true, Some(ep)) => report_cancelled(ep, context),
+        (true, None) => {}
+        (false, _) if filling => return Err(fi_error(abi::FI_EBUSY)),
+        (false, _) => return Err(fi_error(abi::FI_ENOENT)),
+    }
+    Ok(())
+}
+
 /// A kofi passive endpoint, for connection requests.
 ///
 /// # Invariants
@@ -992,6 +1032,12 @@ pub(crate) trait Endpoint: Send + Sync + Sized + 'static {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     fn writemsg(&self, _msg: &RmaMsg<'_>, _flags: u64) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// fi_cancel: takes back the oldest receive posted with `context` that
+    /// no data reached yet, reporting it FI_ECANCELED; -FI_EBUSY while it is
+    /// being filled, -FI_ENOENT when none waits.
+    fn cancel(&self, _context: Context) -> Result {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
@@ -1317,6 +1363,15 @@ impl<P: Provider> Adapter<P> {
     /// # Safety
     ///
     /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_cancel(ep: *mut abi::fid_ep, context: *mut c_void) -> isize {
+        // SAFETY: The core calls this only on an open, enabled endpoint of
+        // this provider, set up by `ep_open`; `context` is a cookie.
+        ret(unsafe { Self::ep(ep).cancel(Context(context)) }) as isize
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
     unsafe extern "C" fn ep_readmsg(
         ep: *mut abi::fid_ep,
         msg: *const abi::fi_msg_rma,
@@ -1512,6 +1567,11 @@ impl<P: Provider> Adapter<P> {
         },
         writemsg: if <P::Endpoint as Endpoint>::HAS_WRITEMSG {
             Some(Self::ep_writemsg)
+        } else {
+            None
+        },
+        cancel: if <P::Endpoint as Endpoint>::HAS_CANCEL {
+            Some(Self::ep_cancel)
         } else {
             None
         },

@@ -16,7 +16,7 @@
 
 use crate::abi;
 use crate::flags::*;
-use crate::kofi::{fi_error, Context, DomainRef, EpRef, Info, Lent, PostedRecv};
+use crate::kofi::{cancel_posted, fi_error, Context, DomainRef, EpRef, Info, Lent, PostedRecv};
 use crate::listener::Listener;
 use crate::ring::Ring;
 use crate::socket::{Received, SockAddr, Socket};
@@ -524,6 +524,15 @@ impl Conn {
         }
         self.kick();
         Ok(())
+    }
+
+    /// fi_cancel on a connection: its oldest posted receive with `context`
+    /// is taken back (reported FI_ECANCELED); -FI_EBUSY while a message is
+    /// being read into it.
+    pub(crate) fn cancel_recv(&self, context: Context) -> Result {
+        let g = &mut *self.inner.lock();
+        let filling = g.rx.direct.as_ref().map(|d| d.recv.context) == Some(context);
+        cancel_posted(&mut g.posted, context, g.ep.as_ref(), filling)
     }
 
     /// Posts a receive; a held message completes it at once.

@@ -40,7 +40,8 @@ use conn::Conn;
 use conn_slot::ConnSlot;
 use flags::*;
 use kofi::{
-    fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef, RmaMsg,
+    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef,
+    RmaMsg,
 };
 use listener::Listener;
 use socket::{SockAddr, Socket};
@@ -336,6 +337,11 @@ impl kofi::Endpoint for SockEp {
 
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
         self.conn.recv(msg.to_posted(flags)?, Conn::post_recv)
+    }
+
+    fn cancel(&self, context: Context) -> Result {
+        self.conn
+            .cancel(context, &self.ep, |conn, ctx| conn.cancel_recv(ctx))
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {

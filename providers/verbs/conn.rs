@@ -23,7 +23,9 @@
 use crate::abi;
 use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
-use crate::kofi::{fi_error, swap_remove, Context, EpRef, Lent, MrMemory, PepRef, PostedRecv};
+use crate::kofi::{
+    cancel_posted, fi_error, swap_remove, Context, EpRef, Lent, MrMemory, PepRef, PostedRecv,
+};
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, Device, IdHandle, Mapping,
     Region, Slots, WorkCompletion,

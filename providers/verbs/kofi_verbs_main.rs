@@ -38,7 +38,9 @@ use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
 use conn_slot::ConnSlot;
 use device::{VDomain, VerbsDomain};
 use flags::*;
-use kofi::{fi_error, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg};
+use kofi::{
+    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg,
+};
 use rdma::{CmId, CmIdSlot};
 use sockaddr::SockAddr;
 
@@ -312,6 +314,11 @@ impl kofi::Endpoint for VerbsEp {
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
         self.conn
             .recv(msg.to_posted(flags)?, |conn, recv| conn.post_recv(recv))
+    }
+
+    fn cancel(&self, context: Context) -> Result {
+        self.conn
+            .cancel(context, &self.ep, |conn, ctx| conn.cancel_recv(ctx))
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {

@@ -48,6 +48,15 @@ impl Conn {
         Ok(())
     }
 
+    /// fi_cancel on a connection: its oldest posted receive with `context`
+    /// is taken back (reported FI_ECANCELED); -FI_EBUSY while a message is
+    /// being received into it.
+    pub(crate) fn cancel_recv(&self, context: Context) -> Result {
+        let g = &mut *self.inner.lock();
+        let filling = g.cur.as_ref().map(|c| c.recv.context) == Some(context);
+        cancel_posted(&mut g.recvs, context, g.ep.as_ref(), filling)
+    }
+
     /// The rendezvous read into the receive in progress is over (`ok`):
     /// report the receive, and let the sender complete (OP_FIN).
     pub(super) fn finish_rndv(&self, g: &mut Inner, ok: bool) {

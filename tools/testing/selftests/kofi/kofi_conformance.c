@@ -759,6 +759,83 @@ static void recv_posted_before_connect(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/* The error entry of a receive fi_cancel took back. */
+static void expect_cancelled(struct kunit *test, struct fid_cq *cq, void *context)
+{
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+
+	KUNIT_EXPECT_EQ(test, cq_wait(cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(cq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_ECANCELED);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, context);
+	KUNIT_EXPECT_TRUE(test, err.flags & FI_RECV);
+}
+
+/* fi_cancel takes back a posted receive, before the connection exists and
+ * on it: it completes FI_ECANCELED with its context, the others take the
+ * messages in their order; one completed, cancelled or never posted gives
+ * -FI_ENOENT, and what is no endpoint -EINVAL. */
+static void cancel_receives(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct cm_event ev;
+	struct fi_cq_data_entry e;
+	char port[8];
+	struct {
+		u8 early[2][64], in[3][64], out[3][64];
+	} *b = kunit_kzalloc(test, sizeof(*b), GFP_KERNEL);
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, b);
+
+	port_of(port, 17);
+	pair_listen(test, &p, node, port);
+	side_open(test, &p, &p.client, node, port);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p.client.ep->fid, b->early[0]), -FI_ENOENT);
+	for (i = 0; i < 2; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, b->early[i], 64, NULL, 0, b->early[i]), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p.client.ep->fid, b->early[0]), 0);
+	expect_cancelled(test, p.client.cq, b->early[0]);
+	KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, &p, &p.server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+
+	for (i = 0; i < 3; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, b->in[i], 64, NULL, 0, b->in[i]), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, b->in[1]), 0);
+	expect_cancelled(test, p.server.cq, b->in[1]);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, b->in[1]), -FI_ENOENT);
+	for (i = 0; i < 2; i++) {
+		fill(b->out[i], 64, 50 + i);
+		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, b->out[i], 64, NULL, 0, NULL), 0);
+	}
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)b->in[0]);
+	KUNIT_EXPECT_EQ(test, memcmp(b->in[0], b->out[0], 64), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)b->in[2]);
+	KUNIT_EXPECT_EQ(test, memcmp(b->in[2], b->out[1], 64), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, b->in[0]), -FI_ENOENT);
+	for (i = 0; i < 2; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_TRUE(test, e.flags & FI_SEND);
+	}
+
+	/* The receive posted before the connection still takes a reply. */
+	fill(b->out[2], 64, 52);
+	KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, b->out[2], 64, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)b->early[1]);
+	KUNIT_EXPECT_EQ(test, memcmp(b->early[1], b->out[2], 64), 0);
+
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.cq->fid, b->in[0]), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cancel(NULL, b->in[0]), -EINVAL);
+	pair_close(test, &p);
+}
+
 /* fi_connect with each of its allocations failing in turn: an error or a
  * connection, never a crash or a leak (kmemleak and KASAN judge the run),
  * and the provider serves a connection afterwards. */
@@ -831,6 +908,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(shutdown_mid_traffic),
 	KUNIT_CASE(peer_gone),
 	KUNIT_CASE(recv_posted_before_connect),
+	KUNIT_CASE(cancel_receives),
 	KUNIT_CASE(connect_under_allocation_failures),
 	{}
 };

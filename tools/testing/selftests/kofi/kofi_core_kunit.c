@@ -562,6 +562,7 @@ static void objects_every_call_checks_its_object(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, fi_recv(e, buf, 8, NULL, 0, NULL), -EINVAL);
 		KUNIT_EXPECT_EQ(test, fi_recvv(e, &iov, NULL, 1, 0, NULL), -EINVAL);
 		KUNIT_EXPECT_EQ(test, fi_recvmsg(e, &msg, 0), -EINVAL);
+		KUNIT_EXPECT_EQ(test, fi_cancel(&e->fid, NULL), -EINVAL);
 		KUNIT_EXPECT_EQ(test, fi_read(e, buf, 8, NULL, 0, 0, 1, NULL), -EINVAL);
 		KUNIT_EXPECT_EQ(test, fi_readv(e, &iov, NULL, 1, 0, 0, 1, NULL), -EINVAL);
 		KUNIT_EXPECT_EQ(test, fi_readmsg(e, &rmsg, 0), -EINVAL);
@@ -1450,6 +1451,9 @@ static void data_huge_lengths_counts_and_flags(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_writev(f.ep, &one, NULL, SIZE_MAX, 0, 0, 1, NULL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_sendmsg(f.ep, &plain, ~0ULL), -FI_EBADFLAGS);
 	KUNIT_EXPECT_EQ(test, fi_recvmsg(f.ep, &plain, ~0ULL), -FI_EBADFLAGS);
+	/* The test providers cannot take a receive back. */
+	KUNIT_EXPECT_EQ(test, fi_cancel(&f.ep->fid, buf), -FI_ENOSYS);
+	KUNIT_EXPECT_EQ(test, fi_cancel(NULL, buf), -EINVAL);
 	KUNIT_EXPECT_LT(test, fi_mr_reg(f.domain, buf, SIZE_MAX, FI_REMOTE_READ, 0, 0, 0, &mr,
 					NULL), 0);
 	KUNIT_EXPECT_LT(test, fi_mr_reg(f.domain, buf, sizeof(buf), FI_REMOTE_READ, 0, 0, ~0ULL,

@@ -938,6 +938,38 @@ static void spoofed_name_refused(struct kunit *test)
 	net_close(test, &t);
 }
 
+/*
+ * fi_cancel on an RDM endpoint: a receive from any peer is taken back with
+ * FI_ECANCELED and its context; the next message goes to the next receive;
+ * cancelling it again, or one that completed, gives -FI_ENOENT.
+ */
+static void cancel_receive(struct kunit *test)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	fi_addr_t src;
+	u8 rx[2][64], msg[32];
+
+	net_open(test, &t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rx[0], sizeof(rx[0]), NULL, FI_ADDR_UNSPEC, rx[0]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rx[1], sizeof(rx[1]), NULL, FI_ADDR_UNSPEC, rx[1]), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, rx[0]), 0);
+	KUNIT_EXPECT_EQ(test, next(t.cq[0], &e, &src, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)rx[0]);
+	KUNIT_EXPECT_TRUE(test, err.flags & FI_RECV);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, rx[0]), -FI_ENOENT);
+
+	fill_msg(msg, sizeof(msg), 1, 4);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg, sizeof(msg), NULL, t.addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[1]);
+	KUNIT_EXPECT_TRUE(test, check_msg(rx[1], sizeof(msg), 1, 4));
+	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, rx[1]), -FI_ENOENT);
+	net_close(test, &t);
+}
+
 /* Waits up to 5 s for endpoint 0 to have @want connections open. */
 static void wait_conns(struct kunit *test, struct net *t, size_t want)
 {
@@ -1173,6 +1205,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(peer_closed_mid_traffic),
 	KUNIT_CASE(bad_peer),
 	KUNIT_CASE(spoofed_name_refused),
+	KUNIT_CASE(cancel_receive),
 	KUNIT_CASE(peer_records_reused),
 	KUNIT_CASE_SLOW(held_connections_make_room),
 	{}
