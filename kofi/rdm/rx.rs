@@ -250,6 +250,11 @@ impl Rdm {
         data: u64,
         err: i32,
     ) {
+        if err == abi::FI_ECANCELED as i32 {
+            // Taken back as its connection ended: the end itself comes
+            // through the EQ (FI_SHUTDOWN), or from our own close.
+            return;
+        }
         let Some(c) = s.conn(slot, gen) else {
             return;
         };

@@ -49,10 +49,12 @@ impl<C> ConnSlot<C> {
     }
 
     /// Takes the connection out (the endpoint is closing); receives still
-    /// waiting for one are dropped with it.
-    pub(crate) fn take(&self) -> Option<Arc<C>> {
+    /// waiting for one complete FI_ECANCELED, reported to `ep`.
+    pub(crate) fn take(&self, ep: &EpRef) -> Option<Arc<C>> {
         let mut s = self.inner.lock();
-        s.early = KVec::new();
+        for recv in core::mem::take(&mut s.early) {
+            report_cancelled(ep, recv.context);
+        }
         s.conn.take()
     }
 

@@ -16,7 +16,9 @@
 
 use crate::abi;
 use crate::flags::*;
-use crate::kofi::{cancel_posted, fi_error, Context, DomainRef, EpRef, Info, Lent, PostedRecv};
+use crate::kofi::{
+    cancel_posted, fi_error, report_cancelled, Context, DomainRef, EpRef, Info, Lent, PostedRecv,
+};
 use crate::listener::Listener;
 use crate::ring::Ring;
 use crate::socket::{Received, SockAddr, Socket};
@@ -413,6 +415,7 @@ impl Conn {
     /// Closes without a word to anyone: the endpoint (or request) is gone.
     pub(crate) fn close(&self) {
         let mut g = self.inner.lock();
+        g.release_receives();
         g.ep = None;
         g.listener = None;
         g.phase = Phase::Closed;
@@ -1102,6 +1105,7 @@ impl Inner {
 
     /// The connection is over: fail what is pending, FI_SHUTDOWN once.
     fn end(&mut self, err: u32, report: bool) {
+        self.release_receives();
         if let Some(ep) = &self.ep {
             while let Some(frame) = self.tx.pop() {
                 if let Some((ctx, _)) = frame.done {
@@ -1119,6 +1123,21 @@ impl Inner {
         }
         self.ended = true;
         self.close_quietly();
+    }
+
+    /// No receive can be filled any more: each completes FI_ECANCELED (the
+    /// one a message was being read into too), so no consumer waits on one
+    /// for ever.
+    fn release_receives(&mut self) {
+        let Some(ep) = &self.ep else {
+            return;
+        };
+        if let Some(d) = self.rx.direct.take() {
+            report_cancelled(ep, d.recv.context);
+        }
+        while let Some(r) = self.posted.pop() {
+            report_cancelled(ep, r.context);
+        }
     }
 
     fn close_quietly(&mut self) {

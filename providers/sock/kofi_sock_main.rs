@@ -270,7 +270,7 @@ impl SockEp {
 
 impl Drop for SockEp {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
+        if let Some(conn) = self.conn.take(&self.ep) {
             conn.close();
         }
     }

@@ -24,7 +24,8 @@ use crate::abi;
 use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
 use crate::kofi::{
-    cancel_posted, fi_error, swap_remove, Context, EpRef, Lent, MrMemory, PepRef, PostedRecv,
+    cancel_posted, fi_error, report_cancelled, swap_remove, Context, EpRef, Lent, MrMemory, PepRef,
+    PostedRecv,
 };
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, Device, IdHandle, Mapping,
@@ -562,6 +563,7 @@ impl Conn {
         let mut owner = self.id.lock();
         let res = {
             let mut g = self.inner.lock();
+            Self::release_receives(&mut g);
             g.ep = None;
             g.phase = Phase::Closed;
             g.res.take()
@@ -626,11 +628,30 @@ impl Conn {
         while let Some(op) = g.queue.pop() {
             self.fail_op(g, op, err);
         }
+        Self::release_receives(g);
         if let Some(ep) = &g.ep {
             if !g.shutdown_reported {
                 g.shutdown_reported = true;
                 let _ = ep.event(abi::FI_SHUTDOWN, &[]);
             }
+        }
+    }
+
+    /// No receive can be filled any more: each completes FI_ECANCELED, so
+    /// no consumer waits on one for ever. One a rendezvous read is filling
+    /// completes when that read does (flushed: FI_EIO), as the device may
+    /// write its buffers until then.
+    fn release_receives(g: &mut Inner) {
+        let Some(ep) = &g.ep else {
+            return;
+        };
+        if g.cur.as_ref().is_some_and(|c| c.rndv.is_none()) {
+            if let Some(cur) = g.cur.take() {
+                report_cancelled(ep, cur.recv.context);
+            }
+        }
+        while let Some(r) = g.recvs.pop() {
+            report_cancelled(ep, r.context);
         }
     }
 

@@ -251,7 +251,7 @@ impl VerbsEp {
 
 impl Drop for VerbsEp {
     fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
+        if let Some(conn) = self.conn.take(&self.ep) {
             conn.close();
         }
     }

@@ -836,6 +836,36 @@ static void cancel_receives(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/* When a connection ends, its posted receives complete FI_ECANCELED with
+ * their contexts, so nobody waits on them for ever: at both ends of a
+ * fi_shutdown, and at fi_close of an endpoint (before it returns). */
+static void receives_released_when_the_connection_ends(struct kunit *test)
+{
+	struct pair p = {};
+	struct cm_event ev;
+	u8 a[2][8], b[8], c[8];
+	int i;
+
+	conf_open(test, &p, 18);
+	for (i = 0; i < 2; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, a[i], 8, NULL, 0, a[i]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, b, 8, NULL, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_shutdown(p.client.ep, 0), 0);
+	KUNIT_EXPECT_EQ(test, cm_wait(p.client.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	for (i = 0; i < 2; i++)
+		expect_cancelled(test, p.server.cq, a[i]);
+	expect_cancelled(test, p.client.cq, b);
+	pair_close(test, &p);
+
+	conf_open(test, &p, 19);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, c, 8, NULL, 0, c), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&p.server.ep->fid), 0);
+	p.server.ep = NULL;
+	expect_cancelled(test, p.server.cq, c);
+	pair_close(test, &p);
+}
+
 /* fi_connect with each of its allocations failing in turn: an error or a
  * connection, never a crash or a leak (kmemleak and KASAN judge the run),
  * and the provider serves a connection afterwards. */
@@ -909,6 +939,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(peer_gone),
 	KUNIT_CASE(recv_posted_before_connect),
 	KUNIT_CASE(cancel_receives),
+	KUNIT_CASE(receives_released_when_the_connection_ends),
 	KUNIT_CASE(connect_under_allocation_failures),
 	{}
 };
