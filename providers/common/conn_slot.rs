@@ -9,7 +9,8 @@
 //! connection when it is made.
 
 use crate::abi;
-use crate::kofi::{fi_error, remove, report_cancelled, Context, EpRef, PostedRecv};
+use crate::kofi::{fi_error, report_cancelled, Context, EpRef, PostedRecv};
+use crate::vec::VecExt;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
@@ -114,7 +115,7 @@ impl<C> ConnSlot<C> {
             .iter()
             .position(|r| r.context == context)
             .ok_or_else(|| fi_error(abi::FI_ENOENT))?;
-        report_cancelled(ep, remove(&mut s.early, i).context);
+        report_cancelled(ep, s.early.remove(i).context);
         Ok(())
     }
 }

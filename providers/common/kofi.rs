@@ -22,6 +22,7 @@
 
 use crate::abi;
 use crate::flags::{FI_MSG, FI_RECV};
+use crate::vec::VecExt;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use kernel::alloc::{Allocator, Vec};
@@ -770,27 +771,13 @@ impl InfoList {
         let (items, len, cap) = self.items.into_raw_parts();
         // SAFETY: Rebuilt from the parts just taken.
         let mut items = unsafe { KVec::from_raw_parts(items, len, cap) };
-        while let Some(info) = pop(&mut items) {
+        while let Some(info) = items.pop() {
             let p = info.into_raw();
             // SAFETY: `p` is an info we own.
             unsafe { (*p).next = head };
             head = p;
         }
         head
-    }
-}
-
-/// Removes the last element of `v` (the kernel's KVec of 6.12 has no `pop`).
-pub(crate) fn pop<T>(v: &mut KVec<T>) -> Option<T> {
-    let len = v.len();
-    if len == 0 {
-        return None;
-    }
-    // SAFETY: Element `len - 1` is initialised; shrinking the length first
-    // hands its ownership to us.
-    unsafe {
-        v.set_len(len - 1);
-        Some(ptr::read(v.as_ptr().add(len - 1)))
     }
 }
 
@@ -804,17 +791,7 @@ pub(crate) fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
     let last = v.len() - 1;
     v.as_mut_slice().swap(i, last);
     // Element `last` (the one removed) is initialised: `pop` hands it over.
-    match pop(v) {
-        Some(x) => x,
-        None => unreachable!(),
-    }
-}
-
-/// Removes element `i` of `v`, keeping the order of the others.
-pub(crate) fn remove<T>(v: &mut KVec<T>, i: usize) -> T {
-    v.as_mut_slice()[i..].rotate_left(1);
-    // The last element, once the one removed, is initialised.
-    match pop(v) {
+    match v.pop() {
         Some(x) => x,
         None => unreachable!(),
     }

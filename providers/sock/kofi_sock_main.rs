@@ -33,6 +33,9 @@ mod ring;
 mod sockaddr;
 mod socket;
 mod timer;
+#[path = "../../kofi/vec.rs"]
+#[allow(dead_code)]
+mod vec;
 #[allow(dead_code)]
 mod wire;
 

@@ -33,6 +33,7 @@ use crate::rdma::{
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
+use crate::vec::VecExt;
 use crate::wire::{self, CmData, Header, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;

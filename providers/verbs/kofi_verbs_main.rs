@@ -32,6 +32,9 @@ mod rdma;
 mod ring;
 #[path = "../common/sockaddr.rs"]
 mod sockaddr;
+#[path = "../../kofi/vec.rs"]
+#[allow(dead_code)]
+mod vec;
 mod wire;
 
 use conn::{Conn, Listener, Request, RmaLocal, RmaPart};

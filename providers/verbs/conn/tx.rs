@@ -179,7 +179,7 @@ impl Conn {
         if g.phase != Phase::Accepting {
             Self::ensure_connected(&g)?;
         }
-        let slot = crate::kofi::pop(&mut g.tx_free).ok_or_else(|| fi_error(abi::FI_EAGAIN))?;
+        let slot = g.tx_free.pop().ok_or_else(|| fi_error(abi::FI_EAGAIN))?;
         let posted = reg.with_region(|region| {
             g.res
                 .as_ref()
@@ -395,7 +395,7 @@ impl Conn {
 
     /// Bookkeeping after a work request went out.
     fn posted(&self, g: &mut Inner, slot: usize, wr: TxWr, last: bool, sends: bool, grant: u16) {
-        let _ = crate::kofi::pop(&mut g.tx_free);
+        let _ = g.tx_free.pop();
         g.tx_wr[slot - RX_DEPTH] = Some(wr);
         if sends {
             g.credits -= 1;

@@ -23,6 +23,9 @@ mod kofi;
 #[path = "../../../../kofi/ring.rs"]
 #[allow(dead_code)]
 mod ring;
+#[path = "../../../../kofi/vec.rs"]
+#[allow(dead_code)]
+mod vec;
 
 use flags::*;
 use kofi::{fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PostedRecv, RmaMsg};
