@@ -32,6 +32,13 @@ unsafe fn ready<'a>(ep: *mut abi::fid_ep, cap: u64) -> Result<&'a Endpoint> {
     Ok(e)
 }
 
+/// Whether a consumer's kvec can describe memory: a buffer unless empty,
+/// and none that wraps the address space.
+pub(crate) fn kvec_valid(k: &abi::kvec) -> bool {
+    (!k.iov_base.is_null() || k.iov_len == 0)
+        && (k.iov_base as usize).checked_add(k.iov_len).is_some()
+}
+
 /// The total length of a message's buffers, checked.
 fn iov_total(
     iov: *const abi::kvec,
@@ -49,10 +56,7 @@ fn iov_total(
     if !iov.is_null() {
         // SAFETY: `iov` holds `count` kvecs (ABI).
         for k in unsafe { core::slice::from_raw_parts(iov, count) } {
-            // No buffer wraps the address space.
-            if (k.iov_base.is_null() && k.iov_len != 0)
-                || (k.iov_base as usize).checked_add(k.iov_len).is_none()
-            {
+            if !kvec_valid(k) {
                 return Err(EINVAL);
             }
             total = total.checked_add(k.iov_len).ok_or_else(errno::emsgsize)?;

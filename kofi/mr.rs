@@ -95,10 +95,7 @@ fn copy_iovs(attr: &abi::fi_mr_attr, limit: usize) -> Result<(MrIov, u64)> {
             let src = unsafe { core::slice::from_raw_parts(attr.mr_iov, count) };
             let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
             for k in src {
-                // No buffer wraps the address space.
-                if (k.iov_base.is_null() && k.iov_len != 0)
-                    || (k.iov_base as usize).checked_add(k.iov_len).is_none()
-                {
+                if !crate::api_data::kvec_valid(k) {
                     return Err(EINVAL);
                 }
                 total = total.checked_add(k.iov_len as u64).ok_or(EINVAL)?;

@@ -506,11 +506,9 @@ impl Eq {
         self.post(Slot::Done(ev))
     }
 
-    /// Adds an error event with its data (at most KOFI_CM_DATA_MAX bytes).
+    /// Adds an error event with its data (checked by the caller: at most
+    /// KOFI_CM_DATA_MAX bytes).
     pub(crate) fn post_error(&self, mut entry: abi::fi_eq_err_entry, data: &[u8]) -> Result {
-        if data.len() > abi::KOFI_CM_DATA_MAX as usize {
-            return Err(EINVAL);
-        }
         entry.err_data = ptr::null_mut();
         entry.err_data_size = 0;
         let mut bytes = KVec::new();

@@ -104,11 +104,11 @@ impl<C> ConnSlot<C> {
         &self,
         context: Context,
         ep: &EpRef,
-        cancel: impl FnOnce(&Arc<C>, Context) -> Result,
+        cancel: impl FnOnce(&Arc<C>) -> Result,
     ) -> Result {
         let mut s = self.inner.lock();
         if let Some(conn) = &s.conn {
-            return cancel(conn, context);
+            return cancel(conn);
         }
         let i = s
             .early

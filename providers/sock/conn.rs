@@ -345,7 +345,6 @@ impl Conn {
         Ok(())
     }
 
-    /// Whether an endpoint took this (server) connection.
     /// Whether the peer has sent anything, read or waiting in the socket:
     /// a pending connection that has is not slow, its CONNECT waits for
     /// this connection's work item.
@@ -354,6 +353,7 @@ impl Conn {
         g.rx.header_got > 0 || g.sock.as_ref().is_some_and(Socket::readable)
     }
 
+    /// Whether an endpoint took this (server) connection.
     pub(crate) fn is_bound(&self) -> bool {
         self.inner.lock().ep.is_some()
     }

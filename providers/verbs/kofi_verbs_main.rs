@@ -321,7 +321,7 @@ impl kofi::Endpoint for VerbsEp {
 
     fn cancel(&self, context: Context) -> Result {
         self.conn
-            .cancel(context, &self.ep, |conn, ctx| conn.cancel_recv(ctx))
+            .cancel(context, &self.ep, |conn| conn.cancel_recv(context))
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
