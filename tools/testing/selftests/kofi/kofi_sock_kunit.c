@@ -114,9 +114,10 @@ static int raw_dropped(struct socket *sock, int ms)
 	return 0;
 }
 
-/* A raw TCP client sends @len bytes of @bytes to 127.0.0.1:@port, then waits
- * up to 5 s for the listener to drop it: 1 when it did. */
-static int raw_client(u16 port, const void *bytes, size_t len)
+/* A raw TCP client sends @len bytes of @bytes to 127.0.0.1:@port, then
+ * waits up to @wait_ms for the listener to drop it (1 when it did), or with
+ * @wait_ms 0 closes at once (0 when the bytes went). */
+static int raw_client(u16 port, const void *bytes, size_t len, int wait_ms)
 {
 	struct socket *sock = raw_open(port);
 	int ret;
@@ -124,22 +125,8 @@ static int raw_client(u16 port, const void *bytes, size_t len)
 	if (!sock)
 		return -ECONNREFUSED;
 	ret = raw_send(sock, bytes, len);
-	if (!ret)
-		ret = raw_dropped(sock, 5000);
-	sock_release(sock);
-	return ret;
-}
-
-/* A raw client sends @len bytes to 127.0.0.1:@port and closes at once,
- * without waiting for an answer; 0 when it could. */
-static int raw_client_hold(u16 port, const void *bytes, size_t len)
-{
-	struct socket *sock = raw_open(port);
-	int ret;
-
-	if (!sock)
-		return -ECONNREFUSED;
-	ret = raw_send(sock, bytes, len);
+	if (!ret && wait_ms)
+		ret = raw_dropped(sock, wait_ms);
 	sock_release(sock);
 	return ret;
 }
@@ -182,8 +169,8 @@ static void sock_garbage_from_a_raw_client(struct kunit *test)
 	fi_freeinfo(src);
 
 	/* Garbage, then a header of an unknown version: both are dropped. */
-	KUNIT_EXPECT_EQ(test, raw_client(7478, junk, sizeof(junk)), 1);
-	KUNIT_EXPECT_EQ(test, raw_client(7478, bad_version, sizeof(bad_version)), 1);
+	KUNIT_EXPECT_EQ(test, raw_client(7478, junk, sizeof(junk), 5000), 1);
+	KUNIT_EXPECT_EQ(test, raw_client(7478, bad_version, sizeof(bad_version), 5000), 1);
 	KUNIT_EXPECT_EQ(test, fi_eq_read(p.peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
 	fi_close(&p.pep->fid);
 	fi_close(&p.peq->fid);
@@ -270,9 +257,9 @@ static void sock_handshake_is_bounded(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, raw);
 	raw_listener(test, &p, "7492");
 	wire_header(h, 4, 4 << 20);	/* Send, 4 MiB, before CONNECT */
-	KUNIT_EXPECT_EQ(test, raw_client(7492, h, sizeof(h)), 1);
+	KUNIT_EXPECT_EQ(test, raw_client(7492, h, sizeof(h), 5000), 1);
 	wire_header(h, 1, 4 << 20);	/* CONNECT with 4 MiB of private data */
-	KUNIT_EXPECT_EQ(test, raw_client(7492, h, sizeof(h)), 1);
+	KUNIT_EXPECT_EQ(test, raw_client(7492, h, sizeof(h), 5000), 1);
 
 	/* 64 are kept waiting (listener.rs); once they have waited 3 s, 8 more
 	 * push out the 8 oldest. */
@@ -345,9 +332,9 @@ static void sock_connection_flood_and_random_bytes(struct kunit *test)
 	/* A CONNECT saying 10 bytes of private data, then nothing; then one
 	 * with 5 of its 10 bytes before the close. */
 	wire_header(h, 1, 10);
-	KUNIT_EXPECT_EQ(test, raw_client_hold(7494, h, 64), 0);
+	KUNIT_EXPECT_EQ(test, raw_client(7494, h, 64, 0), 0);
 	memset(h + 64, 'x', 10);
-	KUNIT_EXPECT_EQ(test, raw_client_hold(7494, h, 64 + 5), 0);
+	KUNIT_EXPECT_EQ(test, raw_client(7494, h, 64 + 5, 0), 0);
 	msleep(200);
 	KUNIT_EXPECT_EQ(test, fi_eq_read(p.peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
 
