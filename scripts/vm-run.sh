@@ -68,6 +68,12 @@ pack_bin() {
 if rdma_bin=$(command -v rdma 2>/dev/null || ls /sbin/rdma /usr/sbin/rdma 2>/dev/null | head -1); then
 	pack_bin "$rdma_bin" rdma
 fi
+# kofi_blk's users: fio, ext4's tools, and nvme-cli for the NVMe-oF comparison.
+for tool in fio mkfs.ext4 e2fsck nvme; do
+	tool_bin=$(PATH=$PATH:/usr/sbin:/sbin command -v $tool) ||
+		die "vm-run: $tool missing (scripts/setup.sh installs it)"
+	pack_bin "$tool_bin" $tool
+done
 if [ -n "$perf" ]; then
 	perf_bin=$(command -v perf) || die "vm-run: --with-perf: no perf (apt install linux-perf)"
 	pack_bin "$perf_bin" perf

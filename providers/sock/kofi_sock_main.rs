@@ -62,6 +62,9 @@ module! {
 const INJECT_SIZE: usize = 4096;
 const IOV_LIMIT: usize = 16;
 const RMA_IOV_LIMIT: usize = 4;
+/// A region is the core's list of buffers, walked by an iov_iter: a storage
+/// request's pages (a 1 MiB request is 256 of them, 257 unaligned) fit.
+const MR_IOV_LIMIT: usize = 257;
 const CQ_DATA_SIZE: usize = 8;
 
 /// The provider's workqueue (WQ_MEM_RECLAIM), for the module's lifetime.
@@ -144,7 +147,7 @@ pub(crate) fn msg_info(
         f.rx.iov_limit = IOV_LIMIT;
         f.rx.size = conn::RX_DEPTH;
         f.domain.mr_mode = abi::FI_MR_PROV_KEY as i32;
-        f.domain.mr_iov_limit = IOV_LIMIT;
+        f.domain.mr_iov_limit = MR_IOV_LIMIT;
         f.domain.cq_data_size = CQ_DATA_SIZE;
         f.domain.threading = abi::fi_threading_FI_THREAD_SAFE;
         f.domain.control_progress = abi::fi_progress_FI_PROGRESS_AUTO;

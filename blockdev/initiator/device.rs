@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A kofi_blk device: the export it reaches, its queues, and what happens
+//! when the target goes away.
+//!
+//! When a queue loses its connection its requests go back to blk-mq, which
+//! offers them again every few milliseconds (`queue_rq` hands them back
+//! while there is no connection). The device's reconnect work tries to
+//! connect every lost queue, with a growing pause between tries; when the
+//! device has been without a full set of queues for `reconnect_timeout`
+//! seconds it is marked dead and every request fails with EIO.
+
+use crate::control::Spec;
+use crate::errno;
+use crate::fabric::{Domain, Info};
+use crate::mq::{self, Timeout};
+use crate::proto::Accept;
+use crate::queue::{Queue, RequestData, MAX_PAGES};
+use kernel::prelude::*;
+use kernel::str::CString;
+use kernel::sync::{Arc, ArcBorrow, SpinLock};
+use kernel::time::{ktime_ms_delta, Ktime};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
+use kernel::{bindings, new_spinlock};
+
+/// The pause between reconnection tries, first and longest.
+const BACKOFF_MIN_MS: u32 = 100;
+const BACKOFF_MAX_MS: u32 = 2000;
+
+struct DevState {
+    /// The device is being removed: every request fails.
+    removing: bool,
+    /// The target stayed away past the timeout: every request fails.
+    dead: bool,
+    /// The reconnect work is queued or running.
+    reconnecting: bool,
+    /// Since when a queue has been without a connection.
+    lost_at: Option<Ktime>,
+    /// The device as the target described it.
+    geometry: Option<Accept>,
+}
+
+/// A kofi_blk device.
+#[pin_data]
+pub(crate) struct Device {
+    pub(crate) name: CString,
+    pub(crate) spec: Spec,
+    /// Before the domain and info: fields drop in order, and the queues'
+    /// connections (closed by then) belong to the domain.
+    pub(crate) queues: KVec<Arc<Queue>>,
+    domain: Domain,
+    info: Info,
+    #[pin]
+    state: SpinLock<DevState>,
+    #[pin]
+    reconnect: Work<Device>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Device { self.reconnect }
+}
+
+impl Device {
+    /// Connects every queue of `spec`'s export; the device, not yet added.
+    pub(crate) fn connect(name: CString, spec: Spec) -> Result<Arc<Device>> {
+        let info = Info::msg(&spec.provider, &spec.addr, &spec.port)?;
+        let domain = Domain::open(&info)?;
+        let mut queues = KVec::with_capacity(spec.queues.into(), GFP_KERNEL)?;
+        for i in 0..spec.queues {
+            queues.push(Queue::new(i, spec.depth)?, GFP_KERNEL)?;
+        }
+        // No queue is connected yet: a failed init leaves nothing open.
+        let dev = Arc::pin_init(
+            pin_init!(Device {
+                name,
+                spec,
+                queues,
+                domain,
+                info,
+                state <- new_spinlock!(
+                    DevState {
+                        removing: false,
+                        dead: false,
+                        reconnecting: false,
+                        lost_at: None,
+                        geometry: None,
+                    },
+                    "kofi_blk::Device::state"
+                ),
+                reconnect <- new_work!("kofi_blk::Device::reconnect"),
+            }),
+            GFP_KERNEL,
+        )?;
+        if let Err(e) = dev.connect_all() {
+            dev.shut_down();
+            return Err(e);
+        }
+        Ok(dev)
+    }
+
+    /// Bytes one request may move: the target's bound, within the pages one
+    /// registration of the provider takes (a request's bytes may start
+    /// inside a page).
+    pub(crate) fn max_io(&self) -> Option<u32> {
+        let pages = self.info.mr_iov_limit().clamp(2, MAX_PAGES) as u32 - 1;
+        let g = self.geometry()?;
+        Some(g.max_io.min(pages * bindings::PAGE_SIZE as u32))
+    }
+
+    /// The device as the target described it (set by the first connection).
+    pub(crate) fn geometry(&self) -> Option<Accept> {
+        self.state.lock().geometry
+    }
+
+    /// Connects every queue without a connection; every one must see the
+    /// device the first one saw.
+    fn connect_all(&self) -> Result {
+        for q in self.queues.iter().filter(|q| !q.connected()) {
+            let accept = q.connect(&self.info, &self.domain, &self.spec.export)?;
+            let mut s = self.state.lock();
+            match s.geometry {
+                None => s.geometry = Some(accept),
+                Some(g) if g == accept => {}
+                Some(_) => {
+                    drop(s);
+                    pr_warn!(
+                        "{}: the export changed; not using it\n",
+                        &*self.name
+                    );
+                    q.disconnect(false);
+                    return Err(errno::eproto());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether requests may still go to the target.
+    fn usable(&self) -> bool {
+        let s = self.state.lock();
+        !s.removing && !s.dead
+    }
+
+    /// Whether the device is waiting for its target (a queue is lost).
+    pub(crate) fn status(&self) -> &'static str {
+        let s = self.state.lock();
+        if s.dead {
+            "dead"
+        } else if s.lost_at.is_some() {
+            "reconnecting"
+        } else {
+            "live"
+        }
+    }
+
+    /// A queue has no connection: starts the reconnect work unless running.
+    fn queue_lost(this: ArcBorrow<'_, Self>) {
+        {
+            let mut s = this.state.lock();
+            if s.removing || s.dead || s.reconnecting {
+                return;
+            }
+            s.reconnecting = true;
+            if s.lost_at.is_none() {
+                s.lost_at = Some(Ktime::ktime_get());
+            }
+        }
+        let this: Arc<Device> = this.into();
+        if crate::workqueue().enqueue(this.clone()).is_err() {
+            this.state.lock().reconnecting = false;
+        }
+    }
+
+    /// Before the disk goes: no request waits any more, every queue is
+    /// closed, and in-flight requests fail.
+    pub(crate) fn shut_down(&self) {
+        self.state.lock().removing = true;
+        for q in self.queues.iter() {
+            q.disconnect(true);
+        }
+    }
+}
+
+impl WorkItem for Device {
+    type Pointer = Arc<Device>;
+
+    fn run(this: Arc<Device>) {
+        let mut backoff = BACKOFF_MIN_MS;
+        loop {
+            let lost_at = {
+                let s = this.state.lock();
+                if s.removing {
+                    drop(s);
+                    this.state.lock().reconnecting = false;
+                    return;
+                }
+                s.lost_at.unwrap_or_else(Ktime::ktime_get)
+            };
+            if this.connect_all().is_ok() {
+                let mut s = this.state.lock();
+                s.lost_at = None;
+                s.reconnecting = false;
+                drop(s);
+                pr_info!("{}: reconnected\n", &*this.name);
+                return;
+            }
+            let waited = ktime_ms_delta(Ktime::ktime_get(), lost_at);
+            if waited >= i64::from(this.spec.reconnect_timeout_s) * 1000 {
+                let mut s = this.state.lock();
+                s.dead = true;
+                s.reconnecting = false;
+                drop(s);
+                pr_warn!(
+                    "{}: target gone for {} s: I/O fails from now on\n",
+                    &*this.name,
+                    waited / 1000
+                );
+                return;
+            }
+            // SAFETY: No preconditions; the work may sleep.
+            unsafe { bindings::msleep(backoff) };
+            backoff = (backoff * 2).min(BACKOFF_MAX_MS);
+        }
+    }
+}
+
+/// kofi_blk's blk-mq driver.
+pub(crate) struct Driver;
+
+impl mq::Operations for Driver {
+    type Data = Device;
+    type RequestData = RequestData;
+
+    fn queue_rq(
+        dev: ArcBorrow<'_, Device>,
+        queue: u32,
+        rq: mq::Request<Driver>,
+        _last: bool,
+    ) -> Result<(), mq::Request<Driver>> {
+        let Some(q) = dev.queues.get(queue as usize) else {
+            rq.end(Err(EIO));
+            return Ok(());
+        };
+        if !dev.usable() {
+            rq.end(Err(EIO));
+            return Ok(());
+        }
+        let rq = match q.submit(&dev.domain, rq) {
+            Ok(()) => return Ok(()),
+            Err(rq) => rq,
+        };
+        // No connection: wait for the reconnection, offered again shortly.
+        Device::queue_lost(dev);
+        Err(rq)
+    }
+
+    fn timed_out(dev: ArcBorrow<'_, Device>, queue: u32, tag: u32) -> Timeout {
+        // The target holds a command too long: as when the connection is
+        // lost, the queue's requests (this one too) wait for a new one.
+        match dev.queues.get(queue as usize) {
+            Some(q) if q.holds(tag) => {
+                pr_warn!("{}: queue {}: I/O timed out\n", &*dev.name, queue);
+                q.disconnect(false);
+                Device::queue_lost(dev);
+                Timeout::Done
+            }
+            // Not sent (waiting for a connection): blk-mq offers it again.
+            _ => Timeout::ResetTimer,
+        }
+    }
+}

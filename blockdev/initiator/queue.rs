@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! One hardware queue of a kofi_blk device: its connection to the target,
+//! the commands in flight by tag, and the work item that reads its CQ.
+//!
+//! A request is entered in the table under its tag before its command is
+//! sent, and leaves it exactly once: when its response arrives (checked
+//! against the tag's generation), or when the connection is lost (it is then
+//! requeued, to wait for the reconnection or fail at its deadline).
+
+use crate::errno;
+use crate::fabric::{CmEvent, Completion, Connection, Domain, Handlers, Info, Mr};
+use crate::mq::{self, Op};
+use crate::proto::{self, Accept, Command, Response};
+use crate::{abi, flags, Driver};
+use core::ffi::c_void;
+use kernel::bindings::bio_vec;
+use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow, SpinLock};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
+use kernel::{new_spinlock, str::CStr};
+
+/// Pages of one request at most: its bytes cut at page boundaries.
+pub(crate) const MAX_PAGES: usize = 64;
+
+/// How long a connection attempt waits for the target's answer.
+const CONNECT_WAIT_MS: i32 = 10_000;
+
+/// The per-request data of kofi_blk (in the request's PDU): room for the
+/// request's pages, for their registration (no allocation per request).
+pub(crate) struct RequestData {
+    pages: [bio_vec; MAX_PAGES],
+}
+
+impl Default for RequestData {
+    fn default() -> Self {
+        RequestData {
+            pages: [bio_vec::default(); MAX_PAGES],
+        }
+    }
+}
+
+// SAFETY: Page descriptors, filled and read only by the request's owner.
+unsafe impl Send for RequestData {}
+
+impl mq::PageBuffer for RequestData {
+    fn page_buffer(&mut self) -> &mut [bio_vec] {
+        &mut self.pages
+    }
+}
+
+/// A command in flight.
+struct InFlight {
+    rq: mq::Request<Driver>,
+    /// The request's pages, registered for the target (none for FLUSH).
+    _mr: Option<Mr>,
+    gen: u32,
+}
+
+struct State {
+    /// By tag.
+    inflight: KVec<Option<InFlight>>,
+    /// Each tag's count of uses, sent with the command.
+    gens: KVec<u32>,
+    /// The connection, while it is up.
+    conn: Option<Arc<Connection>>,
+    /// Set when the device goes: no connection is made any more.
+    closed: bool,
+}
+
+/// One hardware queue.
+///
+/// # Invariants
+///
+/// A connection's handlers hold a pointer to this queue: every connection is
+/// taken out of `state` and dropped (closing it, so the handlers stop) while
+/// a reference to the queue is held, before the last one goes.
+#[pin_data]
+pub(crate) struct Queue {
+    pub(crate) index: u16,
+    depth: u16,
+    #[pin]
+    state: SpinLock<State>,
+    #[pin]
+    work: Work<Queue>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for Queue { self.work }
+}
+
+/// The private data of a connection request for queue `index`.
+fn connect_param(export: &CStr, index: u16, depth: u16) -> Result<[u8; proto::CONNECT_LEN]> {
+    proto::connect(export.as_bytes(), index, depth)
+}
+
+impl Queue {
+    pub(crate) fn new(index: u16, depth: u16) -> Result<Arc<Queue>> {
+        let mut inflight = KVec::with_capacity(depth.into(), GFP_KERNEL)?;
+        let mut gens = KVec::with_capacity(depth.into(), GFP_KERNEL)?;
+        for _ in 0..depth {
+            inflight.push(None, GFP_KERNEL)?;
+            gens.push(0u32, GFP_KERNEL)?;
+        }
+        Arc::pin_init(
+            pin_init!(Queue {
+                index,
+                depth,
+                state <- new_spinlock!(State { inflight, gens, conn: None, closed: false }, "kofi_blk::Queue::state"),
+                work <- new_work!("kofi_blk::Queue::work"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Connects to the export; the target's description of the device.
+    pub(crate) fn connect(
+        self: &Arc<Self>,
+        info: &Info,
+        domain: &Domain,
+        export: &CStr,
+    ) -> Result<Accept> {
+        let handlers = Handlers {
+            cq: Some(queue_event),
+            eq: Some(queue_event_eq),
+            context: (&**self as *const Queue).cast_mut().cast::<c_void>(),
+        };
+        let conn = Connection::open(
+            info,
+            domain,
+            &handlers,
+            self.depth.into(),
+            proto::RESPONSE_LEN,
+        )?;
+        conn.connect(info, &connect_param(export, self.index, self.depth)?)?;
+        let accept = loop {
+            match conn.event(CONNECT_WAIT_MS)? {
+                Some(CmEvent::Connected(data)) => break proto::accept(data.bytes())?,
+                Some(CmEvent::Error { err, data }) => {
+                    // A kofi_blk_reject says why the target refused.
+                    return Err(match proto::reject(data.bytes()) {
+                        Some(status) => Error::from_errno(-status),
+                        None => crate::fabric::fi_error(err as u32),
+                    });
+                }
+                Some(CmEvent::Shutdown) => return Err(errno::econnreset()),
+                Some(CmEvent::Other) => continue,
+                None => return Err(errno::etimedout()),
+            }
+        };
+        let conn = Arc::new(conn, GFP_KERNEL)?;
+        let mut s = self.state.lock();
+        if s.closed {
+            return Err(errno::eshutdown());
+        }
+        s.conn = Some(conn);
+        Ok(accept)
+    }
+
+    /// Whether request `tag` is in flight here.
+    pub(crate) fn holds(&self, tag: u32) -> bool {
+        let s = self.state.lock();
+        s.inflight.get(tag as usize).is_some_and(|f| f.is_some())
+    }
+
+    pub(crate) fn connected(&self) -> bool {
+        self.state.lock().conn.is_some()
+    }
+
+    fn conn(&self) -> Option<Arc<Connection>> {
+        self.state.lock().conn.clone()
+    }
+
+    /// Sends `rq`'s command; `Err(rq)` when the queue has no connection.
+    pub(crate) fn submit(
+        &self,
+        domain: &Domain,
+        mut rq: mq::Request<Driver>,
+    ) -> Result<(), mq::Request<Driver>> {
+        let Some(conn) = self.conn() else {
+            return Err(rq);
+        };
+        let (opcode, access) = match rq.op() {
+            Op::Read => (proto::READ, flags::FI_REMOTE_WRITE),
+            Op::Write => (proto::WRITE, flags::FI_REMOTE_READ),
+            Op::Flush => (proto::FLUSH, 0),
+            Op::Other => {
+                rq.end(Err(errno::eopnotsupp()));
+                return Ok(());
+            }
+        };
+        let mr = if opcode == proto::FLUSH {
+            None
+        } else {
+            match register(domain, &mut rq, access) {
+                Ok(mr) => Some(mr),
+                Err(e) => {
+                    rq.end(Err(e));
+                    return Ok(());
+                }
+            }
+        };
+        let tag = rq.tag() as usize;
+        if tag >= self.depth.into() {
+            rq.end(Err(EINVAL));
+            return Ok(());
+        }
+        let cmd = Command {
+            opcode,
+            fua: rq.op() == Op::Write && rq.fua(),
+            tag: tag as u16,
+            gen: 0,
+            sector: rq.sector(),
+            len: if opcode == proto::FLUSH {
+                0
+            } else {
+                rq.bytes()
+            },
+            key: mr.as_ref().map_or(0, |m| m.key()),
+        };
+        let bytes = {
+            let mut s = self.state.lock();
+            // A disconnect since `conn` was read sweeps only what it finds.
+            if !s.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
+                drop(s);
+                drop(mr);
+                return Err(rq);
+            }
+            let gen = s.gens[tag].wrapping_add(1);
+            s.gens[tag] = gen;
+            s.inflight[tag] = Some(InFlight { rq, _mr: mr, gen });
+            Command { gen, ..cmd }.encode()
+        };
+        if conn.inject(&bytes).is_err() {
+            // The connection is going: the request waits for the next one.
+            if let Some(f) = self.state.lock().inflight[tag].take() {
+                drop(f._mr);
+                f.rq.requeue();
+            }
+        }
+        Ok(())
+    }
+
+    /// A response arrived: ends its request, or fails the connection when
+    /// it answers no command in flight.
+    fn respond(&self, bytes: &[u8]) -> Result {
+        let resp = Response::decode(bytes).ok_or_else(errno::eproto)?;
+        let done = {
+            let mut s = self.state.lock();
+            let slot = s
+                .inflight
+                .get_mut(resp.tag as usize)
+                .ok_or_else(errno::eproto)?;
+            match slot {
+                Some(f) if f.gen == resp.gen => slot.take(),
+                _ => None,
+            }
+        };
+        let done = done.ok_or_else(errno::eproto)?;
+        // Dropping the region waits for the target's accesses to end.
+        drop(done._mr);
+        done.rq.end(if resp.status == 0 {
+            Ok(())
+        } else {
+            Err(proto::status_error(resp.status))
+        });
+        Ok(())
+    }
+
+    /// Closes the connection; requests in flight go back to blk-mq (to wait
+    /// for the next connection or fail at their deadline), or fail when
+    /// `fail` is set.
+    pub(crate) fn disconnect(&self, fail: bool) {
+        let conn = {
+            let mut s = self.state.lock();
+            s.closed |= fail;
+            s.conn.take()
+        };
+        // Closing the endpoint first: no access by the target remains.
+        drop(conn);
+        // One at a time: nothing to allocate under the lock.
+        loop {
+            let taken = {
+                let mut s = self.state.lock();
+                s.inflight.iter_mut().find_map(|slot| slot.take())
+            };
+            let Some(f) = taken else {
+                return;
+            };
+            drop(f._mr);
+            if fail {
+                f.rq.end(Err(EIO));
+            } else {
+                f.rq.requeue();
+            }
+        }
+    }
+
+    /// Reads the CQ: responses end their requests; an error ends the
+    /// connection.
+    fn poll(&self, conn: &Connection) -> Result {
+        let mut done: [Completion; 8] = Default::default();
+        loop {
+            let n = conn.poll(&mut done)?;
+            if n == 0 {
+                return Ok(());
+            }
+            for c in &done[..n] {
+                if c.err != 0 {
+                    return Err(crate::fabric::fi_error(c.err as u32));
+                }
+                let mut bytes = [0u8; proto::RESPONSE_LEN];
+                conn.received(c.slot, &mut bytes)?;
+                conn.post_recv(c.slot)?;
+                if c.len != proto::RESPONSE_LEN {
+                    return Err(errno::eproto());
+                }
+                self.respond(&bytes)?;
+            }
+        }
+    }
+}
+
+/// Registers `rq`'s pages for the target.
+fn register(domain: &Domain, rq: &mut mq::Request<Driver>, access: u64) -> Result<Mr> {
+    let pages = rq.pages()?;
+    // SAFETY: The request's pages stay until it ends, and the region is
+    // dropped before it ends (in `respond` and `disconnect`).
+    unsafe { domain.register(pages, access) }
+}
+
+impl WorkItem for Queue {
+    type Pointer = Arc<Queue>;
+
+    fn run(this: Arc<Queue>) {
+        let Some(conn) = this.conn() else {
+            return;
+        };
+        let failed = match this.poll(&conn) {
+            Err(e) => Some(e),
+            Ok(()) => match conn.event(0) {
+                Ok(Some(CmEvent::Shutdown)) => Some(errno::econnreset()),
+                Ok(Some(CmEvent::Error { err, .. })) => Some(crate::fabric::fi_error(err as u32)),
+                _ => None,
+            },
+        };
+        drop(conn);
+        if let Some(e) = failed {
+            pr_warn!(
+                "queue {}: connection lost ({:?})\n",
+                this.index,
+                e
+            );
+            // The next request offered starts the reconnection.
+            this.disconnect(false);
+        }
+    }
+}
+
+/// The CQ's and EQ's handler: the queue's work reads them. Runs in the
+/// poster's context.
+///
+/// # Safety
+///
+/// `context` is the queue's pointer given in [`Handlers`], valid by the
+/// queue's invariant while its connection is open.
+unsafe fn wake(context: *mut c_void) {
+    // SAFETY: The caller's guarantee: a live `Arc<Queue>`'s pointee.
+    let queue: Arc<Queue> = unsafe { ArcBorrow::from_raw(context.cast::<Queue>()) }.into();
+    let _ = crate::workqueue().enqueue(queue);
+}
+
+/// The CQ's handler.
+///
+/// # Safety
+///
+/// Called by kofi with a CQ a queue's connection opened.
+unsafe extern "C" fn queue_event(cq: *mut abi::fid_cq) {
+    // SAFETY: kofi calls the handler with the CQ the queue opened, whose
+    // context is the queue's pointer; by the queue's invariant it is alive.
+    unsafe { wake((*cq).fid.context) };
+}
+
+/// The EQ's handler.
+///
+/// # Safety
+///
+/// Called by kofi with an EQ a queue's connection opened.
+unsafe extern "C" fn queue_event_eq(eq: *mut abi::fid_eq) {
+    // SAFETY: As for the CQ: the EQ the queue opened, with its pointer.
+    unsafe { wake((*eq).fid.context) };
+}

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kofi_blkt: a connection's commands. A command arrives in one of the
+ * connection's receive buffers and is copied to its tag's slot, and the
+ * buffer is posted again at once. A write fi_read()s the initiator's pages
+ * into pages of the slot, then goes to the device as a bio; a read goes to
+ * the device first, then fi_write()s the initiator's pages. The response is
+ * injected when the last RMA has completed: only then are the slot's pages
+ * free for the tag's next command (answering right after a write the
+ * provider orders before the send, FI_ORDER_SAW, would need pages per
+ * command rather than per tag).
+ *
+ * Everything but the bio's end runs in the connection's io_work, one at a
+ * time; the bio's end only queues its slot and the work.
+ */
+#include <linux/bio.h>
+#include <linux/slab.h>
+#include "kofi_blkt.h"
+
+static void slot_free_pages(struct blkt_slot *slot)
+{
+	unsigned int i;
+
+	for (i = 0; i < slot->nr_pages; i++)
+		__free_page(slot->bvecs[i].bv_page);
+	slot->nr_pages = 0;
+}
+
+void blkt_conn_release_pages(struct blkt_conn *conn)
+{
+	unsigned int i;
+
+	for (i = 0; i < conn->depth; i++)
+		slot_free_pages(&conn->slots[i]);
+}
+
+static int post_recv(struct blkt_conn *conn, struct kofi_blk_cmd *buf)
+{
+	ssize_t ret = fi_recv(conn->ep, buf, sizeof(*buf), NULL, 0, buf);
+
+	return ret < 0 ? ret : 0;
+}
+
+int blkt_conn_post_recvs(struct blkt_conn *conn)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < conn->depth; i++) {
+		ret = post_recv(conn, &conn->recvs[i]);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void blkt_cq_handler(struct fid_cq *cq)
+{
+	struct blkt_conn *conn = cq->fid.context;
+
+	queue_work(blkt_wq, &conn->io_work);
+}
+
+/* Answers the slot's command and frees it for the tag's next use. */
+static void respond(struct blkt_slot *slot)
+{
+	struct blkt_conn *conn = slot->conn;
+	struct kofi_blk_resp resp = {
+		.tag = slot->cmd.tag,
+		.gen = slot->cmd.gen,
+		.status = cpu_to_le32(slot->status),
+	};
+	ssize_t ret;
+
+	slot_free_pages(slot);
+	slot->busy = false;
+	if (!conn->ep)
+		return;
+	ret = fi_inject(conn->ep, &resp, sizeof(resp), 0);
+	if (ret < 0) {
+		/* The queue holds depth responses and RMAs; full is a broken peer. */
+		pr_warn_ratelimited("kofi_blkt: %s queue %u: response not sent (%zd)\n",
+				    conn->exp->spec.name, conn->queue, ret);
+		blkt_conn_fail(conn);
+	}
+}
+
+static void fail_slot(struct blkt_slot *slot, int err)
+{
+	if (!slot->status)
+		slot->status = err;
+}
+
+static int alloc_pages_for(struct blkt_slot *slot, u32 len)
+{
+	while (len) {
+		u32 part = min_t(u32, len, PAGE_SIZE);
+		struct page *page = alloc_page(GFP_NOIO);
+
+		if (!page)
+			return -ENOMEM;
+		bvec_set_page(&slot->bvecs[slot->nr_pages++], page, part, 0);
+		len -= part;
+	}
+	return 0;
+}
+
+static void bio_ended(struct bio *bio)
+{
+	struct blkt_slot *slot = bio->bi_private;
+	struct blkt_conn *conn = slot->conn;
+	unsigned long flags;
+
+	if (bio->bi_status)
+		fail_slot(slot, -blk_status_to_errno(bio->bi_status));
+	bio_put(bio);
+	/*
+	 * The connection may be freed as soon as bios reads 0: touch it only
+	 * under the lock its teardown takes to read that.
+	 */
+	spin_lock_irqsave(&conn->done_lock, flags);
+	list_add_tail(&slot->bio_done, &conn->bio_done);
+	queue_work(blkt_wq, &conn->io_work);
+	if (!--conn->bios)
+		wake_up(&conn->bios_idle);
+	spin_unlock_irqrestore(&conn->done_lock, flags);
+}
+
+static void submit(struct blkt_slot *slot)
+{
+	struct blkt_conn *conn = slot->conn;
+	struct block_device *bdev = file_bdev(conn->exp->bdev_file);
+	struct kofi_blk_cmd *cmd = &slot->cmd;
+	blk_opf_t opf;
+	struct bio *bio;
+	unsigned int i;
+
+	switch (cmd->opcode) {
+	case KOFI_BLK_READ:
+		opf = REQ_OP_READ;
+		break;
+	case KOFI_BLK_WRITE:
+		opf = REQ_OP_WRITE | REQ_SYNC | (cmd->flags & KOFI_BLK_FUA ? REQ_FUA : 0);
+		break;
+	default:
+		opf = REQ_OP_WRITE | REQ_PREFLUSH;
+		break;
+	}
+	bio = bio_alloc(bdev, slot->nr_pages, opf, GFP_NOIO);
+	bio->bi_iter.bi_sector = le64_to_cpu(cmd->sector);
+	for (i = 0; i < slot->nr_pages; i++)
+		__bio_add_page(bio, slot->bvecs[i].bv_page, slot->bvecs[i].bv_len, 0);
+	bio->bi_private = slot;
+	bio->bi_end_io = bio_ended;
+	spin_lock_irq(&conn->done_lock);
+	conn->bios++;
+	spin_unlock_irq(&conn->done_lock);
+	submit_bio(bio);
+}
+
+/*
+ * Moves the slot's pages to (a read's data, FI_WRITE) or from (a write's,
+ * FI_READ) the initiator's region, in as many operations as the provider's
+ * iov limit asks for; each completes with the slot as its context.
+ */
+static int start_rma(struct blkt_slot *slot, bool to_initiator)
+{
+	struct blkt_conn *conn = slot->conn;
+	u64 addr = le64_to_cpu(slot->cmd.addr);
+	unsigned int first = 0;
+
+	if (!conn->ep)
+		return -ENOTCONN;
+	while (first < slot->nr_pages) {
+		unsigned int n = min_t(size_t, slot->nr_pages - first, conn->tx_iov_limit);
+		struct fi_rma_iov rma = { .addr = addr, .key = le64_to_cpu(slot->cmd.key) };
+		struct fi_msg_rma msg = {
+			.msg_bvec = &slot->bvecs[first],
+			.iov_count = n,
+			.rma_iov = &rma,
+			.rma_iov_count = 1,
+			.context = slot,
+		};
+		unsigned int i;
+		ssize_t ret;
+
+		for (i = first; i < first + n; i++)
+			rma.len += slot->bvecs[i].bv_len;
+		ret = to_initiator ? fi_writemsg(conn->ep, &msg, FI_COMPLETION) :
+				     fi_readmsg(conn->ep, &msg, FI_COMPLETION);
+		if (ret < 0)
+			return ret;
+		slot->rma_pending++;
+		addr += rma.len;
+		first += n;
+	}
+	return 0;
+}
+
+/* Checks a command against the export; 0 or the errno to answer with. */
+static int check_cmd(struct blkt_conn *conn, const struct kofi_blk_cmd *cmd)
+{
+	struct blkt_export *exp = conn->exp;
+	u64 sector = le64_to_cpu(cmd->sector);
+	u32 len = le32_to_cpu(cmd->len);
+	u32 lbs_sectors = exp->block_size >> SECTOR_SHIFT;
+
+	switch (cmd->opcode) {
+	case KOFI_BLK_FLUSH:
+		return len || cmd->flags ? EINVAL : 0;
+	case KOFI_BLK_READ:
+		if (cmd->flags)
+			return EINVAL;
+		break;
+	case KOFI_BLK_WRITE:
+		if (cmd->flags & ~KOFI_BLK_FUA)
+			return EINVAL;
+		break;
+	default:
+		return EOPNOTSUPP;
+	}
+	if (!len || len > BLKT_MAX_IO || len % exp->block_size || sector % lbs_sectors)
+		return EINVAL;
+	if (sector >= exp->sectors || (len >> SECTOR_SHIFT) > exp->sectors - sector)
+		return ERANGE;
+	return 0;
+}
+
+static void command_arrived(struct blkt_conn *conn, struct kofi_blk_cmd *buf)
+{
+	u16 tag = le16_to_cpu(buf->tag);
+	struct blkt_slot *slot;
+	int ret;
+
+	if (tag >= conn->depth || conn->slots[tag].busy) {
+		/* Nothing to answer: the initiator broke the protocol. */
+		pr_warn_ratelimited("kofi_blkt: %s queue %u: bad tag %u\n",
+				    conn->exp->spec.name, conn->queue, tag);
+		blkt_conn_fail(conn);
+		return;
+	}
+	slot = &conn->slots[tag];
+	slot->cmd = *buf;
+	slot->busy = true;
+	slot->status = 0;
+	slot->rma_pending = 0;
+	ret = post_recv(conn, buf);
+	if (ret) {
+		blkt_conn_fail(conn);
+		return;
+	}
+	slot->status = check_cmd(conn, &slot->cmd);
+	if (!slot->status && slot->cmd.opcode != KOFI_BLK_FLUSH &&
+	    alloc_pages_for(slot, le32_to_cpu(slot->cmd.len)))
+		slot->status = ENOMEM;
+	if (slot->status) {
+		respond(slot);
+		return;
+	}
+	if (slot->cmd.opcode != KOFI_BLK_WRITE) {
+		submit(slot);
+		return;
+	}
+	ret = start_rma(slot, false);
+	if (ret) {
+		fail_slot(slot, EIO);
+		/* Operations already posted still complete into this slot. */
+		if (!slot->rma_pending)
+			respond(slot);
+	}
+}
+
+static void rma_completed(struct blkt_slot *slot)
+{
+	if (--slot->rma_pending)
+		return;
+	if (slot->status || slot->cmd.opcode == KOFI_BLK_READ)
+		respond(slot);
+	else
+		submit(slot);
+}
+
+/* A read's or flush's bio, or a write's, has ended. */
+static void bio_completed(struct blkt_slot *slot)
+{
+	if (slot->status || slot->cmd.opcode != KOFI_BLK_READ) {
+		respond(slot);
+		return;
+	}
+	if (start_rma(slot, true)) {
+		fail_slot(slot, EIO);
+		if (!slot->rma_pending)
+			respond(slot);
+	}
+}
+
+static struct blkt_slot *slot_of(struct blkt_conn *conn, void *context)
+{
+	struct blkt_slot *slot = context;
+
+	if (slot < conn->slots || slot >= conn->slots + conn->depth)
+		return NULL;
+	return slot;
+}
+
+static struct kofi_blk_cmd *recv_of(struct blkt_conn *conn, void *context)
+{
+	struct kofi_blk_cmd *buf = context;
+
+	if (buf < conn->recvs || buf >= conn->recvs + conn->depth)
+		return NULL;
+	return buf;
+}
+
+static void completion(struct blkt_conn *conn, const struct fi_cq_msg_entry *e)
+{
+	struct kofi_blk_cmd *buf = recv_of(conn, e->op_context);
+	struct blkt_slot *slot;
+
+	if (buf) {
+		if (e->len != sizeof(*buf)) {
+			pr_warn_ratelimited("kofi_blkt: %s queue %u: command of %zu bytes\n",
+					    conn->exp->spec.name, conn->queue, e->len);
+			blkt_conn_fail(conn);
+			return;
+		}
+		command_arrived(conn, buf);
+		return;
+	}
+	slot = slot_of(conn, e->op_context);
+	if (slot && slot->busy && slot->rma_pending)
+		rma_completed(slot);
+}
+
+static void error_completion(struct blkt_conn *conn, const struct fi_cq_err_entry *e)
+{
+	struct blkt_slot *slot = slot_of(conn, e->op_context);
+
+	if (slot && slot->busy && slot->rma_pending) {
+		/* A bad key or a region too short: the initiator hears EIO. */
+		fail_slot(slot, EIO);
+		rma_completed(slot);
+		return;
+	}
+	/* A receive flushed by the connection's end, or worse. */
+	if (e->err != FI_ECANCELED)
+		pr_warn_ratelimited("kofi_blkt: %s queue %u: completion error %d\n",
+				    conn->exp->spec.name, conn->queue, e->err);
+	blkt_conn_fail(conn);
+}
+
+void blkt_io_work(struct work_struct *work)
+{
+	struct blkt_conn *conn = container_of(work, struct blkt_conn, io_work);
+	struct fi_cq_msg_entry entries[16];
+	struct blkt_slot *slot, *next;
+	LIST_HEAD(ended);
+	ssize_t n, i;
+
+	mutex_lock(&conn->io_lock);
+	for (;;) {
+		n = fi_cq_read(conn->cq, entries, ARRAY_SIZE(entries));
+		if (n == -FI_EAVAIL) {
+			struct fi_cq_err_entry err = {};
+
+			if (fi_cq_readerr(conn->cq, &err, 0) > 0 && conn->ep)
+				error_completion(conn, &err);
+			continue;
+		}
+		if (n <= 0)
+			break;
+		/* After the endpoint's close only the teardown frees pages. */
+		for (i = 0; i < n && conn->ep; i++)
+			completion(conn, &entries[i]);
+	}
+	spin_lock_irq(&conn->done_lock);
+	list_splice_init(&conn->bio_done, &ended);
+	spin_unlock_irq(&conn->done_lock);
+	list_for_each_entry_safe(slot, next, &ended, bio_done) {
+		list_del_init(&slot->bio_done);
+		bio_completed(slot);
+	}
+	mutex_unlock(&conn->io_lock);
+}

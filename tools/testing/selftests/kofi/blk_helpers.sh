@@ -1,0 +1,125 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# kofi_blk's shell tests: the target's and the initiator's control files, and
+# the checks a storage user would make (fio with crc32c verification, the
+# bytes on the backing device, ext4 made, filled, checked).
+MODDIR=/kofi/modules
+BLKT=/sys/kernel/kofi_blkt
+BLK=/sys/kernel/kofi_blk
+
+# export NAME PROV ADDR PORT [PATH]: exports PATH (/dev/ram0) as NAME.
+blk_export() {
+	echo "name=$1 path=${5:-/dev/ram0} provider=$2 addr=$3 port=$4" >$BLKT/add_export
+}
+
+# blk_add EXPORT PROV ADDR PORT [key=value...]: adds a device; waits for it.
+blk_add() {
+	e=$1 p=$2 a=$3 o=$4
+	shift 4
+	echo "export=$e provider=$p addr=$a port=$o $*" >$BLK/add_device || return 1
+	i=0
+	while [ ! -b /dev/kofiblk0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -b /dev/kofiblk0 ]
+}
+
+blk_remove() {
+	echo kofiblk0 >$BLK/remove_device
+}
+
+# blk_same_size DEV BACKING: the device's size is the backing device's.
+blk_same_size() {
+	[ "$(cat /sys/block/$1/size)" = "$(cat /sys/block/$2/size)" ] &&
+		[ "$(cat /sys/block/$1/size)" -gt 0 ]
+}
+
+# blk_fio NAME [fio options...]: a job on /dev/kofiblk0 verified with crc32c;
+# fails on any I/O or verification error.
+blk_fio() {
+	n=$1
+	shift
+	fio --name="$n" --filename=/dev/kofiblk0 --direct=1 --ioengine=libaio \
+		--verify=crc32c --verify_fatal=1 --do_verify=1 --thread \
+		--output-format=terse --terse-version=3 "$@" >/tmp/fio.$n 2>&1 ||
+		{ cat /tmp/fio.$n; return 1; }
+	# Terse v3: field 5 is the job's error code.
+	[ "$(cut -d';' -f5 /tmp/fio.$n | head -1)" = 0 ]
+}
+
+# blk_bytes_reach_backing: a pattern written through /dev/kofiblk0 is on
+# /dev/ram0, and what is written on /dev/ram0 reads back through kofiblk0.
+blk_bytes_reach_backing() {
+	dd if=/dev/urandom of=/tmp/pattern bs=64k count=32 2>/dev/null &&
+		dd if=/tmp/pattern of=/dev/kofiblk0 bs=64k seek=100 oflag=direct 2>/dev/null &&
+		dd if=/dev/ram0 of=/tmp/back bs=64k skip=100 count=32 iflag=direct 2>/dev/null &&
+		cmp /tmp/pattern /tmp/back &&
+		dd if=/dev/urandom of=/tmp/pattern bs=4k count=33 2>/dev/null &&
+		dd if=/tmp/pattern of=/dev/ram0 bs=4k seek=7 oflag=direct 2>/dev/null &&
+		dd if=/dev/kofiblk0 of=/tmp/back bs=4k skip=7 count=33 iflag=direct 2>/dev/null &&
+		cmp /tmp/pattern /tmp/back
+}
+
+# blk_ext4: mkfs.ext4 on kofiblk0, a tree of files written, read back after
+# a remount, and e2fsck -fn clean.
+blk_ext4() {
+	mkdir -p /mnt/kofiblk /tmp/tree &&
+		mkfs.ext4 -F -q /dev/kofiblk0 >/dev/null 2>&1 &&
+		mount -t ext4 /dev/kofiblk0 /mnt/kofiblk || return 1
+	i=0
+	while [ $i -lt 8 ]; do
+		mkdir -p /mnt/kofiblk/d$i /tmp/tree/d$i
+		dd if=/dev/urandom of=/tmp/tree/d$i/f bs=1k count=$((i * 97 + 3)) 2>/dev/null
+		cp /tmp/tree/d$i/f /mnt/kofiblk/d$i/f
+		i=$((i + 1))
+	done
+	cp /kofi/modules/kofi.ko /tmp/tree/ && cp /kofi/modules/kofi.ko /mnt/kofiblk/
+	umount /mnt/kofiblk && mount -t ext4 /dev/kofiblk0 /mnt/kofiblk || return 1
+	ok=0
+	for f in kofi.ko d0/f d1/f d2/f d3/f d4/f d5/f d6/f d7/f; do
+		cmp /tmp/tree/$f /mnt/kofiblk/$f || ok=1
+	done
+	umount /mnt/kofiblk || return 1
+	[ $ok = 0 ] && e2fsck -fn /dev/kofiblk0
+}
+
+# blk_target_restart PROV ADDR PORT: the target's module unloaded and
+# loaded again (the export with it) in the middle of a verified fio run,
+# which must finish clean.
+blk_target_restart() {
+	blk_fio restart --rw=randwrite --bs=64k --size=24M --iodepth=8 &
+	fio_pid=$!
+	sleep 3
+	rmmod kofi_blkt || return 1
+	sleep 2
+	insmod $MODDIR/kofi_blkt.ko && blk_export disk0 "$1" "$2" "$3" || return 1
+	wait $fio_pid
+}
+
+# blk_target_gone PROV: the target unloaded for good during fio: the run
+# ends with I/O errors (not a hang) soon after the reconnect timeout (5 s).
+blk_target_gone() {
+	start=$(date +%s)
+	fio --name=gone --filename=/dev/kofiblk0 --direct=1 --ioengine=libaio --thread \
+		--rw=randwrite --bs=4k --size=64M --iodepth=4 --time_based --runtime=120 \
+		>/tmp/fio.gone 2>&1 &
+	fio_pid=$!
+	sleep 2
+	rmmod kofi_blkt || return 1
+	wait $fio_pid && { echo "fio did not fail"; return 1; }
+	took=$(($(date +%s) - start))
+	grep -q 'Input/output error' /tmp/fio.gone || { cat /tmp/fio.gone; return 1; }
+	[ $took -lt 60 ] || { echo "fio took $took s"; return 1; }
+	grep -q 'state=dead' $BLK/devices
+}
+
+# blk_remove_busy: the device removed with fio writing to it: fio ends with
+# errors, the device goes.
+blk_remove_busy() {
+	fio --name=busy --filename=/dev/kofiblk0 --direct=1 --ioengine=libaio --thread \
+		--rw=randwrite --bs=16k --size=64M --iodepth=16 --time_based --runtime=120 \
+		>/tmp/fio.busy 2>&1 &
+	fio_pid=$!
+	sleep 2
+	blk_remove || return 1
+	wait $fio_pid && return 1
+	[ ! -e /sys/block/kofiblk0 ]
+}

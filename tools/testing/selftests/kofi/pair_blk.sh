@@ -1,0 +1,64 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# kofi_blk across two VMs: node 0 exports its /dev/ram0 with kofi_blkt,
+# node 1 reaches it as /dev/kofiblk0, over kofi_sock (IPv4 and IPv6) and
+# kofi_verbs on siw and on rxe. Node 1 runs fio with crc32c verification
+# and ext4 (made, filled, compared, e2fsck clean), checking every byte; node
+# 0 checks its side: the export served connections and they all ended.
+. "$(dirname "$0")/ktap_helpers.sh"
+. "$(dirname "$0")/rdma_helpers.sh"
+. "$(dirname "$0")/blk_helpers.sh"
+
+# conns: the export's connected queues.
+conns() { cut -d' ' -f6 $BLKT/exports; }
+
+# served: the initiator connected (within 120 s) and went again (within
+# 600 s, the length of node 1's checks).
+served() {
+	i=0
+	while [ "$(conns)" = 0 ]; do
+		[ $i -lt 120 ] || return 1
+		sleep 1
+		i=$((i + 1))
+	done
+	i=0
+	while [ "$(conns)" != 0 ]; do
+		[ $i -lt 600 ] || return 1
+		sleep 1
+		i=$((i + 1))
+	done
+}
+
+if [ "$KOFI_NODE" = 0 ]; then ktap_plan 8; else ktap_plan 16; fi
+insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko || {
+	ktap_diag "loading failed"
+	exit 1
+}
+if [ "$KOFI_NODE" = 0 ]; then insmod $MODDIR/kofi_blkt.ko; else insmod $MODDIR/kofi_blk.ko; fi
+
+# transport LABEL PROV ADDR PEER-ADDR PORT
+transport() {
+	l=$1 p=$2 port=$5
+	if [ "$KOFI_NODE" = 0 ]; then
+		ktap_expect_ok "${l}_export" blk_export disk0 $p $3 $port
+		ktap_expect_ok "${l}_served" served
+		echo disk0 >$BLKT/remove_export
+	else
+		ktap_expect_ok "${l}_device_added" retry 90 blk_add disk0 $p $4 $port queues=2 depth=32
+		ktap_expect_ok "${l}_fio_random_verify" blk_fio rand --rw=randwrite --bsrange=4k-1m \
+			--size=32M --iodepth=32 --numjobs=2 --offset_increment=48M
+		ktap_expect_ok "${l}_ext4" blk_ext4
+		ktap_expect_ok "${l}_device_removed" blk_remove
+	fi
+}
+
+transport sock_ipv4 sock 10.0.2.10 "$KOFI_PEER" 4450
+transport sock_ipv6 sock fd00::10 "$KOFI_PEER6" 4451
+for type in siw rxe; do
+	link_up ${type}0 $type || ktap_diag "${type}0 did not come up"
+	transport verbs_$type verbs 10.0.2.10 "$KOFI_PEER" 4452
+	rdma link delete ${type}0
+done
+if [ "$KOFI_NODE" = 0 ]; then rmmod kofi_blkt; else rmmod kofi_blk; fi
+rmmod kofi_verbs && rmmod kofi_sock && rmmod kofi
+ktap_finish

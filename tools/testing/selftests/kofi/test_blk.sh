@@ -1,0 +1,98 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# kofi_blk and kofi_blkt in one VM, per provider and device: kofi_sock over
+# IPv4 and IPv6 loopback, kofi_verbs over siw and rxe on eth0. /dev/ram0
+# (brd) is exported and reached as /dev/kofiblk0 with two queues: fio with
+# crc32c verification (random 4 KiB to 1 MiB at depth 32, sequential), the
+# bytes checked on the backing device, ext4 made, filled, read back and
+# checked, and the target's module reloaded in the middle of a fio run.
+# Then, once: bad configuration refused with its errno, the initiator held
+# while a filesystem is mounted, the target gone for good (fio fails soon
+# after the reconnect timeout), and the device removed under I/O.
+. "$(dirname "$0")/ktap_helpers.sh"
+. "$(dirname "$0")/rdma_helpers.sh"
+. "$(dirname "$0")/blk_helpers.sh"
+
+own=10.0.2.1${KOFI_NODE:-0}
+ktap_plan 51
+insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko &&
+	insmod $MODDIR/kofi_blkt.ko && insmod $MODDIR/kofi_blk.ko ||
+	{ ktap_diag "loading failed"; exit 1; }
+
+# transport LABEL PROV ADDR PORT: the checks of one transport (9 tests).
+transport() {
+	l=$1 p=$2 a=$3 o=$4
+	ktap_expect_ok "${l}_export" blk_export disk0 $p $a $o
+	ktap_expect_ok "${l}_device_added" blk_add disk0 $p $a $o queues=2 depth=32 reconnect_timeout=20
+	ktap_expect_ok "${l}_size_is_backing_size" blk_same_size kofiblk0 ram0
+	ktap_expect_ok "${l}_fio_random_verify" blk_fio rand --rw=randwrite --bsrange=4k-1m \
+		--size=32M --iodepth=32 --numjobs=2 --offset_increment=48M
+	ktap_expect_ok "${l}_fio_sequential_verify" blk_fio seq --rw=write --bs=128k --size=32M --iodepth=8
+	ktap_expect_ok "${l}_bytes_reach_backing_device" blk_bytes_reach_backing
+	ktap_expect_ok "${l}_ext4" blk_ext4
+	ktap_expect_ok "${l}_target_restart_resumes" blk_target_restart $p $a $o
+	ktap_expect_ok "${l}_device_removed" blk_remove
+	echo disk0 >$BLKT/remove_export
+}
+
+transport sock_ipv4 sock 127.0.0.1 4420
+transport sock_ipv6 sock ::1 4421
+for type in siw rxe; do
+	if link_up ${type}0 $type; then
+		transport verbs_$type verbs $own 4422
+	else
+		for t in export device_added size_is_backing_size fio_random_verify \
+			fio_sequential_verify bytes_reach_backing_device ext4 \
+			target_restart_resumes device_removed; do
+			ktap_not_ok "verbs_${type}_$t"
+		done
+	fi
+	rdma link delete ${type}0
+done
+
+# Bad configuration: each refused with the errno that says why.
+blk_export disk0 sock 127.0.0.1 4430
+expect_errno() {
+	want=$1
+	shift
+	out=$("$@" 2>&1) && { echo "accepted"; return 1; }
+	case "$out" in *"$want"*) return 0 ;; esac
+	echo "$out"
+	return 1
+}
+add() { echo "$*" >$BLK/add_device; }
+ktap_expect_ok "refuses_unknown_provider" expect_errno "No data available" \
+	add export=disk0 provider=nosuch addr=127.0.0.1 port=4430
+ktap_expect_ok "refuses_bad_address" expect_errno "No data available" \
+	add export=disk0 provider=sock addr=127.0.0.300 port=4430
+ktap_expect_ok "refuses_missing_export" expect_errno "No such file or directory" \
+	add export=nosuch provider=sock addr=127.0.0.1 port=4430
+ktap_expect_ok "refuses_nothing_listening" expect_errno "Connection refused" \
+	add export=disk0 provider=sock addr=127.0.0.1 port=4439
+ktap_expect_ok "refuses_missing_key" expect_errno "Invalid argument" \
+	add export=disk0 provider=sock addr=127.0.0.1
+ktap_expect_ok "refuses_unknown_key" expect_errno "Invalid argument" \
+	add export=disk0 provider=sock addr=127.0.0.1 port=4430 colour=blue
+ktap_expect_ok "refuses_too_deep" expect_errno "Numerical result out of range" \
+	add export=disk0 provider=sock addr=127.0.0.1 port=4430 depth=1000
+ktap_expect_ok "target_refuses_missing_device" expect_errno "No such file or directory" \
+	blk_export disk1 sock 127.0.0.1 4431 /dev/nosuch
+ktap_expect_ok "target_refuses_same_name" expect_errno "File exists" \
+	blk_export disk0 sock 127.0.0.1 4432
+
+# In use: a mounted filesystem holds kofi_blk; the target is not held.
+blk_add disk0 sock 127.0.0.1 4430 reconnect_timeout=5
+mkfs.ext4 -F -q /dev/kofiblk0 >/dev/null 2>&1 && mount -t ext4 /dev/kofiblk0 /mnt/kofiblk
+ktap_expect_fail "initiator_in_use_not_removable" rmmod kofi_blk
+umount /mnt/kofiblk
+ktap_expect_ok "target_gone_fails_io_in_time" blk_target_gone
+ktap_expect_ok "dead_device_removed" blk_remove
+
+insmod $MODDIR/kofi_blkt.ko && blk_export disk0 sock 127.0.0.1 4433
+blk_add disk0 sock 127.0.0.1 4433
+ktap_expect_ok "device_removed_under_io" blk_remove_busy
+echo disk0 >$BLKT/remove_export
+ktap_expect_ok "initiator_unloads" rmmod kofi_blk
+ktap_expect_ok "target_unloads" rmmod kofi_blkt
+rmmod kofi_verbs && rmmod kofi_sock && rmmod kofi
+ktap_finish
