@@ -2,10 +2,12 @@
 # `make bench`: on the perf kernel, in one VM run, kofi_sock against a raw
 # in-kernel TCP baseline (pingpong round trip and streaming messages, 64 B to
 # 1 MiB), kofi_verbs against a raw verbs baseline on siw and on rxe
-# (pingpong round trip and streaming RMA writes), and the cost of one call
-# through the core. Prints a table per transport with the ratio kofi/raw and
-# writes build/bench/results.csv and, when gnuplot is there,
-# build/bench/bench.png.
+# (pingpong round trip and streaming RMA writes), the cost of one call
+# through the core, and kofi_blk against NVMe-oF (nvme-tcp, nvme-rdma on rxe
+# and siw, with nvmet on the same RAM disk; fio, three runs a cell). Prints
+# a table per transport with the ratio kofi/raw, the storage table with the
+# ratio kofi_blk/NVMe-oF, and writes build/bench/results.csv and, when
+# gnuplot is there, build/bench/bench.png.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -17,7 +19,7 @@ echo "=== VM run (perf kernel)"
 out="$KOFI_ROOT/build/bench"
 rc=0
 scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" --out "$out" \
-	--timeout 1800 -- /kofi/bench/bench_guest.sh >"$out.verdict" 2>&1 || rc=$?
+	--timeout 3000 -- /kofi/bench/bench_guest.sh >"$out.verdict" 2>&1 || rc=$?
 python3 - "$out/vm0/results.ktap" "$out/results.csv" <<'PY'
 import sys, csv
 rows = [l.strip()[2:].split(',') for l in open(sys.argv[1], errors='replace') if l.strip().startswith('# bench,')]
@@ -35,6 +37,42 @@ for k, v in data.items():
 titles = {'tcp': 'kofi_sock vs raw TCP (bandwidth: streaming messages)',
           'siw': 'kofi_verbs vs raw verbs on siw (bandwidth: streaming RMA writes)',
           'rxe': 'kofi_verbs vs raw verbs on rxe (bandwidth: streaming RMA writes)'}
+# The storage table: medians (and spreads) of the runs per cell.
+blk = {}
+for l in open(sys.argv[1], errors='replace'):
+    r = l.strip()[2:].split(',')
+    if l.strip().startswith('# blk,') and len(r) == 6:
+        try:
+            blk.setdefault(tuple(r[1:5]), []).append(float(r[5]))
+        except ValueError:
+            pass
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+if blk:
+    with open(sys.argv[2], 'a', newline='') as f:
+        w = csv.writer(f)
+        for (wl, t, impl, m), v in sorted(blk.items()):
+            w.writerow([f'blk_{wl}_{m}', t, impl, 4096 if 'qd' in wl else 131072, round(median(v))])
+    print("\nkofi_blk against NVMe-oF on the same RAM disk (fio; median of runs [min-max]; "
+          "ratio kofi/nvme: >= 1 is better for IOPS and MB/s, <= 1 for latency)")
+    cells = [('randread_qd1', 'lat_us'), ('randread_qd1', 'p99_us'), ('randwrite_qd1', 'lat_us'),
+             ('randwrite_qd1', 'p99_us'), ('randread_qd32', 'iops'), ('randwrite_qd32', 'iops'),
+             ('read_128k', 'mbs'), ('write_128k', 'mbs')]
+    def cell(k):
+        v = blk.get(k)
+        return '-' if not v else f"{median(v):.0f} [{min(v):.0f}-{max(v):.0f}]"
+    print(f"{'workload':<24} {'ram0 alone':>18} | {'transport':>9} {'kofi_blk':>18} {'nvme':>18} {'ratio':>6}")
+    for wl, m in cells:
+        first = True
+        for t in ['tcp', 'rxe', 'siw']:
+            k, n = blk.get((wl, t, 'kofi', m)), blk.get((wl, t, 'nvme', m))
+            ratio = f"{median(k) / median(n):.2f}" if k and n and median(n) else '-'
+            local = cell((wl, 'local', 'ram', m)) if first else ''
+            name = f"{wl} {m}" if first else ''
+            print(f"{name:<24} {local:>18} | {t:>9} {cell((wl, t, 'kofi', m)):>18} "
+                  f"{cell((wl, t, 'nvme', m)):>18} {ratio:>6}")
+            first = False
 for t in ['tcp', 'siw', 'rxe']:
     sizes = sorted({k[3] for k in data if k[1] == t})
     if not sizes:

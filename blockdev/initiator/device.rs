@@ -123,10 +123,7 @@ impl Device {
                 Some(g) if g == accept => {}
                 Some(_) => {
                     drop(s);
-                    pr_warn!(
-                        "{}: the export changed; not using it\n",
-                        &*self.name
-                    );
+                    pr_warn!("{}: the export changed; not using it\n", &*self.name);
                     q.disconnect(false);
                     return Err(errno::eproto());
                 }

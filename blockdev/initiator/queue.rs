@@ -346,11 +346,7 @@ impl WorkItem for Queue {
         };
         drop(conn);
         if let Some(e) = failed {
-            pr_warn!(
-                "queue {}: connection lost ({:?})\n",
-                this.index,
-                e
-            );
+            pr_warn!("queue {}: connection lost ({:?})\n", this.index, e);
             // The next request offered starts the reconnection.
             this.disconnect(false);
         }

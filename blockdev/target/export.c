@@ -153,6 +153,10 @@ static void connection_request(struct blkt_export *exp, struct blkt_cm_event *ev
 	struct blkt_conn *conn;
 	int err;
 
+	if (READ_ONCE(exp->stopping)) {
+		fi_freeinfo(info);
+		return;
+	}
 	if (len < sizeof(ev->entry) + sizeof(*req) ||
 	    le32_to_cpu(req->magic) != KOFI_BLK_MAGIC ||
 	    le16_to_cpu(req->version) != KOFI_BLK_VERSION) {
@@ -291,11 +295,13 @@ static int listen_on(struct blkt_export *exp)
 
 static void export_free(struct blkt_export *exp)
 {
+	/* cm_work no longer answers requests: the passive endpoint goes next. */
+	WRITE_ONCE(exp->stopping, true);
+	cancel_work_sync(&exp->cm_work);
 	if (exp->pep)
 		fi_close(&exp->pep->fid);
-	cancel_work_sync(&exp->cm_work);
 	reap_failed(exp, true);
-	/* A connection's io_work may have queued it before its teardown. */
+	/* The EQ handler or a connection's io_work may have queued it again. */
 	cancel_work_sync(&exp->cm_work);
 	if (exp->eq)
 		fi_close(&exp->eq->fid);

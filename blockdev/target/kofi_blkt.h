@@ -50,6 +50,7 @@ struct blkt_export {
 	struct work_struct cm_work;
 	struct mutex lock;		/* conns */
 	struct list_head conns;
+	bool stopping;			/* being removed: no new connection */
 };
 
 /* One command of a connection, by tag. */

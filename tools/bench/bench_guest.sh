@@ -3,8 +3,8 @@
 # `make bench`, inside the VM (perf kernel): kofi_sock against the raw TCP
 # baseline (pingpong round trip and streaming messages, 64 B to 1 MiB),
 # kofi_verbs against the raw verbs baseline on siw and on rxe (pingpong
-# round trip and streaming RMA writes), and the cost of one call through the
-# core. Each run is a KTAP line; figures are
+# round trip and streaming RMA writes), the cost of one call through the
+# core, and kofi_blk against NVMe-oF (blk_bench.sh). Each run is a KTAP line; figures are
 # "# bench,<measure>,<transport>,<impl>,<size>,<value>" lines the host collects.
 . /kofi/tests/ktap_helpers.sh
 . /kofi/tests/rdma_helpers.sh
@@ -17,7 +17,7 @@ last() { dmesg | grep "$1" | tail -1; }
 set -- $SIZES
 n_tcp=$#
 set -- $VERBS_SIZES
-ktap_plan $((1 + 4 * n_tcp + 2 * (1 + 4 * $#)))
+ktap_plan $((2 + 4 * n_tcp + 2 * (1 + 4 * $#)))
 insmod $M/kofi.ko && insmod $M/kofi_sock.ko && insmod $M/kofi_verbs.ko &&
 	insmod $M/kofi_test_provider.ko || exit 1
 
@@ -88,5 +88,9 @@ for type in siw rxe; do
 	done
 	rdma link delete ${type}0
 done
+# The storage table: kofi_blk against NVMe-oF (blk_bench.sh), a subtest.
+if sh /kofi/bench/blk_bench.sh >/tmp/blk_bench.ktap 2>&1; then blk=ok; else blk=fail; fi
+sed 's/^/    /' /tmp/blk_bench.ktap
+if [ $blk = ok ]; then ktap_ok "storage"; else ktap_not_ok "storage"; fi
 rmmod kofi_test_provider; rmmod kofi_verbs; rmmod kofi_sock; rmmod kofi
 ktap_finish

@@ -1,0 +1,139 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# `make bench`'s storage table, inside the VM (perf kernel): fio on the RAM
+# disk /dev/ram0 alone (the limit), on kofi_blk over kofi_sock against
+# nvme-tcp, and on kofi_blk over kofi_verbs against nvme-rdma on rxe and on
+# siw; the NVMe-oF target is the kernel's nvmet exporting the same RAM disk.
+# Each cell runs RUNS times; every run is a line
+# "# blk,<workload>,<transport>,<impl>,<metric>,<value>" the host collects
+# (medians and spreads are the host's).
+. /kofi/tests/ktap_helpers.sh
+. /kofi/tests/rdma_helpers.sh
+. /kofi/tests/blk_helpers.sh
+RUNS=${KOFI_BLK_RUNS:-3}
+SECONDS_PER_RUN=${KOFI_BLK_SECONDS:-4}
+CFG=/sys/kernel/config/nvmet
+NQN=nqn.2026-11.org.kofi:bench
+HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:6b6f6669-0000-4000-8000-000000000001
+own=10.0.2.10
+
+# The workloads: name, fio options, and the metrics read from its terse line.
+WORKLOADS="randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 read_128k write_128k"
+fio_args() {
+	case $1 in
+	randread_qd1) echo "--rw=randread --bs=4k --iodepth=1" ;;
+	randwrite_qd1) echo "--rw=randwrite --bs=4k --iodepth=1" ;;
+	randread_qd32) echo "--rw=randread --bs=4k --iodepth=32" ;;
+	randwrite_qd32) echo "--rw=randwrite --bs=4k --iodepth=32" ;;
+	read_128k) echo "--rw=read --bs=128k --iodepth=8" ;;
+	write_128k) echo "--rw=write --bs=128k --iodepth=8" ;;
+	esac
+}
+
+# run DEV TRANSPORT IMPL: every workload RUNS times on DEV.
+run() {
+	dev=$1 t=$2 impl=$3
+	for w in $WORKLOADS; do
+		r=0
+		ok=1
+		while [ $r -lt "$RUNS" ]; do
+			r=$((r + 1))
+			# shellcheck disable=SC2046
+			line=$(fio --name=$w --filename="$dev" --direct=1 --ioengine=libaio --thread \
+				--time_based --runtime="$SECONDS_PER_RUN" --ramp_time=1 --size=64M \
+				--output-format=terse --terse-version=3 $(fio_args $w) 2>/dev/null | tail -1)
+			# Terse v3: 5 error; read 7 bw KiB/s, 8 IOPS, 30 clat p99 ("99.000000%=us"),
+			# 40 lat mean (us); write 48, 49, 71, 81.
+			echo "$line" | awk -F';' -v w=$w -v t=$t -v i=$impl '
+				$5 != 0 || NF < 90 { exit 1 }
+				{
+					rd = (w ~ /read/)
+					bw = rd ? $7 : $48; iops = rd ? $8 : $49
+					p99 = rd ? $30 : $71; sub(/.*=/, "", p99)
+					lat = rd ? $40 : $81
+					if (w ~ /qd1/) {
+						printf "# blk,%s,%s,%s,lat_us,%.1f\n", w, t, i, lat
+						printf "# blk,%s,%s,%s,p99_us,%d\n", w, t, i, p99
+					} else if (w ~ /qd32/) {
+						printf "# blk,%s,%s,%s,iops,%d\n", w, t, i, iops
+					} else {
+						printf "# blk,%s,%s,%s,mbs,%.1f\n", w, t, i, bw / 1024
+					}
+				}' || ok=0
+		done
+		if [ $ok = 1 ]; then ktap_ok "${t}_${impl}_$w"; else ktap_not_ok "${t}_${impl}_$w"; fi
+	done
+}
+
+# nvmet: the subsystem with /dev/ram0 as its namespace, and a port.
+nvmet_port() {
+	id=$1 trtype=$2 addr=$3 port=$4
+	mkdir -p $CFG/ports/$id &&
+		echo "$trtype" >$CFG/ports/$id/addr_trtype &&
+		echo ipv4 >$CFG/ports/$id/addr_adrfam &&
+		echo "$addr" >$CFG/ports/$id/addr_traddr &&
+		echo "$port" >$CFG/ports/$id/addr_trsvcid &&
+		ln -s $CFG/subsystems/$NQN $CFG/ports/$id/subsystems/$NQN
+}
+nvmet_port_remove() {
+	rm $CFG/ports/$1/subsystems/$NQN && rmdir $CFG/ports/$1
+}
+
+# nvme_dev: the namespace's block device once nvme connect made it.
+nvme_dev() {
+	for d in /sys/block/nvme*n1; do
+		[ -e "$d" ] && { echo /dev/${d##*/}; return 0; }
+	done
+	return 1
+}
+nvme_on() {
+	nvme connect -t "$1" -a "$2" -s "$3" -n $NQN --hostnqn=$HOSTNQN >/dev/null 2>&1 &&
+		retry 10 nvme_dev >/dev/null
+}
+nvme_off() {
+	nvme disconnect -n $NQN >/dev/null 2>&1
+}
+
+# kofi: ram0 exported by kofi_blkt, reached as /dev/kofiblk0.
+kofi_on() {
+	blk_export disk0 "$1" "$2" "$3" && blk_add disk0 "$1" "$2" "$3" queues=2 depth=32
+}
+kofi_off() {
+	blk_remove
+	echo disk0 >$BLKT/remove_export
+}
+
+set -- $WORKLOADS
+ktap_plan $((7 * $# + 2))
+mkdir -p /sys/kernel/config 2>/dev/null
+mount -t configfs none /sys/kernel/config 2>/dev/null
+mkdir -p /etc/nvme && echo $HOSTNQN >/etc/nvme/hostnqn
+insmod /kofi/modules/kofi_blkt.ko && insmod /kofi/modules/kofi_blk.ko || exit 1
+mkdir $CFG/subsystems/$NQN &&
+	echo 1 >$CFG/subsystems/$NQN/attr_allow_any_host &&
+	mkdir $CFG/subsystems/$NQN/namespaces/1 &&
+	echo /dev/ram0 >$CFG/subsystems/$NQN/namespaces/1/device_path &&
+	echo 1 >$CFG/subsystems/$NQN/namespaces/1/enable || { ktap_diag "nvmet set-up failed"; exit 1; }
+# Fill the disk once, so reads read pages that exist.
+dd if=/dev/zero of=/dev/ram0 bs=1M count=64 2>/dev/null
+
+run /dev/ram0 local ram
+
+kofi_on sock 127.0.0.1 4460 && run /dev/kofiblk0 tcp kofi
+kofi_off
+nvmet_port 1 tcp 127.0.0.1 4461 && nvme_on tcp 127.0.0.1 4461 && run "$(nvme_dev)" tcp nvme
+nvme_off
+nvmet_port_remove 1
+
+for type in rxe siw; do
+	ktap_expect_ok "${type}_link_up" link_up ${type}0 $type
+	kofi_on verbs $own 4462 && run /dev/kofiblk0 $type kofi
+	kofi_off
+	nvmet_port 2 rdma $own 4463 && nvme_on rdma $own 4463 && run "$(nvme_dev)" $type nvme
+	nvme_off
+	nvmet_port_remove 2
+	rdma link delete ${type}0
+done
+rmmod kofi_blk
+rmmod kofi_blkt
+ktap_finish
