@@ -15,7 +15,7 @@ use crate::errno;
 use crate::fabric::{Domain, Info};
 use crate::mq::{self, Timeout};
 use crate::proto::Accept;
-use crate::queue::{Queue, RequestData, MAX_PAGES};
+use crate::queue::{self, Queue, RequestData, MAX_PAGES};
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{Arc, ArcBorrow, SpinLock};
@@ -235,11 +235,15 @@ impl mq::Operations for Driver {
         _last: bool,
     ) -> Result<(), mq::Request<Driver>> {
         let Some(q) = dev.queues.get(queue as usize) else {
-            rq.end(Err(EIO));
+            queue::end(rq, Err(EIO));
             return Ok(());
         };
-        if !dev.usable() {
-            rq.end(Err(EIO));
+        let mut rq = rq;
+        // Gone, or held too long: connections that come back but never
+        // answer it (a broken target) do not hold a request forever.
+        if !dev.usable() || queue::held_for(&mut rq, i64::from(dev.spec.reconnect_timeout_s) * 1000)
+        {
+            queue::end(rq, Err(EIO));
             return Ok(());
         }
         let rq = match q.submit(&dev.domain, rq) {
@@ -248,7 +252,7 @@ impl mq::Operations for Driver {
         };
         // No connection: wait for the reconnection, offered again shortly.
         Device::queue_lost(dev);
-        Err(rq)
+        Err(queue::hold(rq))
     }
 
     fn timed_out(dev: ArcBorrow<'_, Device>, queue: u32, tag: u32) -> Timeout {

@@ -17,6 +17,7 @@ use core::ffi::c_void;
 use kernel::bindings::bio_vec;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, SpinLock};
+use kernel::time::{ktime_ms_delta, Ktime};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 use kernel::{new_spinlock, str::CStr};
 
@@ -27,17 +28,44 @@ pub(crate) const MAX_PAGES: usize = 64;
 const CONNECT_WAIT_MS: i32 = 10_000;
 
 /// The per-request data of kofi_blk (in the request's PDU): room for the
-/// request's pages, for their registration (no allocation per request).
+/// request's pages, for their registration (no allocation per request), and
+/// since when it has waited for a working connection.
 pub(crate) struct RequestData {
     pages: [bio_vec; MAX_PAGES],
+    held_since: Option<Ktime>,
 }
 
 impl Default for RequestData {
     fn default() -> Self {
         RequestData {
             pages: [bio_vec::default(); MAX_PAGES],
+            held_since: None,
         }
     }
+}
+
+/// Ends `rq` (its next use starts afresh).
+pub(crate) fn end(mut rq: mq::Request<Driver>, result: Result) {
+    rq.data().held_since = None;
+    rq.end(result);
+}
+
+/// Marks `rq` as waiting for a working connection, from now unless it was
+/// already: a request bounced between connections that never answer it
+/// keeps its first time.
+pub(crate) fn hold(mut rq: mq::Request<Driver>) -> mq::Request<Driver> {
+    let data = rq.data();
+    if data.held_since.is_none() {
+        data.held_since = Some(Ktime::ktime_get());
+    }
+    rq
+}
+
+/// Whether `rq` has waited `limit_ms` or longer for a working connection.
+pub(crate) fn held_for(rq: &mut mq::Request<Driver>, limit_ms: i64) -> bool {
+    rq.data()
+        .held_since
+        .is_some_and(|t| ktime_ms_delta(Ktime::ktime_get(), t) >= limit_ms)
 }
 
 // SAFETY: Page descriptors, filled and read only by the request's owner.
@@ -185,7 +213,7 @@ impl Queue {
             Op::Write => (proto::WRITE, flags::FI_REMOTE_READ),
             Op::Flush => (proto::FLUSH, 0),
             Op::Other => {
-                rq.end(Err(errno::eopnotsupp()));
+                end(rq, Err(errno::eopnotsupp()));
                 return Ok(());
             }
         };
@@ -195,14 +223,14 @@ impl Queue {
             match register(domain, &mut rq, access) {
                 Ok(mr) => Some(mr),
                 Err(e) => {
-                    rq.end(Err(e));
+                    end(rq, Err(e));
                     return Ok(());
                 }
             }
         };
         let tag = rq.tag() as usize;
         if tag >= self.depth.into() {
-            rq.end(Err(EINVAL));
+            end(rq, Err(EINVAL));
             return Ok(());
         }
         let cmd = Command {
@@ -235,7 +263,7 @@ impl Queue {
             // The connection is going: the request waits for the next one.
             if let Some(f) = self.state.lock().inflight[tag].take() {
                 drop(f._mr);
-                f.rq.requeue();
+                hold(f.rq).requeue();
             }
         }
         Ok(())
@@ -259,11 +287,14 @@ impl Queue {
         let done = done.ok_or_else(errno::eproto)?;
         // Dropping the region waits for the target's accesses to end.
         drop(done._mr);
-        done.rq.end(if resp.status == 0 {
-            Ok(())
-        } else {
-            Err(proto::status_error(resp.status))
-        });
+        end(
+            done.rq,
+            if resp.status == 0 {
+                Ok(())
+            } else {
+                Err(proto::status_error(resp.status))
+            },
+        );
         Ok(())
     }
 
@@ -289,9 +320,9 @@ impl Queue {
             };
             drop(f._mr);
             if fail {
-                f.rq.end(Err(EIO));
+                end(f.rq, Err(EIO));
             } else {
-                f.rq.requeue();
+                hold(f.rq).requeue();
             }
         }
     }

@@ -8,13 +8,14 @@
 # checked, and the target's module reloaded in the middle of a fio run.
 # Then, once: bad configuration refused with its errno, the initiator held
 # while a filesystem is mounted, the target gone for good (fio fails soon
-# after the reconnect timeout), and the device removed under I/O.
+# after the reconnect timeout), the device removed under I/O, and a hostile
+# peer on either side (kofi_blk_hostile.ko).
 . "$(dirname "$0")/ktap_helpers.sh"
 . "$(dirname "$0")/rdma_helpers.sh"
 . "$(dirname "$0")/blk_helpers.sh"
 
 own=10.0.2.1${KOFI_NODE:-0}
-ktap_plan 51
+ktap_plan 56
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko &&
 	insmod $MODDIR/kofi_blkt.ko && insmod $MODDIR/kofi_blk.ko ||
 	{ ktap_diag "loading failed"; exit 1; }
@@ -92,6 +93,36 @@ insmod $MODDIR/kofi_blkt.ko && blk_export disk0 sock 127.0.0.1 4433
 blk_add disk0 sock 127.0.0.1 4433
 ktap_expect_ok "device_removed_under_io" blk_remove_busy
 echo disk0 >$BLKT/remove_export
+
+# A hostile initiator: bad handshakes and commands get their documented
+# answers from kofi_blkt, broken connections end (kofi_blk_hostile checks).
+blk_export disk0 sock 127.0.0.1 4470
+ktap_expect_ok "target_answers_hostile_initiator" insmod $MODDIR/kofi_blk_hostile.ko \
+	mode=initiator port=4470
+echo disk0 >$BLKT/remove_export
+
+# A hostile target: each kind of wrong answer ends in EIO in bounded time.
+hostile_target() {
+	insmod $MODDIR/kofi_blk_hostile.ko mode=target answer=$1 port=$2 || return 1
+	start=$(date +%s)
+	ok=0
+	# The disk's first read (its partition scan) meets the wrong answers too.
+	blk_add disk0 sock 127.0.0.1 $2 queues=1 depth=4 reconnect_timeout=3 || ok=1
+	if [ $ok = 0 ]; then
+		dd if=/dev/kofiblk0 of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null &&
+			{ echo "the read succeeded"; ok=1; }
+		took=$(($(date +%s) - start))
+		[ $took -lt 60 ] || { echo "took $took s"; ok=1; }
+		blk_remove || ok=1
+	fi
+	rmmod kofi_blk_hostile || ok=1
+	return $ok
+}
+port=4471
+for a in badtag short stalegen status; do
+	ktap_expect_ok "initiator_survives_$a" hostile_target $a $port
+	port=$((port + 1))
+done
 ktap_expect_ok "initiator_unloads" rmmod kofi_blk
 ktap_expect_ok "target_unloads" rmmod kofi_blkt
 rmmod kofi_verbs && rmmod kofi_sock && rmmod kofi
