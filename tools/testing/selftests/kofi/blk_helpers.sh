@@ -41,8 +41,9 @@ blk_fio() {
 		--verify=crc32c --verify_fatal=1 --do_verify=1 --thread \
 		--output-format=terse --terse-version=3 "$@" >/tmp/fio.$n 2>&1 ||
 		{ cat /tmp/fio.$n; return 1; }
-	# Terse v3: field 5 is the job's error code.
-	[ "$(cut -d';' -f5 /tmp/fio.$n | head -1)" = 0 ]
+	# Terse v3, a line per job: field 5 is the job's error code.
+	grep -q '^3;' /tmp/fio.$n && ! grep '^3;' /tmp/fio.$n | cut -d';' -f5 | grep -qv '^0$' ||
+		{ cat /tmp/fio.$n; return 1; }
 }
 
 # blk_bytes_reach_backing: a pattern written through /dev/kofiblk0 is on
@@ -85,9 +86,10 @@ blk_ext4() {
 # loaded again (the export with it) in the middle of a verified fio run,
 # which must finish clean.
 blk_target_restart() {
-	blk_fio restart --rw=randwrite --bs=64k --size=24M --iodepth=8 &
+	before=$(blk_writes)
+	blk_fio restart --rw=randwrite --bs=64k --size=16M --iodepth=8 &
 	fio_pid=$!
-	sleep 3
+	blk_writing "$before" || return 1
 	rmmod kofi_blkt || return 1
 	sleep 2
 	insmod $MODDIR/kofi_blkt.ko && blk_export disk0 "$1" "$2" "$3" || return 1
@@ -98,11 +100,12 @@ blk_target_restart() {
 # ends with I/O errors (not a hang) soon after the reconnect timeout (5 s).
 blk_target_gone() {
 	start=$(date +%s)
+	before=$(blk_writes)
 	fio --name=gone --filename=/dev/kofiblk0 --direct=1 --ioengine=libaio --thread \
 		--rw=randwrite --bs=4k --size=64M --iodepth=4 --time_based --runtime=120 \
 		>/tmp/fio.gone 2>&1 &
 	fio_pid=$!
-	sleep 2
+	blk_writing "$before" || return 1
 	rmmod kofi_blkt || return 1
 	wait $fio_pid && { echo "fio did not fail"; return 1; }
 	took=$(($(date +%s) - start))
@@ -111,15 +114,31 @@ blk_target_gone() {
 	grep -q 'state=dead' $BLK/devices
 }
 
-# blk_remove_busy: the device removed with fio writing to it: fio ends with
+# blk_writes: writes completed on kofiblk0 so far.
+blk_writes() {
+	awk '{ print $5 }' /sys/block/kofiblk0/stat
+}
+
+# blk_writing COUNT: more than COUNT writes completed on kofiblk0 (within 60 s).
+blk_writing() {
+	i=0
+	while [ "$(blk_writes)" -le "$1" ]; do
+		[ $i -lt 600 ] || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
+# blk_remove_busy: the device removed while fio writes to it: fio ends with
 # errors, the device goes.
 blk_remove_busy() {
+	before=$(blk_writes)
 	fio --name=busy --filename=/dev/kofiblk0 --direct=1 --ioengine=libaio --thread \
-		--rw=randwrite --bs=16k --size=64M --iodepth=16 --time_based --runtime=120 \
+		--rw=randwrite --bs=16k --size=64M --iodepth=16 --time_based --runtime=60 \
 		>/tmp/fio.busy 2>&1 &
 	fio_pid=$!
-	sleep 2
+	blk_writing "$before" || { echo "fio wrote nothing"; return 1; }
 	blk_remove || return 1
-	wait $fio_pid && return 1
-	[ ! -e /sys/block/kofiblk0 ]
+	wait $fio_pid && { cat /tmp/fio.busy; echo "fio did not fail"; return 1; }
+	[ ! -e /sys/block/kofiblk0 ] || { echo "kofiblk0 still there"; return 1; }
 }

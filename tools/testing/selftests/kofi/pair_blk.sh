@@ -46,7 +46,7 @@ transport() {
 	else
 		ktap_expect_ok "${l}_device_added" retry 90 blk_add disk0 $p $4 $port queues=2 depth=32
 		ktap_expect_ok "${l}_fio_random_verify" blk_fio rand --rw=randwrite --bsrange=4k-1m \
-			--size=32M --iodepth=32 --numjobs=2 --offset_increment=48M
+			--size=16M --iodepth=32 --numjobs=2 --offset_increment=48M
 		ktap_expect_ok "${l}_ext4" blk_ext4
 		ktap_expect_ok "${l}_device_removed" blk_remove
 	fi
