@@ -44,7 +44,9 @@ transport() {
 		ktap_expect_ok "${l}_served" served
 		echo disk0 >$BLKT/remove_export
 	else
-		ktap_expect_ok "${l}_device_added" retry 90 blk_add disk0 $p $4 $port queues=2 depth=32
+		# io_timeout=5: a stalled RMA (see blk.rst, Open) costs 5 s, not 30.
+		ktap_expect_ok "${l}_device_added" retry 90 blk_add disk0 $p $4 $port queues=2 \
+			depth=32 io_timeout=5
 		ktap_expect_ok "${l}_fio_random_verify" blk_fio rand --rw=randwrite --bsrange=4k-1m \
 			--size=16M --iodepth=32 --numjobs=2 --offset_increment=48M
 		ktap_expect_ok "${l}_ext4" blk_ext4
