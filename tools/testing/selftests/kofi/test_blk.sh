@@ -24,9 +24,8 @@ insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_ver
 transport() {
 	l=$1 p=$2 a=$3 o=$4
 	ktap_expect_ok "${l}_export" blk_export disk0 $p $a $o
-	# io_timeout=5: a stalled RMA (see blk.rst, Open) costs 5 s, not 30.
 	ktap_expect_ok "${l}_device_added" blk_add disk0 $p $a $o queues=2 depth=32 \
-		reconnect_timeout=20 io_timeout=5
+		reconnect_timeout=20
 	ktap_expect_ok "${l}_size_is_backing_size" blk_same_size kofiblk0 ram0
 	ktap_expect_ok "${l}_fio_random_verify" blk_fio rand --rw=randwrite --bsrange=4k-1m \
 		--size=16M --iodepth=32 --numjobs=2 --offset_increment=48M
