@@ -138,7 +138,7 @@ impl Device {
         !s.removing && !s.dead
     }
 
-    /// Whether the device is waiting for its target (a queue is lost).
+    /// The device's state as `devices` shows it: live, reconnecting or dead.
     pub(crate) fn status(&self) -> &'static str {
         let s = self.state.lock();
         if s.dead {

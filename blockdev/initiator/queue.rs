@@ -14,6 +14,7 @@ use crate::mq::{self, Op};
 use crate::proto::{self, Accept, Command, Response};
 use crate::{abi, flags, Driver};
 use core::ffi::c_void;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::bindings::bio_vec;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, SpinLock};
@@ -107,6 +108,9 @@ struct State {
 pub(crate) struct Queue {
     pub(crate) index: u16,
     depth: u16,
+    /// The EQ has an event to read (set by its handler): the work reads the
+    /// EQ only then, not on every batch of completions.
+    eq_event: AtomicBool,
     #[pin]
     state: SpinLock<State>,
     #[pin]
@@ -134,6 +138,7 @@ impl Queue {
             pin_init!(Queue {
                 index,
                 depth,
+                eq_event: AtomicBool::new(false),
                 state <- new_spinlock!(State { inflight, gens, conn: None, closed: false }, "kofi_blk::Queue::state"),
                 work <- new_work!("kofi_blk::Queue::work"),
             }),
@@ -369,11 +374,13 @@ impl WorkItem for Queue {
         };
         let failed = match this.poll(&conn) {
             Err(e) => Some(e),
-            Ok(()) => match conn.event(0) {
+            // Cleared before the read: an event posted meanwhile sets it again.
+            Ok(()) if this.eq_event.swap(false, Ordering::AcqRel) => match conn.event(0) {
                 Ok(Some(CmEvent::Shutdown)) => Some(errno::econnreset()),
                 Ok(Some(CmEvent::Error { err, .. })) => Some(crate::fabric::fi_error(err as u32)),
                 _ => None,
             },
+            Ok(()) => None,
         };
         drop(conn);
         if let Some(e) = failed {
@@ -391,10 +398,13 @@ impl WorkItem for Queue {
 ///
 /// `context` is the queue's pointer given in [`Handlers`], valid by the
 /// queue's invariant while its connection is open.
-unsafe fn wake(context: *mut c_void) {
+unsafe fn wake(context: *mut c_void, eq_event: bool) {
     // SAFETY: The caller's guarantee: a live `Arc<Queue>`'s pointee.
-    let queue: Arc<Queue> = unsafe { ArcBorrow::from_raw(context.cast::<Queue>()) }.into();
-    let _ = crate::workqueue().enqueue(queue);
+    let queue = unsafe { ArcBorrow::from_raw(context.cast::<Queue>()) };
+    if eq_event {
+        queue.eq_event.store(true, Ordering::Release);
+    }
+    let _ = crate::workqueue().enqueue(Arc::<Queue>::from(queue));
 }
 
 /// The CQ's handler.
@@ -405,7 +415,7 @@ unsafe fn wake(context: *mut c_void) {
 unsafe extern "C" fn queue_event(cq: *mut abi::fid_cq) {
     // SAFETY: kofi calls the handler with the CQ the queue opened, whose
     // context is the queue's pointer; by the queue's invariant it is alive.
-    unsafe { wake((*cq).fid.context) };
+    unsafe { wake((*cq).fid.context, false) };
 }
 
 /// The EQ's handler.
@@ -415,5 +425,5 @@ unsafe extern "C" fn queue_event(cq: *mut abi::fid_cq) {
 /// Called by kofi with an EQ a queue's connection opened.
 unsafe extern "C" fn queue_event_eq(eq: *mut abi::fid_eq) {
     // SAFETY: As for the CQ: the EQ the queue opened, with its pointer.
-    unsafe { wake((*eq).fid.context) };
+    unsafe { wake((*eq).fid.context, true) };
 }
