@@ -29,7 +29,7 @@ use crate::kofi::{
 };
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, Device, IdHandle, Mapping,
-    Region, Slots, WorkCompletion,
+    ReadDepths, Region, Slots, WorkCompletion,
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
@@ -251,6 +251,8 @@ struct Inner {
     next_cookie: u64,
     /// Private data for the connect, until the route is resolved.
     connect_data: Option<CmData>,
+    /// Server: the READ depths the request offered, for the accept.
+    peer_reads: Option<ReadDepths>,
     credits: u32,
     /// Buffers reposted and not yet granted to the peer.
     grant: u32,
@@ -335,6 +337,7 @@ impl Conn {
                     rndv_sends: KVec::new(),
                     next_cookie: 1,
                     connect_data: None,
+                    peer_reads: None,
                     credits: RX_DEPTH as u32,
                     grant: 0,
                     tx_wr,
@@ -393,8 +396,9 @@ impl Conn {
     }
 
     /// A connection request's server side, before it is reported.
-    pub(crate) fn requested(entry: Arc<DeviceEntry>) -> Result<Arc<Conn>> {
+    pub(crate) fn requested(entry: Arc<DeviceEntry>, reads: ReadDepths) -> Result<Arc<Conn>> {
         let conn = Conn::new(entry, Phase::Requested, None)?;
+        conn.inner.lock().peer_reads = Some(reads);
         conn.entry.add_conn(&conn)?;
         Ok(conn)
     }
@@ -496,17 +500,19 @@ impl Conn {
     pub(crate) fn accept(&self, param: &[u8]) -> Result {
         let data = CmData::encode(param).ok_or(EINVAL)?;
         let owner = self.id.lock();
-        {
+        let reads = {
             let mut g = self.inner.lock();
-            if g.phase != Phase::Requested || g.ep.is_none() {
-                return Err(fi_error(abi::FI_EOPBADSTATE));
-            }
+            let reads = match (g.phase, &g.ep, g.peer_reads) {
+                (Phase::Requested, Some(_), Some(reads)) => reads,
+                _ => return Err(fi_error(abi::FI_EOPBADSTATE)),
+            };
             self.setup(&mut g)?;
             g.phase = Phase::Accepting;
-        }
+            reads
+        };
         // rdma_accept takes the id's handler lock, under which the CM
         // callback takes the state mutex: call it without the latter.
-        let r = owner.as_ref().ok_or(EINVAL)?.accept(data.as_bytes());
+        let r = owner.as_ref().ok_or(EINVAL)?.accept(data.as_bytes(), reads);
         drop(owner);
         if r.is_err() {
             self.inner.lock().phase = Phase::Closed;

@@ -154,32 +154,47 @@ int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, 
 	return ret;
 }
 
-static void kverbs_conn_param(struct rdma_conn_param *p, const void *data, u8 len)
+/*
+ * RDMA READs in flight per connection: this side's own (initiator depth,
+ * the ORD) and the peer's it serves (responder resources, the IRD). Both
+ * sides of a kofi connection issue READs (RMA and rendezvous), so each asks
+ * for what its device allows, as nvme-rdma does; one READ at a time makes
+ * a READ-heavy consumer, such as a block target, wait a round trip per
+ * READ.
+ */
+static void kverbs_conn_param(struct rdma_conn_param *p, const void *data, u8 len,
+			      u32 initiator_depth, u32 responder_resources)
 {
 	memset(p, 0, sizeof(*p));
 	p->private_data = data;
 	p->private_data_len = len;
-	p->responder_resources = 1;
-	p->initiator_depth = 1;
+	p->initiator_depth = min_t(u32, initiator_depth, U8_MAX);
+	p->responder_resources = min_t(u32, responder_resources, U8_MAX);
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
 }
 
 int kverbs_connect(struct rdma_cm_id *id, const void *data, u8 len)
 {
+	const struct ib_device_attr *attrs = &id->device->attrs;
 	struct rdma_conn_param p;
 
-	kverbs_conn_param(&p, data, len);
+	kverbs_conn_param(&p, data, len, attrs->max_qp_init_rd_atom, attrs->max_qp_rd_atom);
 	/* Called from the ROUTE_RESOLVED callback, which holds the handler lock. */
 	return rdma_connect_locked(id, &p);
 }
 
-int kverbs_accept(struct rdma_cm_id *id, const void *data, u8 len)
+int kverbs_accept(struct rdma_cm_id *id, const void *data, u8 len,
+		  const struct kverbs_read_depths *peer)
 {
+	const struct ib_device_attr *attrs = &id->device->attrs;
 	struct rdma_conn_param p;
 	int ret;
 
-	kverbs_conn_param(&p, data, len);
+	/* No more than the peer serves or asks for, nor than this device can. */
+	kverbs_conn_param(&p, data, len,
+			  min_t(u32, peer->initiator_depth, attrs->max_qp_init_rd_atom),
+			  min_t(u32, peer->responder_resources, attrs->max_qp_rd_atom));
 	/* Outside the CONNECT_REQUEST handler, rdma_accept needs its lock. */
 	rdma_lock_handler(id);
 	ret = rdma_accept(id, &p);
@@ -190,6 +205,13 @@ int kverbs_accept(struct rdma_cm_id *id, const void *data, u8 len)
 int kverbs_reject(struct rdma_cm_id *id, const void *data, u8 len)
 {
 	return rdma_reject(id, data, len, IB_CM_REJ_CONSUMER_DEFINED);
+}
+
+void kverbs_event_read_depths(const struct rdma_cm_event *ev, struct kverbs_read_depths *out)
+{
+	/* rdma_cm gives them from the receiver's side: what it may use. */
+	out->initiator_depth = ev->param.conn.initiator_depth;
+	out->responder_resources = ev->param.conn.responder_resources;
 }
 
 u32 kverbs_event_private(const struct rdma_cm_event *ev, const void **data)

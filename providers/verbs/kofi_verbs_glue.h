@@ -58,10 +58,22 @@ int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, 
 		     u32 rq_depth, u32 max_sge, u32 *max_inline);
 /* From the id's own event callback (ROUTE_RESOLVED). */
 int kverbs_connect(struct rdma_cm_id *id, const void *data, u8 len);
-int kverbs_accept(struct rdma_cm_id *id, const void *data, u8 len);
+/*
+ * The RDMA READ depths a connection request offers, seen from the side that
+ * accepts: the READs it may issue (initiator_depth) and serve
+ * (responder_resources).
+ */
+struct kverbs_read_depths {
+	u8 initiator_depth;
+	u8 responder_resources;
+};
+
+int kverbs_accept(struct rdma_cm_id *id, const void *data, u8 len,
+		  const struct kverbs_read_depths *peer);
 int kverbs_reject(struct rdma_cm_id *id, const void *data, u8 len);
 /* The event's private data and its length (0 when none). */
 u32 kverbs_event_private(const struct rdma_cm_event *ev, const void **data);
+void kverbs_event_read_depths(const struct rdma_cm_event *ev, struct kverbs_read_depths *out);
 
 /*
  * A work request of @opcode (IB_WR_*), signaled, completing at @cqe. With

@@ -559,7 +559,13 @@ pub(crate) trait CmHandler: Send + Sync + 'static {
 pub(crate) struct NewId {
     ptr: NonNull<abi::rdma_cm_id>,
     adopted: *mut bool,
+    reads: ReadDepths,
 }
+
+/// The RDMA READ depths a connection request offers the side that accepts
+/// it: the READs that side may have in flight, and those it must serve.
+#[derive(Clone, Copy)]
+pub(crate) struct ReadDepths(abi::kverbs_read_depths);
 
 impl NewId {
     /// Takes the new id, its events going to `handler`.
@@ -586,6 +592,11 @@ impl NewId {
 
     pub(crate) fn addr(&self, peer: bool) -> SockAddr {
         id_addr(self.ptr, peer)
+    }
+
+    /// What the request offers in RDMA READ depths, for the accept.
+    pub(crate) fn read_depths(&self) -> ReadDepths {
+        self.reads
     }
 }
 
@@ -627,9 +638,12 @@ unsafe extern "C" fn cm_trampoline<H: CmHandler>(
             abi::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => CmEvent::RouteResolved,
             abi::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST => {
                 let mut adopted = false;
+                let mut reads = abi::kverbs_read_depths::default();
+                abi::kverbs_event_read_depths(ev, &mut reads);
                 let new = NewId {
                     ptr: NonNull::new_unchecked(id),
                     adopted: &mut adopted,
+                    reads: ReadDepths(reads),
                 };
                 let give_back = H::cm_event(this, CmEvent::ConnectRequest(new, private));
                 // Not adopted (or given back): rdma_cm destroys the new id.
@@ -748,10 +762,18 @@ impl CmId {
         IdHandle { ptr: self.ptr }
     }
 
-    pub(crate) fn accept(&self, data: &[u8]) -> Result {
-        // SAFETY: A live id with a QP; `data` is read during the call.
+    /// rdma_accept with `data`, asking for no more READ depth than the
+    /// request offered (`peer`).
+    pub(crate) fn accept(&self, data: &[u8], peer: ReadDepths) -> Result {
+        // SAFETY: A live id with a QP; `data` and `peer` are read during the
+        // call.
         to_result(unsafe {
-            abi::kverbs_accept(self.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
+            abi::kverbs_accept(
+                self.ptr.as_ptr(),
+                data.as_ptr().cast(),
+                data.len() as u8,
+                &peer.0,
+            )
         })
     }
 }
@@ -897,7 +919,8 @@ impl IdHandle {
     }
 
     pub(crate) fn reject(&self, data: &[u8]) -> Result {
-        // SAFETY: As above.
+        // SAFETY: A live id in its request state; `data` is read during the
+        // call.
         to_result(unsafe {
             abi::kverbs_reject(self.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
         })

@@ -183,7 +183,7 @@ impl Listener {
         let Ok(info) = crate::msg_info(Some(&local), Some(&peer), local.is_ipv6(), dev_info) else {
             return true;
         };
-        let Ok(conn) = Conn::requested(entry) else {
+        let Ok(conn) = Conn::requested(entry, new.read_depths()) else {
             return true;
         };
         let id = new.adopt(conn.clone());

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # kofi_blk across two VMs: node 0 exports its /dev/ram0 with kofi_blkt,
 # node 1 reaches it as /dev/kofiblk0, over kofi_sock (IPv4 and IPv6) and
-# kofi_verbs on rxe (siw: see below). Node 1 runs fio with crc32c verification
+# kofi_verbs on siw and rxe. Node 1 runs fio with crc32c verification
 # and ext4 (made, filled, compared, e2fsck clean), checking every byte; node
 # 0 checks its side: the export served connections and they all ended.
 . "$(dirname "$0")/ktap_helpers.sh"
@@ -29,7 +29,7 @@ served() {
 	done
 }
 
-if [ "$KOFI_NODE" = 0 ]; then ktap_plan 6; else ktap_plan 12; fi
+if [ "$KOFI_NODE" = 0 ]; then ktap_plan 8; else ktap_plan 16; fi
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko || {
 	ktap_diag "loading failed"
 	exit 1
@@ -58,9 +58,9 @@ transport() {
 
 transport sock_ipv4 sock 10.0.2.10 "$KOFI_PEER" 4450
 transport sock_ipv6 sock fd00::10 "$KOFI_PEER6" 4451
-# siw is left out across VMs: there the RMA stall of blk.rst (Open) comes
-# so often that requests fail with EIO. That is a known defect being
-# chased, not a pass; siw runs in one VM (test_blk.sh).
+link_up siw0 siw || ktap_diag "siw0 did not come up"
+transport verbs_siw verbs 10.0.2.10 "$KOFI_PEER" 4453
+rdma link delete siw0
 link_up rxe0 rxe || ktap_diag "rxe0 did not come up"
 transport verbs_rxe verbs 10.0.2.10 "$KOFI_PEER" 4452
 rdma link delete rxe0
