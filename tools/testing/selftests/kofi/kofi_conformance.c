@@ -878,6 +878,7 @@ static void connect_under_allocation_failures(struct kunit *test)
 	int n, ret, failed = 0, done = 0;
 	u32 event;
 
+	KOFI_NEEDS_FAULT_INJECTION(test);
 	port_of(port, 15);
 	pair_listen(test, &p, node, port);
 	for (n = 1; n <= 200 && !done; n++) {

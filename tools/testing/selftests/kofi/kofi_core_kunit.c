@@ -1066,6 +1066,7 @@ static void eq_connreq_alloc_failure_releases_nothing(struct kunit *test)
 	int released, n, failed = 0;
 	bool done = false;
 
+	KOFI_NEEDS_FAULT_INJECTION(test);
 	fx_open(test, &f);
 	KUNIT_ASSERT_EQ(test, fi_passive_ep(f.fabric, f.info, &pep, NULL), 0);
 	for (n = 1; n < 20 && !done; n++) {

@@ -11,6 +11,7 @@
 
 #include <linux/sched.h>
 
+#ifdef CONFIG_FAULT_INJECTION
 /* Fails the @nth allocation this task makes from now on (fault injection's
  * fail-nth; the guest arms failslab and fail_page_alloc, sleeping
  * allocations included); 0 disarms. */
@@ -25,5 +26,27 @@ static inline unsigned int fail_armed(void)
 {
 	return READ_ONCE(current->fail_nth);
 }
+#else
+/*
+ * A kernel without fault injection (the perf kernel, which builds every
+ * module of the tree): the sweeps compile, and skip themselves at run time
+ * (KOFI_NEEDS_FAULT_INJECTION), so nothing here is ever called.
+ */
+static inline void fail_nth(unsigned int nth)
+{
+}
+
+static inline unsigned int fail_armed(void)
+{
+	return 1;
+}
+#endif
+
+/* Skips a KUnit case that needs fail-nth on a kernel without it. */
+#define KOFI_NEEDS_FAULT_INJECTION(test)					\
+	do {									\
+		if (!IS_ENABLED(CONFIG_FAULT_INJECTION))			\
+			kunit_skip(test, "needs CONFIG_FAULT_INJECTION");	\
+	} while (0)
 
 #endif /* _KOFI_FAULT_H */
