@@ -250,8 +250,11 @@ impl mq::Operations for Driver {
             Ok(()) => return Ok(()),
             Err(rq) => rq,
         };
-        // No connection: wait for the reconnection, offered again shortly.
-        Device::queue_lost(dev);
+        // Offered again shortly; without a connection, after the reconnect
+        // work has made one.
+        if !q.connected() {
+            Device::queue_lost(dev);
+        }
         Err(queue::hold(rq))
     }
 

@@ -204,7 +204,8 @@ impl Queue {
         self.state.lock().conn.clone()
     }
 
-    /// Sends `rq`'s command; `Err(rq)` when the queue has no connection.
+    /// Sends `rq`'s command; `Err(rq)` when the queue has no connection or
+    /// its endpoint cannot take the command now.
     pub(crate) fn submit(
         &self,
         domain: &Domain,
@@ -265,11 +266,16 @@ impl Queue {
             Command { gen, ..cmd }.encode()
         };
         if conn.inject(&bytes).is_err() {
-            // The connection is going: the request waits for the next one.
-            if let Some(f) = self.state.lock().inflight[tag].take() {
-                drop(f._mr);
-                hold(f.rq).requeue();
-            }
+            // The endpoint cannot take it (full, or the connection is
+            // going): handed back to blk-mq, which offers it again after a
+            // completion or a short delay. Requeueing at once instead made
+            // kblockd's high-priority worker spin on a queue that cannot
+            // move, starving the work that would let it.
+            let Some(f) = self.state.lock().inflight[tag].take() else {
+                // A disconnect took it first and requeued it.
+                return Ok(());
+            };
+            return Err(f.rq);
         }
         Ok(())
     }
