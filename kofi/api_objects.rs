@@ -373,7 +373,11 @@ fn close(fid: *mut abi::fid) -> Result {
                 // SAFETY: The provider's endpoint; it reports nothing after.
                 unsafe { close(pep.public()) };
             }
-            if let Some(eq) = pep.eq.lock().take() {
+            let eq = pep.eq.lock().take();
+            if let Some(eq) = eq {
+                // As for an endpoint: its unread errors go with it (a
+                // request's FI_CONNREQ stays, its handle holding the pep).
+                eq.purge(fid);
                 eq.users.put();
             }
             pep.fabric.users.put();

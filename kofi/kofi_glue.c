@@ -250,6 +250,7 @@ EXPORT_SYMBOL_NS_GPL(kofi_ep_event, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_event_error, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_connreq_alloc, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_pep_connreq, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_pep_event_error, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_mr_get, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_mr_iter, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_mr_put, KOFI);

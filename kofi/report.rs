@@ -157,6 +157,22 @@ fn ep_event(ep: *mut abi::fid_ep, event: u32, data: *const c_void, len: usize) -
     )
 }
 
+/// An EQ error entry about the object `fid`, with its context.
+///
+/// # Safety
+///
+/// `fid` is the head of a live object.
+unsafe fn error_entry(fid: *mut abi::fid, err: c_int, prov_errno: c_int) -> abi::fi_eq_err_entry {
+    abi::fi_eq_err_entry {
+        fid,
+        // SAFETY: The caller's guarantee.
+        context: unsafe { (*fid).context },
+        err,
+        prov_errno,
+        ..Default::default()
+    }
+}
+
 /// `kofi_ep_event()`.
 #[no_mangle]
 pub(crate) extern "C" fn kofi_ep_event(
@@ -187,15 +203,28 @@ pub(crate) extern "C" fn kofi_ep_event_error(
         let bytes = check_data(data, datalen)?;
         let eq = e.eq().ok_or_else(errno::enoeq)?;
         // SAFETY: The head of a live endpoint.
-        let context = unsafe { (*e.fid()).context };
-        let entry = abi::fi_eq_err_entry {
-            fid: e.fid(),
-            context,
-            err,
-            prov_errno,
-            ..Default::default()
-        };
-        eq.post_error(entry, bytes)
+        eq.post_error(unsafe { error_entry(e.fid(), err, prov_errno) }, bytes)
+    })();
+    to_c(result)
+}
+
+/// `kofi_pep_event_error()`: the passive endpoint stopped listening (its
+/// device went, say); an error entry for it on its EQ.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_pep_event_error(
+    pep: *mut abi::fid_pep,
+    err: c_int,
+    prov_errno: c_int,
+) -> c_int {
+    let result = (|| {
+        // SAFETY: The provider passes its live passive endpoint.
+        let p = unsafe { lookup::<PassiveEp>(pep) }?;
+        if err <= 0 {
+            return Err(EINVAL);
+        }
+        let eq = p.eq.lock().clone().ok_or_else(errno::enoeq)?;
+        // SAFETY: The head of a live passive endpoint.
+        eq.post_error(unsafe { error_entry(p.fid(), err, prov_errno) }, &[])
     })();
     to_c(result)
 }

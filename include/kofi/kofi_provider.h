@@ -154,6 +154,11 @@ int kofi_ep_event(struct fid_ep *ep, u32 event, const void *data, size_t datalen
 int kofi_ep_event_error(struct fid_ep *ep, int err, int prov_errno, const void *data,
 			size_t datalen);
 
+/*
+ * @pep no longer listens (its device was removed): an error entry for it on
+ * its EQ (@err: positive FI_E*, e.g. FI_ENODEV). The consumer may listen again.
+ */
+int kofi_pep_event_error(struct fid_pep *pep, int err, int prov_errno);
 /* A new connection request's handle, for the info of an FI_CONNREQ. Process context. */
 struct fid *kofi_connreq_alloc(struct fid_pep *pep, void *prov_data);
 /* FI_CONNREQ on @pep's EQ; @info (with info->handle set) passes to the consumer. */

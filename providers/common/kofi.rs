@@ -868,6 +868,13 @@ impl PepRef {
             abi::kofi_pep_connreq(self.ptr.as_ptr(), raw, data.as_ptr().cast(), data.len())
         })
     }
+
+    /// Reports that the passive endpoint no longer listens: an error entry
+    /// (`err`, a positive FI_E*) for it on its EQ.
+    pub(crate) fn error(&self, err: u32) -> Result {
+        // SAFETY: `ptr` is live (type invariants).
+        to_result(unsafe { abi::kofi_pep_event_error(self.ptr.as_ptr(), err as i32, 0) })
+    }
 }
 
 /// The provider's request state behind a connection request handle.

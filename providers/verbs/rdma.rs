@@ -834,6 +834,11 @@ impl CmIdSlot {
         Ok(())
     }
 
+    /// Whether the id is in the slot (filled, not yet taken).
+    pub(crate) fn is_full(&self) -> bool {
+        self.state.load(Ordering::Acquire) == SLOT_FULL
+    }
+
     pub(crate) fn take(&self) -> Option<CmId> {
         self.state
             .compare_exchange(SLOT_FULL, SLOT_TAKEN, Ordering::AcqRel, Ordering::Acquire)

@@ -152,16 +152,26 @@ impl CmHandler for Listener {
     fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool {
         match event {
             CmEvent::ConnectRequest(new, data) => Self::request(this, new, data),
-            CmEvent::DeviceRemoval => match this.id.take() {
+            CmEvent::DeviceRemoval => {
                 // The listener was bound to the device's address: it goes
-                // with it (rdma_cm waits for that).
-                Some(id) => {
-                    // SAFETY: In this id's callback, which returns true.
-                    unsafe { id.abandon() };
-                    true
+                // with it (rdma_cm waits for that), and the consumer hears
+                // of it, as from libfabric's verbs provider, so that it can
+                // listen again once the address has a device. Reported
+                // before the id leaves its slot: until then a close of the
+                // passive endpoint destroys the id, which waits for this
+                // callback, so the endpoint is live.
+                if this.id.is_full() {
+                    let _ = this.pep.error(abi::FI_ENODEV);
                 }
-                None => false,
-            },
+                match this.id.take() {
+                    Some(id) => {
+                        // SAFETY: In this id's callback, which returns true.
+                        unsafe { id.abandon() };
+                        true
+                    }
+                    None => false,
+                }
+            }
             _ => false,
         }
     }
