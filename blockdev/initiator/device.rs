@@ -8,7 +8,10 @@
 //! while there is no connection). The device's reconnect work tries to
 //! connect every lost queue, with a growing pause between tries; when the
 //! device has been without a full set of queues for `reconnect_timeout`
-//! seconds it is marked dead and every request fails with EIO.
+//! seconds it is marked dead and every request fails with EIO. After a
+//! failed try it opens the provider's domain afresh, for the next tries and
+//! the connections after: the device under the old one may have gone (an
+//! RDMA link deleted and added again).
 
 use crate::control::Spec;
 use crate::errno;
@@ -38,6 +41,9 @@ struct DevState {
     lost_at: Option<Ktime>,
     /// The device as the target described it.
     geometry: Option<Accept>,
+    /// Where new connections are opened (each holds the one it was
+    /// opened on).
+    domain: Arc<Domain>,
 }
 
 /// A kofi_blk device.
@@ -45,11 +51,9 @@ struct DevState {
 pub(crate) struct Device {
     pub(crate) name: CString,
     pub(crate) spec: Spec,
-    /// Before the domain and info: fields drop in order, and the queues'
-    /// connections (closed by then) belong to the domain.
     pub(crate) queues: KVec<Arc<Queue>>,
-    domain: Domain,
-    info: Info,
+    /// Buffers one registration takes, on the first domain.
+    mr_iov_limit: usize,
     #[pin]
     state: SpinLock<DevState>,
     #[pin]
@@ -63,8 +67,8 @@ impl_has_work! {
 impl Device {
     /// Connects every queue of `spec`'s export; the device, not yet added.
     pub(crate) fn connect(name: CString, spec: Spec) -> Result<Arc<Device>> {
-        let info = Info::msg(&spec.provider, &spec.addr, &spec.port)?;
-        let domain = Domain::open(&info)?;
+        let domain = Domain::open(Info::msg(&spec.provider, &spec.addr, &spec.port)?)?;
+        let mr_iov_limit = domain.info().mr_iov_limit();
         let mut queues = KVec::with_capacity(spec.queues.into(), GFP_KERNEL)?;
         for i in 0..spec.queues {
             queues.push(Queue::new(i, spec.depth)?, GFP_KERNEL)?;
@@ -75,8 +79,7 @@ impl Device {
                 name,
                 spec,
                 queues,
-                domain,
-                info,
+                mr_iov_limit,
                 state <- new_spinlock!(
                     DevState {
                         removing: false,
@@ -84,6 +87,7 @@ impl Device {
                         reconnecting: false,
                         lost_at: None,
                         geometry: None,
+                        domain,
                     },
                     "kofi_blk::Device::state"
                 ),
@@ -102,7 +106,7 @@ impl Device {
     /// registration of the provider takes (a request's bytes may start
     /// inside a page).
     pub(crate) fn max_io(&self) -> Option<u32> {
-        let pages = self.info.mr_iov_limit().clamp(2, MAX_PAGES) as u32 - 1;
+        let pages = self.mr_iov_limit.clamp(2, MAX_PAGES) as u32 - 1;
         let g = self.geometry()?;
         Some(g.max_io.min(pages * bindings::PAGE_SIZE as u32))
     }
@@ -115,8 +119,9 @@ impl Device {
     /// Connects every queue without a connection; every one must see the
     /// device the first one saw.
     fn connect_all(&self) -> Result {
+        let domain = self.state.lock().domain.clone();
         for q in self.queues.iter().filter(|q| !q.connected()) {
-            let accept = q.connect(&self.info, &self.domain, &self.spec.export)?;
+            let accept = q.connect(&domain, &self.spec.export)?;
             let mut s = self.state.lock();
             match s.geometry {
                 None => s.geometry = Some(accept),
@@ -130,6 +135,19 @@ impl Device {
             }
         }
         Ok(())
+    }
+
+    /// Opens the domain afresh for the connections to come; keeps the old
+    /// one when the provider has none to offer now.
+    fn renew_domain(&self) {
+        let Ok(info) = Info::msg(&self.spec.provider, &self.spec.addr, &self.spec.port) else {
+            return;
+        };
+        let Ok(domain) = Domain::open(info) else {
+            return;
+        };
+        // Dropped outside the lock: closing a domain may sleep.
+        let _old = core::mem::replace(&mut self.state.lock().domain, domain);
     }
 
     /// Whether requests may still go to the target.
@@ -201,8 +219,10 @@ impl WorkItem for Device {
                 pr_info!("{}: reconnected\n", &*this.name);
                 return;
             }
+            this.renew_domain();
             let waited = ktime_ms_delta(Ktime::ktime_get(), lost_at);
-            if waited >= i64::from(this.spec.reconnect_timeout_s) * 1000 {
+            let timeout = i64::from(this.spec.reconnect_timeout_s) * 1000;
+            if waited >= timeout {
                 let mut s = this.state.lock();
                 s.dead = true;
                 s.reconnecting = false;
@@ -214,8 +234,11 @@ impl WorkItem for Device {
                 );
                 return;
             }
+            // Not past the deadline: the device is declared dead when its
+            // held requests start failing, not a backoff later.
+            let pause = (timeout - waited).clamp(1, i64::from(backoff)) as u32;
             // SAFETY: No preconditions; the work may sleep.
-            unsafe { bindings::msleep(backoff) };
+            unsafe { bindings::msleep(pause) };
             backoff = (backoff * 2).min(BACKOFF_MAX_MS);
         }
     }
@@ -246,7 +269,7 @@ impl mq::Operations for Driver {
             queue::end(rq, Err(EIO));
             return Ok(());
         }
-        let rq = match q.submit(&dev.domain, rq) {
+        let rq = match q.submit(rq) {
             Ok(()) => return Ok(()),
             Err(rq) => rq,
         };

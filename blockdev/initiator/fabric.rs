@@ -19,6 +19,7 @@ use kernel::bindings::bio_vec;
 use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::str::CStr;
+use kernel::sync::Arc;
 
 /// A negative `fi_*` return (an errno or `-FI_E*`) as an [`Error`].
 fn error(ret: isize) -> Error {
@@ -132,7 +133,8 @@ fn close(fid: *mut abi::fid) {
     unsafe { abi::fi_close(fid) };
 }
 
-/// A fabric and one domain of it.
+/// A fabric and one domain of it, opened from `info`. Shared: each
+/// connection and region made on it holds it, so it closes after them.
 ///
 /// # Invariants
 ///
@@ -140,6 +142,7 @@ fn close(fid: *mut abi::fid) {
 pub(crate) struct Domain {
     fabric: NonNull<abi::fid_fabric>,
     domain: NonNull<abi::fid_domain>,
+    info: Info,
 }
 
 // SAFETY: kofi objects may be used from any thread (FI_THREAD_SAFE).
@@ -148,7 +151,7 @@ unsafe impl Send for Domain {}
 unsafe impl Sync for Domain {}
 
 impl Domain {
-    pub(crate) fn open(info: &Info) -> Result<Domain> {
+    pub(crate) fn open(info: Info) -> Result<Arc<Domain>> {
         let mut fabric = ptr::null_mut();
         // SAFETY: `info` is a whole fi_info; `fabric` is ours to fill.
         to_result(unsafe {
@@ -160,12 +163,24 @@ impl Domain {
         let ret =
             unsafe { abi::fi_domain(fabric.as_ptr(), info.as_ptr(), &mut domain, ptr::null_mut()) };
         match NonNull::new(domain) {
-            Some(domain) if ret == 0 => Ok(Domain { fabric, domain }),
+            Some(domain) if ret == 0 => Ok(Arc::new(
+                Domain {
+                    fabric,
+                    domain,
+                    info,
+                },
+                GFP_KERNEL,
+            )?),
             _ => {
                 close(fabric.as_ptr().cast());
                 Err(if ret < 0 { error(ret as isize) } else { EINVAL })
             }
         }
+    }
+
+    /// What the domain was opened from.
+    pub(crate) fn info(&self) -> &Info {
+        &self.info
     }
 
     /// Registers `pages` for the peer to read (`FI_REMOTE_READ`) or write
@@ -174,7 +189,7 @@ impl Domain {
     /// # Safety
     ///
     /// The pages must stay valid until the returned region is dropped.
-    pub(crate) unsafe fn register(&self, pages: &[bio_vec], access: u64) -> Result<Mr> {
+    pub(crate) unsafe fn register(self: &Arc<Self>, pages: &[bio_vec], access: u64) -> Result<Mr> {
         let mut mr = ptr::null_mut();
         // SAFETY: The domain is open; `pages` is an array of `pages.len()`
         // bio_vecs (the kernel's type, which kofi's ABI uses), valid as the
@@ -193,7 +208,10 @@ impl Domain {
             )
         })?;
         // INVARIANT: fi_mr_regbv succeeded.
-        Ok(Mr(NonNull::new(mr).ok_or(EINVAL)?))
+        Ok(Mr {
+            mr: NonNull::new(mr).ok_or(EINVAL)?,
+            _domain: self.clone(),
+        })
     }
 }
 
@@ -204,12 +222,15 @@ impl Drop for Domain {
     }
 }
 
-/// A registered memory region.
+/// A registered memory region, and the domain it is closed before.
 ///
 /// # Invariants
 ///
-/// `0` is open until drop closes it.
-pub(crate) struct Mr(NonNull<abi::fid_mr>);
+/// `mr` is open until drop closes it.
+pub(crate) struct Mr {
+    mr: NonNull<abi::fid_mr>,
+    _domain: Arc<Domain>,
+}
 
 // SAFETY: Regions may be closed from any thread.
 unsafe impl Send for Mr {}
@@ -219,14 +240,14 @@ unsafe impl Sync for Mr {}
 impl Mr {
     pub(crate) fn key(&self) -> u64 {
         // SAFETY: By the invariant, an open region.
-        unsafe { abi::fi_mr_key(self.0.as_ptr()) }
+        unsafe { abi::fi_mr_key(self.mr.as_ptr()) }
     }
 }
 
 impl Drop for Mr {
     fn drop(&mut self) {
         // fi_close waits for accesses in progress: the pages are free after.
-        close(self.0.as_ptr().cast());
+        close(self.mr.as_ptr().cast());
     }
 }
 
@@ -255,6 +276,8 @@ pub(crate) struct Connection {
     size: usize,
     bufs: KVec<u8>,
     posted: KVec<AtomicBool>,
+    /// Closed after the endpoint and queues (fields drop after `drop`).
+    domain: Arc<Domain>,
 }
 
 // SAFETY: kofi objects may be used from any thread; the buffers are guarded
@@ -272,11 +295,10 @@ pub(crate) struct Handlers {
 }
 
 impl Connection {
-    /// Opens the endpoint of `info` on `domain` with its queues, and posts
-    /// `count` receives of `size` bytes.
+    /// Opens an endpoint on `domain` (to its info's destination) with its
+    /// queues, and posts `count` receives of `size` bytes.
     pub(crate) fn open(
-        info: &Info,
-        domain: &Domain,
+        domain: &Arc<Domain>,
         handlers: &Handlers,
         count: usize,
         size: usize,
@@ -326,7 +348,7 @@ impl Connection {
         let ret = unsafe {
             abi::fi_endpoint(
                 domain.domain.as_ptr(),
-                info.as_ptr(),
+                domain.info.as_ptr(),
                 &mut ep,
                 ptr::null_mut(),
             )
@@ -344,6 +366,7 @@ impl Connection {
             size,
             bufs,
             posted,
+            domain: domain.clone(),
         };
         // SAFETY: `ep`, `eq` and `cq` are open objects of this domain.
         unsafe {
@@ -359,6 +382,11 @@ impl Connection {
             conn.post_recv(slot)?;
         }
         Ok(conn)
+    }
+
+    /// The domain the connection was opened on.
+    pub(crate) fn domain(&self) -> &Arc<Domain> {
+        &self.domain
     }
 
     /// Posts receive buffer `slot` (its completion names `slot`).
@@ -418,13 +446,13 @@ impl Connection {
     }
 
     /// Connects to `info`'s destination with `param` as private data.
-    pub(crate) fn connect(&self, info: &Info, param: &[u8]) -> Result {
-        // SAFETY: The endpoint is open; `info` is whole (dest_addr is its
-        // resolved destination); `param` is readable.
+    pub(crate) fn connect(&self, param: &[u8]) -> Result {
+        // SAFETY: The endpoint is open; its domain's info is whole (dest_addr
+        // is its resolved destination); `param` is readable.
         to_result(unsafe {
             abi::fi_connect(
                 self.ep.as_ptr(),
-                (*info.as_ptr()).dest_addr,
+                (*self.domain.info.as_ptr()).dest_addr,
                 param.as_ptr().cast(),
                 param.len(),
             )

@@ -9,7 +9,7 @@
 //! requeued, to wait for the reconnection or fail at its deadline).
 
 use crate::errno;
-use crate::fabric::{CmEvent, Completion, Connection, Domain, Handlers, Info, Mr};
+use crate::fabric::{CmEvent, Completion, Connection, Domain, Handlers, Mr};
 use crate::mq::{self, Op};
 use crate::proto::{self, Accept, Command, Response};
 use crate::{abi, flags, Driver};
@@ -146,26 +146,16 @@ impl Queue {
         )
     }
 
-    /// Connects to the export; the target's description of the device.
-    pub(crate) fn connect(
-        self: &Arc<Self>,
-        info: &Info,
-        domain: &Domain,
-        export: &CStr,
-    ) -> Result<Accept> {
+    /// Connects to the export through `domain`; the target's description
+    /// of the device.
+    pub(crate) fn connect(self: &Arc<Self>, domain: &Arc<Domain>, export: &CStr) -> Result<Accept> {
         let handlers = Handlers {
             cq: Some(queue_event),
             eq: Some(queue_event_eq),
             context: (&**self as *const Queue).cast_mut().cast::<c_void>(),
         };
-        let conn = Connection::open(
-            info,
-            domain,
-            &handlers,
-            self.depth.into(),
-            proto::RESPONSE_LEN,
-        )?;
-        conn.connect(info, &connect_param(export, self.index, self.depth)?)?;
+        let conn = Connection::open(domain, &handlers, self.depth.into(), proto::RESPONSE_LEN)?;
+        conn.connect(&connect_param(export, self.index, self.depth)?)?;
         let accept = loop {
             match conn.event(CONNECT_WAIT_MS)? {
                 Some(CmEvent::Connected(data)) => break proto::accept(data.bytes())?,
@@ -206,11 +196,7 @@ impl Queue {
 
     /// Sends `rq`'s command; `Err(rq)` when the queue has no connection or
     /// its endpoint cannot take the command now.
-    pub(crate) fn submit(
-        &self,
-        domain: &Domain,
-        mut rq: mq::Request<Driver>,
-    ) -> Result<(), mq::Request<Driver>> {
+    pub(crate) fn submit(&self, mut rq: mq::Request<Driver>) -> Result<(), mq::Request<Driver>> {
         let Some(conn) = self.conn() else {
             return Err(rq);
         };
@@ -226,7 +212,7 @@ impl Queue {
         let mr = if opcode == proto::FLUSH {
             None
         } else {
-            match register(domain, &mut rq, access) {
+            match register(conn.domain(), &mut rq, access) {
                 Ok(mr) => Some(mr),
                 Err(e) => {
                     end(rq, Err(e));
@@ -364,7 +350,7 @@ impl Queue {
 }
 
 /// Registers `rq`'s pages for the target.
-fn register(domain: &Domain, rq: &mut mq::Request<Driver>, access: u64) -> Result<Mr> {
+fn register(domain: &Arc<Domain>, rq: &mut mq::Request<Driver>, access: u64) -> Result<Mr> {
     let pages = rq.pages()?;
     // SAFETY: The request's pages stay until it ends, and the region is
     // dropped before it ends (in `respond` and `disconnect`).

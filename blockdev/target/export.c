@@ -223,6 +223,16 @@ static void reap_failed(struct blkt_export *exp, bool all)
 	}
 }
 
+/* The passive endpoint stopped listening; cm_lock held. */
+static void listener_lost(struct blkt_export *exp, int err)
+{
+	pr_info("kofi_blkt: %s: no longer listening on %s %s:%s (%d); trying again\n",
+		exp->spec.name, exp->spec.provider, exp->spec.addr, exp->spec.port, -err);
+	if (!READ_ONCE(exp->stopping))
+		queue_delayed_work(blkt_wq, &exp->relisten_work,
+				   msecs_to_jiffies(BLKT_RELISTEN_MS));
+}
+
 static void cm_work(struct work_struct *work)
 {
 	struct blkt_export *exp = container_of(work, struct blkt_export, cm_work);
@@ -231,13 +241,17 @@ static void cm_work(struct work_struct *work)
 	u32 event;
 
 	ev = kmalloc(sizeof(*ev), GFP_KERNEL);
+	mutex_lock(&exp->cm_lock);
 	while (ev) {
 		n = fi_eq_read(exp->eq, &event, ev, sizeof(*ev), 0);
 		if (n == -FI_EAVAIL) {
 			struct fi_eq_err_entry err = {};
 
-			/* A connection that failed before or after its accept. */
-			if (fi_eq_readerr(exp->eq, &err, 0) > 0)
+			if (fi_eq_readerr(exp->eq, &err, 0) <= 0)
+				continue;
+			if (exp->pep && err.fid == &exp->pep->fid)
+				listener_lost(exp, err.err);
+			else	/* A connection that failed before or after its accept. */
 				conn_event(exp, err.fid);
 			continue;
 		}
@@ -248,6 +262,7 @@ static void cm_work(struct work_struct *work)
 		else if (event == FI_SHUTDOWN)
 			conn_event(exp, ev->entry.fid);
 	}
+	mutex_unlock(&exp->cm_lock);
 	kfree(ev);
 	reap_failed(exp, false);
 }
@@ -264,9 +279,9 @@ int blkt_export_conns(struct blkt_export *exp)
 	return n;
 }
 
-static int listen_on(struct blkt_export *exp)
+/* The provider's info for the export's address, into exp->info. */
+static int get_info(struct blkt_export *exp)
 {
-	struct fi_eq_attr eq_attr = { .event_handler = eq_handler };
 	struct fi_info *hints = fi_allocinfo();
 	int ret;
 
@@ -280,12 +295,14 @@ static int listen_on(struct blkt_export *exp)
 		ret = fi_getinfo(KOFI_ABI_VERSION, exp->spec.addr, exp->spec.port, FI_SOURCE,
 				 hints, &exp->info);
 	fi_freeinfo(hints);
-	if (!ret)
-		ret = fi_fabric(exp->info->fabric_attr, &exp->fabric, exp);
-	if (!ret)
-		ret = fi_domain(exp->fabric, exp->info, &exp->domain, exp);
-	if (!ret)
-		ret = fi_eq_open(exp->fabric, &eq_attr, &exp->eq, exp);
+	return ret;
+}
+
+/* The domain and the listening passive endpoint, on exp->info's device. */
+static int listen_pep(struct blkt_export *exp)
+{
+	int ret = fi_domain(exp->fabric, exp->info, &exp->domain, exp);
+
 	if (!ret)
 		ret = fi_passive_ep(exp->fabric, exp->info, &exp->pep, exp);
 	if (!ret)
@@ -293,23 +310,81 @@ static int listen_on(struct blkt_export *exp)
 	return ret ?: fi_listen(exp->pep);
 }
 
-static void export_free(struct blkt_export *exp)
+/* Closes what listen_pep() and get_info() opened. */
+static void close_pep(struct blkt_export *exp)
 {
-	/* cm_work no longer answers requests: the passive endpoint goes next. */
-	WRITE_ONCE(exp->stopping, true);
-	cancel_work_sync(&exp->cm_work);
 	if (exp->pep)
 		fi_close(&exp->pep->fid);
+	exp->pep = NULL;
+	if (exp->domain)
+		fi_close(&exp->domain->fid);
+	exp->domain = NULL;
+	fi_freeinfo(exp->info);
+	exp->info = NULL;
+}
+
+static int listen_on(struct blkt_export *exp)
+{
+	struct fi_eq_attr eq_attr = { .event_handler = eq_handler };
+	int ret = get_info(exp);
+
+	if (!ret)
+		ret = fi_fabric(exp->info->fabric_attr, &exp->fabric, exp);
+	if (!ret)
+		ret = fi_eq_open(exp->fabric, &eq_attr, &exp->eq, exp);
+	return ret ?: listen_pep(exp);
+}
+
+/*
+ * The device under the passive endpoint went, and with it every connection
+ * of the export (its domain's): once they are torn down, the domain and
+ * passive endpoint are opened again on what the address has now, as nvmet
+ * repairs a port. Initiators reconnect on their own.
+ */
+static void relisten_work(struct work_struct *work)
+{
+	struct blkt_export *exp = container_of(to_delayed_work(work), struct blkt_export,
+					       relisten_work);
+	int ret;
+
+	mutex_lock(&exp->cm_lock);
+	reap_failed(exp, true);
+	close_pep(exp);
+	ret = get_info(exp);
+	if (!ret)
+		ret = listen_pep(exp);
+	if (ret) {
+		close_pep(exp);
+		if (!READ_ONCE(exp->stopping))
+			queue_delayed_work(blkt_wq, &exp->relisten_work,
+					   msecs_to_jiffies(BLKT_RELISTEN_MS));
+	} else {
+		pr_info("kofi_blkt: %s: listening again on %s %s:%s\n", exp->spec.name,
+			exp->spec.provider, exp->spec.addr, exp->spec.port);
+	}
+	mutex_unlock(&exp->cm_lock);
+}
+
+static void export_free(struct blkt_export *exp)
+{
+	/*
+	 * cm_work no longer answers requests nor asks to listen again; the
+	 * passive endpoint goes next.
+	 */
+	WRITE_ONCE(exp->stopping, true);
+	cancel_work_sync(&exp->cm_work);
+	cancel_delayed_work_sync(&exp->relisten_work);
+	if (exp->pep)
+		fi_close(&exp->pep->fid);
+	exp->pep = NULL;
 	reap_failed(exp, true);
 	/* The EQ handler or a connection's io_work may have queued it again. */
 	cancel_work_sync(&exp->cm_work);
+	close_pep(exp);
 	if (exp->eq)
 		fi_close(&exp->eq->fid);
-	if (exp->domain)
-		fi_close(&exp->domain->fid);
 	if (exp->fabric)
 		fi_close(&exp->fabric->fid);
-	fi_freeinfo(exp->info);
 	if (!IS_ERR_OR_NULL(exp->bdev_file))
 		fput(exp->bdev_file);
 	kfree(exp);
@@ -325,6 +400,8 @@ int blkt_export_start(const struct blkt_export_spec *spec, struct blkt_export **
 		return -ENOMEM;
 	exp->spec = *spec;
 	INIT_WORK(&exp->cm_work, cm_work);
+	INIT_DELAYED_WORK(&exp->relisten_work, relisten_work);
+	mutex_init(&exp->cm_lock);
 	mutex_init(&exp->lock);
 	INIT_LIST_HEAD(&exp->conns);
 	exp->bdev_file = bdev_file_open_by_path(spec->path, BLK_OPEN_READ | BLK_OPEN_WRITE,

@@ -26,6 +26,9 @@
 #define BLKT_MAX_IO		(128 * 1024)
 #define BLKT_MAX_PAGES		(BLKT_MAX_IO / PAGE_SIZE)
 
+/* How often a lost listener is tried again. */
+#define BLKT_RELISTEN_MS	1000
+
 /* What a user asks for in add_export. */
 struct blkt_export_spec {
 	char name[KOFI_BLK_NAME_MAX];
@@ -48,6 +51,13 @@ struct blkt_export {
 	struct fid_pep *pep;
 	/* Reads the EQ: accepts, and tears down failed connections. */
 	struct work_struct cm_work;
+	/*
+	 * Listens again after the passive endpoint stopped (its RDMA device
+	 * was removed), every BLKT_RELISTEN_MS until the address has a device.
+	 */
+	struct delayed_work relisten_work;
+	/* Held by cm_work and relisten_work: info, domain and pep change. */
+	struct mutex cm_lock;
 	struct mutex lock;		/* conns */
 	struct list_head conns;
 	bool stopping;			/* being removed: no new connection */

@@ -96,6 +96,24 @@ blk_target_restart() {
 	wait $fio_pid
 }
 
+# blk_link_bounce DEV TYPE: the RDMA device under both ends deleted and
+# added again in the middle of a verified fio run, which must finish clean:
+# the initiator holds its requests and reconnects, the target listens again
+# (and says so).
+blk_link_bounce() {
+	heard=$(dmesg | grep -c 'kofi_blkt: disk0: listening again')
+	before=$(blk_writes)
+	blk_fio bounce --rw=randwrite --bs=64k --size=16M --iodepth=8 &
+	fio_pid=$!
+	blk_writing "$before" || return 1
+	rdma link delete "$1" || return 1
+	sleep 2
+	link_up "$1" "$2" || return 1
+	wait $fio_pid || return 1
+	[ "$(dmesg | grep -c 'kofi_blkt: disk0: listening again')" -gt "$heard" ] ||
+		{ echo "the target did not listen again"; return 1; }
+}
+
 # blk_target_gone PROV: the target unloaded for good during fio: the run
 # ends with I/O errors (not a hang) soon after the reconnect timeout (5 s).
 blk_target_gone() {
@@ -111,7 +129,8 @@ blk_target_gone() {
 	took=$(($(date +%s) - start))
 	grep -q 'Input/output error' /tmp/fio.gone || { cat /tmp/fio.gone; return 1; }
 	[ $took -lt 60 ] || { echo "fio took $took s"; return 1; }
-	grep -q 'state=dead' $BLK/devices
+	# Declared dead as its held requests fail, within a few milliseconds.
+	retry 2 grep -q 'state=dead' $BLK/devices || { cat $BLK/devices; return 1; }
 }
 
 # blk_writes: writes completed on kofiblk0 so far.
