@@ -14,7 +14,11 @@ RUNS=${KOFI_BLK_RUNS:-3}
 SECONDS_PER_RUN=${KOFI_BLK_SECONDS:-4}
 CFG=/sys/kernel/config/nvmet
 NQN=nqn.2026-11.org.kofi:bench
-HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:6b6f6669-0000-4000-8000-000000000001
+# The host's identity, given whole: without a hostid nvme-fabrics pairs this
+# NQN with its default host's random id, which it refuses ("found same hostid
+# but different hostnqn").
+HOSTID=6b6f6669-0000-4000-8000-000000000001
+HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:$HOSTID
 own=10.0.2.10
 
 # The workloads: name, fio options, and the metrics read from its terse line.
@@ -65,6 +69,14 @@ run() {
 	done
 }
 
+# unreachable TRANSPORT IMPL WHAT: the cell's device could not be set up; each
+# of its workloads fails with the reason.
+unreachable() {
+	for w in $WORKLOADS; do
+		ktap_not_ok "${1}_${2}_$w # $3"
+	done
+}
+
 # nvmet: the subsystem with /dev/ram0 as its namespace, and a port.
 nvmet_port() {
 	id=$1 trtype=$2 addr=$3 port=$4
@@ -87,7 +99,7 @@ nvme_dev() {
 	return 1
 }
 nvme_on() {
-	nvme connect -t "$1" -a "$2" -s "$3" -n $NQN --hostnqn=$HOSTNQN >/dev/null 2>&1 &&
+	nvme connect -t "$1" -a "$2" -s "$3" -n $NQN --hostnqn=$HOSTNQN --hostid=$HOSTID >/dev/null 2>&1 &&
 		retry 10 nvme_dev >/dev/null
 }
 nvme_off() {
@@ -107,7 +119,7 @@ set -- $WORKLOADS
 ktap_plan $((7 * $# + 2))
 mkdir -p /sys/kernel/config 2>/dev/null
 mount -t configfs none /sys/kernel/config 2>/dev/null
-mkdir -p /etc/nvme && echo $HOSTNQN >/etc/nvme/hostnqn
+mkdir -p /etc/nvme && echo $HOSTNQN >/etc/nvme/hostnqn && echo $HOSTID >/etc/nvme/hostid
 insmod /kofi/modules/kofi_blkt.ko && insmod /kofi/modules/kofi_blk.ko || exit 1
 mkdir $CFG/subsystems/$NQN &&
 	echo 1 >$CFG/subsystems/$NQN/attr_allow_any_host &&
@@ -119,17 +131,25 @@ dd if=/dev/zero of=/dev/ram0 bs=1M count=64 2>/dev/null
 
 run /dev/ram0 local ram
 
-kofi_on sock 127.0.0.1 4460 && run /dev/kofiblk0 tcp kofi
+if kofi_on sock 127.0.0.1 4460; then run /dev/kofiblk0 tcp kofi; else unreachable tcp kofi "kofi_blk did not connect"; fi
 kofi_off
-nvmet_port 1 tcp 127.0.0.1 4461 && nvme_on tcp 127.0.0.1 4461 && run "$(nvme_dev)" tcp nvme
+if nvmet_port 1 tcp 127.0.0.1 4461 && nvme_on tcp 127.0.0.1 4461; then
+	run "$(nvme_dev)" tcp nvme
+else
+	unreachable tcp nvme "nvme connect failed"
+fi
 nvme_off
 nvmet_port_remove 1
 
 for type in rxe siw; do
 	ktap_expect_ok "${type}_link_up" link_up ${type}0 $type
-	kofi_on verbs $own 4462 && run /dev/kofiblk0 $type kofi
+	if kofi_on verbs $own 4462; then run /dev/kofiblk0 $type kofi; else unreachable $type kofi "kofi_blk did not connect"; fi
 	kofi_off
-	nvmet_port 2 rdma $own 4463 && nvme_on rdma $own 4463 && run "$(nvme_dev)" $type nvme
+	if nvmet_port 2 rdma $own 4463 && nvme_on rdma $own 4463; then
+		run "$(nvme_dev)" $type nvme
+	else
+		unreachable $type nvme "nvme connect failed"
+	fi
 	nvme_off
 	nvmet_port_remove 2
 	rdma link delete ${type}0
