@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: set up, build the kernel and the modules, boot a VM, load kofi
-# (and the providers there are), run the samples and show what they did; then
-# boot two VMs and run the pingpong between them over each provider.
+# (and the providers there are), run the samples and show what they did; boot
+# one for kofi_blk (a block device over each provider, ext4 on it); then boot
+# two VMs and run the pingpong between them over each provider.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -15,23 +16,26 @@ mkdir -p "$KOFI_ROOT/build"
 make -C "$KDIR" M="$KOFI_ROOT" LLVM=1 -j"$KOFI_JOBS" modules >"$KOFI_ROOT/build/demo-build.log" 2>&1 ||
 	{ cat "$KOFI_ROOT/build/demo-build.log"; exit 1; }
 grep -vE '^make(\[[0-9]+\])?: (Entering|Leaving)' "$KOFI_ROOT/build/demo-build.log" || true
-echo "=== VM: load kofi, run the sample consumer, unload"
 rc=0
-scripts/vm-run.sh --kernel "$KDIR/arch/x86/boot/bzImage" --out "$KOFI_ROOT/build/demo" \
-	--timeout 600 -- /kofi/samples/demo_guest.sh >"$KOFI_ROOT/build/demo.verdict" 2>&1 || rc=$?
-echo "--- what the guest did:"
-grep -vE '^(KTAP|1\.\.|KOFI-GUEST-DONE)' "$KOFI_ROOT/build/demo/vm0/results.ktap" | tr -d '\r'
-echo "--- verdict:"
-cat "$KOFI_ROOT/build/demo.verdict"
-echo "(console log: $KOFI_ROOT/build/demo/vm0/console.log)"
+# stage NAME VMS SHOWN-NODE TIMEOUT GUEST-SCRIPT: boots VMS guests running
+# the script, shows what node SHOWN-NODE did and the runner's verdict.
+stage() {
+	name=$1 vms=$2 node=$3 timeout=$4 guest=$5 out=$KOFI_ROOT/build/$1
+	stage_rc=0
+	scripts/vm-run.sh --kernel "$KDIR/arch/x86/boot/bzImage" --vms "$vms" --out "$out" \
+		--timeout "$timeout" -- "/kofi/samples/$guest" >"$out.verdict" 2>&1 || stage_rc=$?
+	echo "--- what node $node did:"
+	grep -vE '^(KTAP|1\.\.|KOFI-GUEST-DONE)' "$out/vm$node/results.ktap" | tr -d '\r'
+	echo "--- verdict:"
+	cat "$out.verdict"
+	echo "(console log: $out/vm$node/console.log)"
+	[ $rc != 0 ] || rc=$stage_rc
+}
 
-echo "=== two VMs: the pingpong between them over each provider"
-rc2=0
-scripts/vm-run.sh --kernel "$KDIR/arch/x86/boot/bzImage" --vms 2 --out "$KOFI_ROOT/build/demo-pair" \
-	--timeout 600 -- /kofi/samples/demo_pair.sh >"$KOFI_ROOT/build/demo-pair.verdict" 2>&1 || rc2=$?
-echo "--- what node 1 (the client) did:"
-grep -vE '^(KTAP|1\.\.|KOFI-GUEST-DONE)' "$KOFI_ROOT/build/demo-pair/vm1/results.ktap" | tr -d '\r'
-echo "--- verdict:"
-cat "$KOFI_ROOT/build/demo-pair.verdict"
-[ $rc = 0 ] && rc=$rc2
+echo "=== VM: load kofi, run the sample consumer, unload"
+stage demo 1 0 600 demo_guest.sh
+echo "=== VM: a block device over kofi (kofi_blk and kofi_blkt) on each provider"
+stage demo-blk 1 0 900 demo_blk.sh
+echo "=== two VMs: the pingpong between them over each provider (node 1 the client)"
+stage demo-pair 2 1 600 demo_pair.sh
 exit $rc
