@@ -130,6 +130,7 @@ fn domain(
             fabric: unsafe { arc_of(f) },
             users: Users::default(),
             prov_key: dattr.mr_mode & abi::FI_MR_PROV_KEY as c_int != 0,
+            mr_endpoint: dattr.mr_mode & abi::FI_MR_ENDPOINT as c_int != 0,
             mr_iov_limit: dattr.mr_iov_limit,
             cq_data_size: dattr.cq_data_size,
             mrs <- mr::MrTable::new(),
@@ -343,6 +344,7 @@ fn close(fid: *mut abi::fid) -> Result {
         abi::FI_CLASS_EP => {
             // SAFETY: The class says it is an endpoint.
             let ep = unsafe { lookup::<Endpoint>(fid.cast()) }?;
+            ep.users.check_idle()?;
             if let Some(close) = ep.ops().close {
                 // SAFETY: The provider's endpoint; it reports nothing after.
                 unsafe { close(ep.public()) };

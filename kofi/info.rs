@@ -286,6 +286,8 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
         tx.msg_order = abi::FI_ORDER_SAS as u64;
         (*t.rx_attr).msg_order = abi::FI_ORDER_SAS as u64;
         let d = &mut *t.domain_attr;
+        // Regions cannot be bound to an RDM endpoint (see mr.rs).
+        d.mr_mode &= !(abi::FI_MR_ENDPOINT as c_int);
         if d.av_type == abi::fi_av_type_FI_AV_UNSPEC {
             d.av_type = abi::fi_av_type_FI_AV_MAP;
         }
@@ -392,6 +394,17 @@ fn provider_infos(
             unsafe { free_one(cur) };
             cur = next;
             continue;
+        }
+        // SAFETY: `hints` is valid when non-null (ABI), its attrs null or
+        // valid; `info` is well formed.
+        unsafe {
+            let hinted = hints
+                .as_ref()
+                .and_then(|h| h.domain_attr.as_ref())
+                .map_or(0, |d| d.mr_mode);
+            let d = &mut *info.domain_attr;
+            d.mr_mode =
+                info_match::offered_mr_mode(hinted, d.mr_mode, abi::FI_MR_ENDPOINT as c_int);
         }
         // Stamp the provider's identity, as the consumer will see it.
         // SAFETY: `fabric_attr` is valid (well formed).

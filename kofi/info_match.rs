@@ -69,6 +69,13 @@ pub(crate) fn check(hints: &InfoView<'_>, offer: &InfoView<'_>) -> Result<(), Mi
     Ok(())
 }
 
+/// The mr_mode an offer keeps: bits in `optional` are modes the provider
+/// can work with or without (FI_MR_ENDPOINT), so they stay only when the
+/// consumer's hints list them (`hinted`: the hints' mr_mode, 0 without).
+pub(crate) fn offered_mr_mode(hinted: i32, offer: i32, optional: i32) -> i32 {
+    offer & !(optional & !hinted)
+}
+
 /// The order fi_getinfo lists providers in: higher priority first, then
 /// registration order. `providers` holds (priority, registration sequence).
 pub(crate) fn provider_order(a: (i32, u64), b: (i32, u64)) -> core::cmp::Ordering {

@@ -241,6 +241,8 @@ EXPORT_SYMBOL_NS_GPL(fi_mr_regbv, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_mr_regattr, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_mr_desc, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_mr_key, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_mr_bind, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_mr_enable, KOFI);
 /* The provider interface */
 EXPORT_SYMBOL_NS_GPL(kofi_provider_register, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_provider_deregister, KOFI);

@@ -10,12 +10,12 @@ use crate::abi;
 use crate::errno;
 use crate::flags;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
-use crate::object::{self, fid_head, lookup, publish, Domain, Object};
+use crate::object::{self, class_of, fid_head, lookup, publish, Domain, Endpoint, Object};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
-use kernel::sync::{new_condvar, Arc, CondVar};
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::types::Opaque;
 
 /// The most iovs in one registration when the provider does not say.
@@ -29,6 +29,7 @@ pub(crate) enum MrIov {
 
 /// A registered memory region.
 #[repr(C)]
+#[pin_data]
 pub(crate) struct Mr {
     pub(crate) public: Opaque<abi::fid_mr>,
     pub(crate) domain: Arc<Domain>,
@@ -40,6 +41,13 @@ pub(crate) struct Mr {
     inflight: AtomicUsize,
     /// The provider's mr_reg succeeded: call its mr_close.
     prov_registered: AtomicBool,
+    /// Peers may reach it: from registration on, or in an FI_MR_ENDPOINT
+    /// domain from fi_mr_enable on.
+    enabled: AtomicBool,
+    /// FI_MR_ENDPOINT: the endpoint it is bound to (fi_mr_bind), which
+    /// counts the region among its users.
+    #[pin]
+    bound: Mutex<Option<Arc<Endpoint>>>,
 }
 
 // SAFETY: `Mr` is `#[repr(C)]` with `fid_mr` first, of class MR.
@@ -140,8 +148,8 @@ fn regattr(domain: &Arc<Domain>, attr: &abi::fi_mr_attr, flags: u64) -> Result<*
     };
     let (iov, len) = copy_iovs(attr, limit)?;
     attr.offset.checked_add(len).ok_or(EINVAL)?;
-    let mr = Arc::new(
-        Mr {
+    let mr = Arc::pin_init(
+        pin_init!(Mr {
             public: Opaque::new(abi::fid_mr {
                 fid: fid_head(abi::FI_CLASS_MR, attr.context),
                 mem_desc: core::ptr::null_mut(),
@@ -158,7 +166,9 @@ fn regattr(domain: &Arc<Domain>, attr: &abi::fi_mr_attr, flags: u64) -> Result<*
             iov,
             inflight: AtomicUsize::new(0),
             prov_registered: AtomicBool::new(false),
-        },
+            enabled: AtomicBool::new(!domain.mr_endpoint),
+            bound <- new_mutex!(None, "kofi_mr_bound"),
+        }),
         GFP_KERNEL,
     )?;
     if let Some(reg) = domain.ops().mr_reg {
@@ -230,6 +240,9 @@ pub(crate) fn close(mr: &Mr) -> Result {
     }
     drop(regions);
     close_with_provider(mr);
+    if let Some(ep) = mr.bound.lock().take() {
+        ep.users.put();
+    }
     mr.domain.users.put();
     mr.domain.fabric.provider().count(abi::FI_CLASS_MR, false);
     Ok(())
@@ -375,6 +388,78 @@ pub(crate) extern "C" fn fi_mr_key(mr: *mut abi::fid_mr) -> u64 {
     }
 }
 
+fn bind(mr: *mut abi::fid_mr, bfid: *mut abi::fid, flags: u64) -> Result {
+    // SAFETY: `mr` is null or a kofi fid the caller keeps open.
+    let m = unsafe { lookup::<Mr>(mr) }?;
+    if flags != 0 {
+        return Err(errno::ebadflags());
+    }
+    // SAFETY: `bfid` is null or a kofi fid the caller keeps open.
+    if unsafe { class_of(bfid) }? != abi::FI_CLASS_EP {
+        // Counters, the other thing libfabric binds regions to, kofi has not.
+        return Err(EINVAL);
+    }
+    // SAFETY: The class says it is an endpoint.
+    let ep = unsafe { lookup::<Endpoint>(bfid.cast()) }?;
+    if !m.domain.mr_endpoint || !Arc::ptr_eq(&ep.domain, &m.domain) {
+        return Err(EINVAL);
+    }
+    if ep.limits.ep_type != abi::fi_ep_type_FI_EP_MSG {
+        // The RDM layer spreads a peer's traffic over connections of its own.
+        return Err(errno::eopnotsupp());
+    }
+    let mut bound = m.bound.lock();
+    if bound.is_some() {
+        return Err(EINVAL);
+    }
+    ep.users.get();
+    // SAFETY: Published endpoints live in an `Arc`.
+    *bound = Some(unsafe { object::arc_of(ep) });
+    Ok(())
+}
+
+/// `fi_mr_bind()`: binds a region of an FI_MR_ENDPOINT domain to an endpoint.
+#[no_mangle]
+pub(crate) extern "C" fn fi_mr_bind(
+    mr: *mut abi::fid_mr,
+    bfid: *mut abi::fid,
+    flags: u64,
+) -> c_int {
+    errno::to_c(bind(mr, bfid, flags))
+}
+
+fn enable(mr: *mut abi::fid_mr) -> Result {
+    // SAFETY: `mr` is null or a kofi fid the caller keeps open.
+    let m = unsafe { lookup::<Mr>(mr) }?;
+    let bound = m.bound.lock();
+    if m.enabled.load(Ordering::Acquire) {
+        // Enabled at registration (any other domain), or already.
+        return Ok(());
+    }
+    let ep = bound.as_ref().ok_or(EINVAL)?;
+    let op = match m.domain.fabric.provider().abi_minor {
+        0 | 1 => None,
+        _ => m.domain.ops().mr_enable,
+    };
+    if let (Some(op), true) = (op, m.prov_registered.load(Ordering::Acquire)) {
+        // SAFETY: The provider's module is pinned by the domain's fabric; the
+        // region is bound to `ep`, an open MSG endpoint of its domain, and
+        // the lock keeps a second enable out.
+        let ret = unsafe { op(m.domain.public(), m.public(), ep.public()) };
+        if ret != 0 {
+            return Err(Error::from_errno(ret));
+        }
+    }
+    m.enabled.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// `fi_mr_enable()`: makes a bound region usable (see fi_domain.h).
+#[no_mangle]
+pub(crate) extern "C" fn fi_mr_enable(mr: *mut abi::fid_mr) -> c_int {
+    errno::to_c(enable(mr))
+}
+
 fn mr_get(
     domain: *mut abi::fid_domain,
     key: u64,
@@ -389,6 +474,11 @@ fn mr_get(
     }
     let regions = domain.mrs.regions.lock();
     let mr = regions.get(&key).ok_or_else(errno::enokey)?;
+    // A disabled region (FI_MR_ENDPOINT, not yet enabled) has no key yet
+    // as far as peers are concerned.
+    if !mr.enabled.load(Ordering::Acquire) {
+        return Err(errno::enokey());
+    }
     if mr.access & access != access {
         return Err(errno::eacces());
     }

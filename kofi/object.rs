@@ -181,6 +181,8 @@ pub(crate) struct Domain {
     pub(crate) users: Users,
     /// Keys are chosen by kofi (FI_MR_PROV_KEY) rather than the consumer.
     pub(crate) prov_key: bool,
+    /// Regions are bound to an endpoint and enabled (FI_MR_ENDPOINT).
+    pub(crate) mr_endpoint: bool,
     pub(crate) mr_iov_limit: usize,
     pub(crate) cq_data_size: usize,
     #[pin]
@@ -246,6 +248,8 @@ pub(crate) struct Endpoint {
     pub(crate) domain: Arc<Domain>,
     pub(crate) limits: EpLimits,
     pub(crate) enabled: AtomicBool,
+    /// Regions bound to it (fi_mr_bind): it is not closed under them.
+    pub(crate) users: Users,
     #[pin]
     pub(crate) bindings: BhSpinLock<Bindings>,
 }
@@ -273,6 +277,7 @@ impl Endpoint {
             domain,
             limits,
             enabled: AtomicBool::new(false),
+            users: Users::default(),
             bindings <- new_bh_spinlock!(Bindings::default(), "kofi_ep_bindings"),
         }? Error)
     }

@@ -20,6 +20,7 @@ errnos! {
     econnreset => ECONNRESET,
     enametoolong => ENAMETOOLONG,
     enodata => ENODATA,
+    enotconn => ENOTCONN,
     eopnotsupp => EOPNOTSUPP,
     eproto => EPROTO,
     eshutdown => ESHUTDOWN,

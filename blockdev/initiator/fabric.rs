@@ -90,6 +90,9 @@ impl Info {
             let h = hints.0.as_ptr();
             (*(*h).ep_attr).type_ = abi::fi_ep_type_FI_EP_MSG;
             (*h).caps = flags::FI_MSG | flags::FI_RMA;
+            // Regions bound to the queue's endpoint, where a provider can
+            // register them without waiting (kofi_verbs).
+            (*(*h).domain_attr).mr_mode = (abi::FI_MR_PROV_KEY | abi::FI_MR_ENDPOINT) as i32;
             (*(*h).fabric_attr).prov_name =
                 abi::kstrdup(provider.as_char_ptr(), kernel::bindings::GFP_KERNEL);
             if (*(*h).fabric_attr).prov_name.is_null() {
@@ -111,6 +114,13 @@ impl Info {
 
     fn as_ptr(&self) -> *mut abi::fi_info {
         self.0.as_ptr()
+    }
+
+    /// Whether regions are bound to an endpoint and enabled (FI_MR_ENDPOINT).
+    pub(crate) fn mr_endpoint(&self) -> bool {
+        // SAFETY: By the invariant, a whole info with its attrs.
+        let mode = unsafe { (*(*self.as_ptr()).domain_attr).mr_mode };
+        mode & abi::FI_MR_ENDPOINT as i32 != 0
     }
 
     /// Buffers one memory registration takes at most.
@@ -211,6 +221,7 @@ impl Domain {
         Ok(Mr {
             mr: NonNull::new(mr).ok_or(EINVAL)?,
             _domain: self.clone(),
+            bound: None,
         })
     }
 }
@@ -222,7 +233,8 @@ impl Drop for Domain {
     }
 }
 
-/// A registered memory region, and the domain it is closed before.
+/// A registered memory region, and the domain (and the connection it is
+/// bound to) it is closed before.
 ///
 /// # Invariants
 ///
@@ -230,6 +242,8 @@ impl Drop for Domain {
 pub(crate) struct Mr {
     mr: NonNull<abi::fid_mr>,
     _domain: Arc<Domain>,
+    /// The endpoint cannot close while a region is bound to it.
+    bound: Option<Arc<Connection>>,
 }
 
 // SAFETY: Regions may be closed from any thread.
@@ -241,6 +255,18 @@ impl Mr {
     pub(crate) fn key(&self) -> u64 {
         // SAFETY: By the invariant, an open region.
         unsafe { abi::fi_mr_key(self.mr.as_ptr()) }
+    }
+
+    /// Binds the region to `conn`'s endpoint and enables it (FI_MR_ENDPOINT
+    /// domains): what `conn` posts next may carry its key. -FI_EAGAIN when
+    /// the endpoint's send queue is full.
+    pub(crate) fn enable_on(&mut self, conn: &Arc<Connection>) -> Result {
+        // SAFETY: By the invariants, an open region and an open endpoint of
+        // its domain.
+        to_result(unsafe { abi::fi_mr_bind(self.mr.as_ptr(), conn.ep.as_ptr().cast(), 0) })?;
+        self.bound = Some(conn.clone());
+        // SAFETY: An open region, bound.
+        to_result(unsafe { abi::fi_mr_enable(self.mr.as_ptr()) })
     }
 }
 

@@ -212,8 +212,10 @@ impl Queue {
         let mr = if opcode == proto::FLUSH {
             None
         } else {
-            match register(conn.domain(), &mut rq, access) {
+            match register(&conn, &mut rq, access) {
                 Ok(mr) => Some(mr),
+                // A full send queue or a connection going: offered again later.
+                Err(e) if e == EAGAIN || e == errno::enotconn() => return Err(rq),
                 Err(e) => {
                     end(rq, Err(e));
                     return Ok(());
@@ -304,7 +306,9 @@ impl Queue {
             s.closed |= fail;
             s.conn.take()
         };
-        // Closing the endpoint first: no access by the target remains.
+        // Closing the endpoint first: no access by the target remains. Its
+        // bound regions (FI_MR_ENDPOINT) hold it: it closes after the last
+        // of them, each of which ends the target's access through its key.
         drop(conn);
         // One at a time: nothing to allocate under the lock.
         loop {
@@ -349,12 +353,18 @@ impl Queue {
     }
 }
 
-/// Registers `rq`'s pages for the target.
-fn register(domain: &Arc<Domain>, rq: &mut mq::Request<Driver>, access: u64) -> Result<Mr> {
+/// Registers `rq`'s pages for the target, bound to `conn` where the
+/// domain binds regions to endpoints.
+fn register(conn: &Arc<Connection>, rq: &mut mq::Request<Driver>, access: u64) -> Result<Mr> {
     let pages = rq.pages()?;
+    let domain = conn.domain();
     // SAFETY: The request's pages stay until it ends, and the region is
     // dropped before it ends (in `respond` and `disconnect`).
-    unsafe { domain.register(pages, access) }
+    let mut mr = unsafe { domain.register(pages, access) }?;
+    if domain.info().mr_endpoint() {
+        mr.enable_on(conn)?;
+    }
+    Ok(mr)
 }
 
 impl WorkItem for Queue {

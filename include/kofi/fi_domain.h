@@ -101,6 +101,22 @@ int fi_mr_regattr(struct fid_domain *domain, const struct fi_mr_attr *attr, u64 
 		  struct fid_mr **mr);
 void *fi_mr_desc(struct fid_mr *mr);
 
+/*
+ * In a domain opened with FI_MR_ENDPOINT in its mr_mode (offered only to
+ * consumers whose hints list it), a region is created disabled: bind it to
+ * one FI_EP_MSG endpoint of the domain with fi_mr_bind() (@flags 0), then
+ * fi_mr_enable() it. Operations posted on that endpoint after fi_mr_enable()
+ * returns may use it, and its key may travel in them: the endpoint's peer can
+ * reach the region once it has received one of them (a provider orders the
+ * registration before them and need not wait for it, which is what makes
+ * per-I/O registration cheap). Until enabled, RMA with its key fails. An
+ * endpoint with regions bound to it is not closed (-FI_EBUSY): close them
+ * first. In other domains fi_mr_bind() is -FI_EINVAL and fi_mr_enable() of a
+ * region (enabled at registration) returns 0.
+ */
+int fi_mr_bind(struct fid_mr *mr, struct fid *bfid, u64 flags);
+int fi_mr_enable(struct fid_mr *mr);
+
 int fi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
 	       void *context);
 /*

@@ -44,6 +44,15 @@ struct kofi_domain_ops {
 	int (*mr_reg)(struct fid_domain *domain, struct fid_mr *mr, const struct fi_mr_attr *attr,
 		      u64 flags);
 	void (*mr_close)(struct fid_mr *mr);
+	/*
+	 * ABI 1.2, optional: in an FI_MR_ENDPOINT domain, make @mr usable for
+	 * operations posted on @ep after this returns (and for its peer's RMA
+	 * once such an operation carried the key), without waiting for the
+	 * registration to complete. The core has checked that @mr is bound to
+	 * @ep, an FI_EP_MSG endpoint of @domain, and not enabled yet. NULL: the
+	 * region is usable as registered.
+	 */
+	int (*mr_enable)(struct fid_domain *domain, struct fid_mr *mr, struct fid_ep *ep);
 };
 
 struct kofi_ep_ops {

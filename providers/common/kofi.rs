@@ -695,6 +695,12 @@ impl<'a> InfoRef<'a> {
         self.raw.addr_format
     }
 
+    /// The domain's memory registration modes (`domain_attr->mr_mode`).
+    pub(crate) fn mr_mode(&self) -> i32 {
+        // SAFETY: An info's attrs are null or valid for as long as the info.
+        unsafe { self.raw.domain_attr.as_ref() }.map_or(0, |a| a.mr_mode)
+    }
+
     /// The domain's name (`domain_attr->name`), if set.
     pub(crate) fn domain_name(&self) -> Option<&'a CStr> {
         let attr = self.raw.domain_attr;
@@ -969,6 +975,17 @@ pub(crate) trait Provider: Sync + Sized + 'static {
 
     fn domain(fabric: &Self::Fabric, domain: DomainRef, info: &InfoRef<'_>)
         -> Result<Self::Domain>;
+
+    /// An FI_MR_ENDPOINT domain's fi_mr_enable: makes `region`, bound to
+    /// `ep`, usable for operations posted on `ep` from now on, without
+    /// waiting (see `mr_enable` in kofi_provider.h).
+    fn mr_enable(
+        _domain: &Self::Domain,
+        _region: &<Self::Domain as Domain>::Region,
+        _ep: &Self::Endpoint,
+    ) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
 
     fn endpoint(domain: &Self::Domain, ep: EpRef, info: &InfoRef<'_>) -> Result<Self::Endpoint>;
 
@@ -1483,6 +1500,25 @@ impl<P: Provider> Adapter<P> {
         unsafe { drop_state::<<P::Domain as Domain>::Region>(mr.cast()) };
     }
 
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn mr_enable(
+        domain: *mut abi::fid_domain,
+        mr: *mut abi::fid_mr,
+        ep: *mut abi::fid_ep,
+    ) -> c_int {
+        // SAFETY: A live domain, a region `mr_reg` gave state to, and an
+        // open endpoint, all of this provider (the core checked the binding).
+        ret(unsafe {
+            P::mr_enable(
+                state::<P::Domain>(domain.cast()),
+                state::<<P::Domain as Domain>::Region>(mr.cast()),
+                state::<P::Endpoint>(ep.cast()),
+            )
+        })
+    }
+
     const DOMAIN_OPS: abi::kofi_domain_ops = abi::kofi_domain_ops {
         open: Some(Self::domain_open),
         close: Some(Self::domain_close),
@@ -1493,6 +1529,11 @@ impl<P: Provider> Adapter<P> {
         },
         mr_close: if <P::Domain as Domain>::HAS_MR_REG {
             Some(Self::mr_close)
+        } else {
+            None
+        },
+        mr_enable: if <P::Domain as Domain>::HAS_MR_REG && P::HAS_MR_ENABLE {
+            Some(Self::mr_enable)
         } else {
             None
         },

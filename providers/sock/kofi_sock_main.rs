@@ -146,7 +146,9 @@ pub(crate) fn msg_info(
             | abi::FI_ORDER_SAW) as u64;
         f.rx.iov_limit = IOV_LIMIT;
         f.rx.size = conn::RX_DEPTH;
-        f.domain.mr_mode = abi::FI_MR_PROV_KEY as i32;
+        // FI_MR_ENDPOINT, to consumers that ask: the core binds and enables
+        // regions; peers reach them through the core's table once enabled.
+        f.domain.mr_mode = (abi::FI_MR_PROV_KEY | abi::FI_MR_ENDPOINT) as i32;
         f.domain.mr_iov_limit = MR_IOV_LIMIT;
         f.domain.cq_data_size = CQ_DATA_SIZE;
         f.domain.threading = abi::fi_threading_FI_THREAD_SAFE;

@@ -216,9 +216,20 @@ struct RegInner {
     phase: RegPhase,
 }
 
+/// How a region's registration reaches the device.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RegRoute {
+    /// Through any connection of the domain, waited for by fi_mr_reg.
+    Domain,
+    /// Through the endpoint it is bound to, at fi_mr_enable, not waited for
+    /// (FI_MR_ENDPOINT): the QP orders it before what the endpoint posts next.
+    Endpoint,
+}
+
 /// A region with remote access and its fast registration.
 #[pin_data]
 pub(crate) struct RegState {
+    route: RegRoute,
     #[pin]
     inner: Mutex<RegInner>,
     #[pin]
@@ -272,8 +283,9 @@ impl RegState {
         self.inner.lock().region.take()
     }
 
+    /// Waiting for a connection of the domain to register through.
     fn pending(&self) -> bool {
-        self.inner.lock().phase == RegPhase::Pending
+        self.route == RegRoute::Domain && self.inner.lock().phase == RegPhase::Pending
     }
 }
 
@@ -281,6 +293,8 @@ impl RegState {
 #[pin_data]
 pub(crate) struct VDomain {
     entry: Arc<DeviceEntry>,
+    /// Regions go through the endpoint they are bound to (FI_MR_ENDPOINT).
+    mr_endpoint: bool,
     #[pin]
     pd: Mutex<Option<Pd>>,
     #[pin]
@@ -288,12 +302,13 @@ pub(crate) struct VDomain {
 }
 
 impl VDomain {
-    pub(crate) fn open(entry: Arc<DeviceEntry>) -> Result<Arc<VDomain>> {
+    pub(crate) fn open(entry: Arc<DeviceEntry>, mr_endpoint: bool) -> Result<Arc<VDomain>> {
         let pd = Pd::new(entry.dev)?;
         let owner = entry.clone();
         let d = Arc::pin_init(
             pin_init!(VDomain {
                 entry: owner,
+                mr_endpoint,
                 pd <- new_mutex!(Some(pd), "kofi_verbs_pd"),
                 regs <- new_mutex!(KVec::new(), "kofi_verbs_regs"),
             }),
@@ -322,7 +337,8 @@ impl VDomain {
     }
 
     /// fi_mr_reg with remote access: the region, fast-registered through
-    /// a connection of the domain now or when the first one comes up.
+    /// a connection of the domain now or when the first one comes up; in an
+    /// FI_MR_ENDPOINT domain through its endpoint at fi_mr_enable.
     fn register(&self, attr: &MrAttr<'_>) -> Result<(u64, Arc<RegState>)> {
         let access = attr.access();
         let (rr, rw) = (access & FI_REMOTE_READ != 0, access & FI_REMOTE_WRITE != 0);
@@ -333,8 +349,14 @@ impl VDomain {
             unsafe { Region::new(pd, &attr.memory(), attr.offset(), rr, rw) }
         })?;
         let key = region.key();
+        let route = if self.mr_endpoint {
+            RegRoute::Endpoint
+        } else {
+            RegRoute::Domain
+        };
         let reg = Arc::pin_init(
             pin_init!(RegState {
+                route,
                 inner <- new_mutex!(RegInner { region: Some(region), phase: RegPhase::Pending }, "kofi_verbs_reg"),
                 changed <- new_condvar!("kofi_verbs_reg"),
             }),
@@ -342,6 +364,9 @@ impl VDomain {
         )?;
         let mut regs = self.regs.lock();
         regs.push(reg.clone(), GFP_KERNEL)?;
+        if route == RegRoute::Endpoint {
+            return Ok((key, reg));
+        }
         for conn in self.entry.conns_of(self)?.iter() {
             if conn.post_reg(&reg).is_ok() {
                 break;
@@ -412,6 +437,18 @@ pub(crate) struct VRegion {
     reg: Option<(Arc<VDomain>, Arc<RegState>)>,
 }
 
+impl VRegion {
+    /// fi_mr_enable in an FI_MR_ENDPOINT domain: posts the registration on
+    /// `conn`'s send queue, ahead of anything posted there after; a full
+    /// send queue is -FI_EAGAIN, an endpoint not connected -FI_ENOTCONN.
+    pub(crate) fn enable_through(&self, conn: &Conn) -> Result {
+        match &self.reg {
+            Some((_, reg)) => conn.post_reg(reg),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Drop for VRegion {
     fn drop(&mut self) {
         if let Some((d, r)) = self.reg.take() {
@@ -425,6 +462,7 @@ impl kofi::Domain for VerbsDomain {
     type Region = VRegion;
 
     fn mr_reg(&self, attr: &MrAttr<'_>) -> Result<(u64, VRegion)> {
+        // Without remote access there is nothing to enable either.
         if attr.access() & (FI_REMOTE_READ | FI_REMOTE_WRITE) == 0 {
             // Local access needs no registration: the PD's DMA key serves.
             return Ok((0, VRegion { reg: None }));

@@ -39,7 +39,7 @@ mod wire;
 
 use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
 use conn_slot::ConnSlot;
-use device::{VDomain, VerbsDomain};
+use device::{VDomain, VRegion, VerbsDomain};
 use flags::*;
 use kofi::{
     fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg,
@@ -100,7 +100,9 @@ pub(crate) fn msg_info(
         f.tx.msg_order = (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS) as u64;
         f.rx.iov_limit = RECV_IOV_LIMIT;
         f.rx.size = conn::RECV_DEPTH;
-        f.domain.mr_mode = abi::FI_MR_PROV_KEY as i32;
+        // FI_MR_ENDPOINT is offered to consumers that ask for it: regions
+        // are then registered on the bound endpoint's QP without a wait.
+        f.domain.mr_mode = (abi::FI_MR_PROV_KEY | abi::FI_MR_ENDPOINT) as i32;
         f.domain.mr_key_size = 8;
         if let Some(l) = limits {
             // Each connection is a QP and a CQ; each region with remote
@@ -193,7 +195,13 @@ impl kofi::Provider for Verbs {
     fn domain(_fabric: &(), domain: DomainRef, info: &InfoRef<'_>) -> Result<VerbsDomain> {
         let name = info.domain_name().ok_or(EINVAL)?;
         let entry = device::entry_named(name).ok_or(ENODEV)?;
-        Ok(VerbsDomain::new(domain, VDomain::open(entry)?))
+        let mr_endpoint = info.mr_mode() & abi::FI_MR_ENDPOINT as i32 != 0;
+        Ok(VerbsDomain::new(domain, VDomain::open(entry, mr_endpoint)?))
+    }
+
+    fn mr_enable(_domain: &VerbsDomain, region: &VRegion, ep: &VerbsEp) -> Result {
+        let conn = ep.conn()?;
+        region.enable_through(&conn)
     }
 
     fn endpoint(domain: &VerbsDomain, ep: EpRef, info: &InfoRef<'_>) -> Result<VerbsEp> {

@@ -1,4 +1,4 @@
-use crate::info_match::{check, provider_order, InfoView, Mismatch};
+use crate::info_match::{check, offered_mr_mode, provider_order, InfoView, Mismatch};
 use crate::ring::{CompletionRing, Overrun, Ring, Slot};
 use std::cmp::Ordering;
 
@@ -390,4 +390,23 @@ fn control_segments_are_exact() {
         None
     );
     assert_eq!(control_op(&[]), None);
+}
+
+#[test]
+fn optional_mr_modes_stay_only_when_hinted() {
+    const PROV_KEY: i32 = 1 << 4;
+    const ENDPOINT: i32 = 1 << 7;
+    // Not hinted: the optional bit goes, required ones stay.
+    assert_eq!(offered_mr_mode(0, PROV_KEY | ENDPOINT, ENDPOINT), PROV_KEY);
+    assert_eq!(
+        offered_mr_mode(PROV_KEY, PROV_KEY | ENDPOINT, ENDPOINT),
+        PROV_KEY
+    );
+    // Hinted: kept.
+    assert_eq!(
+        offered_mr_mode(ENDPOINT, PROV_KEY | ENDPOINT, ENDPOINT),
+        PROV_KEY | ENDPOINT
+    );
+    // Hinted but not offered: not added.
+    assert_eq!(offered_mr_mode(ENDPOINT, PROV_KEY, ENDPOINT), PROV_KEY);
 }

@@ -530,13 +530,108 @@ static void multi_ep(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/*
+ * A read of 16 bytes with @key into @back fails at the client with an error
+ * completion carrying its context. (Which error, and whether the connection
+ * survives it, is the provider's.)
+ */
+static void expect_read_refused(struct kunit *test, struct pair *p, u64 key, u8 *back)
+{
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+
+	KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, 16, NULL, 0, 0, key, back), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p->client.cq, &e), -FI_EAVAIL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(p->client.cq, &err, 0), 1);
+	KUNIT_EXPECT_NE(test, err.err, 0);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)back);
+}
+
+/*
+ * FI_MR_ENDPOINT: offered only when the hints list it; a region is bound to
+ * an endpoint and enabled, and its key, sent on that endpoint right after
+ * fi_mr_enable returns, is good for the peer's RMA at once (no wait: the
+ * provider orders the registration before the send).
+ */
+static void mr_endpoint(struct kunit *test)
+{
+	struct pair p = { .mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY };
+	struct fi_info *plain = test_info(test, prov, node, NULL, 0);
+	struct fi_info *bound = test_info_mr(test, prov, node, NULL, 0, FI_MR_ENDPOINT);
+	struct fi_cq_data_entry e;
+	struct fid_mr *mr, *off;
+	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
+	u64 *key = kunit_kzalloc(test, sizeof(*key), GFP_KERNEL);
+	u64 *sent = kunit_kzalloc(test, sizeof(*sent), GFP_KERNEL);
+	int i;
+
+	KUNIT_ASSERT_TRUE(test, region && src && back && key && sent);
+	KUNIT_EXPECT_EQ(test, plain->domain_attr->mr_mode & FI_MR_ENDPOINT, 0);
+	KUNIT_EXPECT_NE(test, bound->domain_attr->mr_mode & FI_MR_ENDPOINT, 0);
+	fi_freeinfo(plain);
+	fi_freeinfo(bound);
+	conf_open(test, &p, 20);
+
+	for (i = 0; i < 3; i++) {
+		KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536,
+						FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
+				0);
+		if (i == 0) {
+			/* Enabled only once bound; bound once, to an endpoint. */
+			KUNIT_EXPECT_EQ(test, fi_mr_enable(mr), -FI_EINVAL);
+			KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p.server.cq->fid, 0), -FI_EINVAL);
+			KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, NULL, 0), -FI_EINVAL);
+			KUNIT_EXPECT_EQ(test, fi_mr_bind(NULL, &p.server.ep->fid, 0), -FI_EINVAL);
+			KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p.server.ep->fid, FI_REMOTE_WRITE),
+					-FI_EBADFLAGS);
+		}
+		KUNIT_ASSERT_EQ(test, fi_mr_bind(mr, &p.server.ep->fid, 0), 0);
+		KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p.server.ep->fid, 0), -FI_EINVAL);
+		KUNIT_ASSERT_EQ(test, fi_mr_enable(mr), 0);
+		KUNIT_EXPECT_EQ(test, fi_mr_enable(mr), 0);
+
+		/* The key goes out on the bound endpoint at once; the peer
+		 * writes and reads the region as soon as it has it. */
+		*sent = fi_mr_key(mr);
+		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, key, sizeof(*key), NULL, 0, key), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, sent, sizeof(*sent), NULL, 0, sent), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, *key, *sent);
+		fill(src, 65536, 21 + i);
+		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, *key, src), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
+		KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
+		KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 8192, NULL, 0, 4096, *key, back), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, memcmp(back, src + 4096, 8192), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)sent);
+
+		/* The endpoint stays while a region is bound to it. */
+		KUNIT_EXPECT_EQ(test, fi_close(&p.server.ep->fid), -FI_EBUSY);
+		KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	}
+
+	/* A region never enabled is out of the peer's reach. */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_READ, 0, 0, 0, &off,
+					NULL), 0);
+	expect_read_refused(test, &p, fi_mr_key(off), back);
+	side_close(test, &p.client);
+	side_close(test, &p.server);
+	KUNIT_EXPECT_EQ(test, fi_close(&off->fid), 0);
+	pair_close(test, &p);
+	vfree(region);
+	vfree(src);
+	vfree(back);
+}
+
 /* RMA: write, read, writev, several remote buffers per call, pages. */
 static void rma(struct kunit *test)
 {
 	struct pair p = {};
 	struct fid_mr *mr, *ro, *gone;
 	struct fi_cq_data_entry e;
-	struct fi_cq_err_entry err = {};
 	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
 	struct page *page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	struct fi_rma_iov rma_iov[3];
@@ -552,6 +647,10 @@ static void rma(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
+	/* Regions of a domain without FI_MR_ENDPOINT bind to nothing and are
+	 * enabled from registration on. */
+	KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p.server.ep->fid, 0), -FI_EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_enable(mr), 0);
 	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, key, src), 0);
 	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
@@ -621,11 +720,7 @@ static void rma(struct kunit *test)
 			0);
 	key = fi_mr_key(gone);
 	KUNIT_EXPECT_EQ(test, fi_close(&gone->fid), 0);
-	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 16, NULL, 0, 0, key, back), 0);
-	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
-	KUNIT_EXPECT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
-	KUNIT_EXPECT_NE(test, err.err, 0);
-	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)back);
+	expect_read_refused(test, &p, key, back);
 
 	/* Regions close after the endpoints that used them, before the domain. */
 	side_close(test, &p.client);
@@ -935,6 +1030,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(truncation),
 	KUNIT_CASE(multi_ep),
 	KUNIT_CASE(rma),
+	KUNIT_CASE(mr_endpoint),
 	KUNIT_CASE(queued_sends),
 	KUNIT_CASE(shutdown_mid_traffic),
 	KUNIT_CASE(peer_gone),

@@ -38,6 +38,8 @@ struct side {
 
 struct pair {
 	const char *prov;
+	/* Registration modes the domain's hints list (FI_MR_ENDPOINT, say). */
+	int mr_mode;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_pep *pep;
@@ -45,19 +47,30 @@ struct pair {
 	struct side server, client;
 };
 
-/* The first info @prov offers for FI_EP_MSG with messages and RMA. */
-static inline struct fi_info *test_info(struct kunit *test, const char *prov, const char *node,
-					const char *service, u64 flags)
+/*
+ * The first info @prov offers for FI_EP_MSG with messages and RMA, to a
+ * consumer supporting registration modes @mr_mode.
+ */
+static inline struct fi_info *test_info_mr(struct kunit *test, const char *prov,
+					   const char *node, const char *service, u64 flags,
+					   int mr_mode)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
 
 	KUNIT_ASSERT_NOT_NULL(test, hints);
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->caps = FI_MSG | FI_RMA;
+	hints->domain_attr->mr_mode = mr_mode;
 	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
 	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, service, flags, hints, &info), 0);
 	fi_freeinfo(hints);
 	return info;
+}
+
+static inline struct fi_info *test_info(struct kunit *test, const char *prov, const char *node,
+					const char *service, u64 flags)
+{
+	return test_info_mr(test, prov, node, service, flags, 0);
 }
 
 static inline void open_queues(struct kunit *test, struct pair *p, struct side *s)
@@ -92,7 +105,7 @@ static inline void pair_listen(struct kunit *test, struct pair *p, const char *n
 			       const char *port)
 {
 	struct fi_eq_attr eq_attr = { .size = 256 };
-	struct fi_info *src = test_info(test, p->prov, node, port, FI_SOURCE);
+	struct fi_info *src = test_info_mr(test, p->prov, node, port, FI_SOURCE, p->mr_mode);
 
 	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p->fabric, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, src, &p->domain, NULL), 0);
