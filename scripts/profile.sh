@@ -2,8 +2,10 @@
 # `make profile`: on the perf kernel, in one VM, perf samples (cpu-clock,
 # system-wide) kofi and the raw baselines on the same runs: 4 KiB round
 # trips and 64 KiB streams over TCP, 4 KiB round trips and 64 KiB RMA writes
-# over siw. Prints, per run, the share of time per module and the top
-# symbols, kofi beside raw; writes build/profile/profile.txt.
+# over siw; kofi_blk against NVMe-oF (4 KiB random reads at depth 1 over TCP
+# and at depth 32 over siw, 128 KiB writes over siw). Prints, per run, the
+# share of time per module and the top symbols, kofi beside its baseline;
+# writes build/profile/profile.txt.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -26,9 +28,11 @@ for line in open(sys.argv[1], errors='replace'):
     rows.setdefault(run, {}).setdefault(by, {}).setdefault(impl, []).append((float(pct), what))
 for run, bys in rows.items():
     n = {i: v[0][1] for i, v in bys.get('samples', {}).items()}
-    print(f"\n== {run}: share of samples (%), kofi ({n.get('kofi', '?')} samples) | raw ({n.get('raw', '?')})")
+    # The baseline: the raw loop, or NVMe-oF for kofi_blk's runs.
+    base = next((i for i in n if i != 'kofi'), 'raw')
+    print(f"\n== {run}: share of samples (%), kofi ({n.get('kofi', '?')} samples) | {base} ({n.get(base, '?')})")
     for by, title in (('dso', 'by module'), ('sym', 'by symbol')):
-        k, r = bys.get(by, {}).get('kofi', []), bys.get(by, {}).get('raw', [])
+        k, r = bys.get(by, {}).get('kofi', []), bys.get(by, {}).get(base, [])
         print(f"-- {title}")
         for i in range(max(len(k), len(r))):
             a = f"{k[i][0]:5.1f} {k[i][1][:44]}" if i < len(k) else ''

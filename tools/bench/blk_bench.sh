@@ -10,16 +10,9 @@
 . /kofi/tests/ktap_helpers.sh
 . /kofi/tests/rdma_helpers.sh
 . /kofi/tests/blk_helpers.sh
+. /kofi/bench/blk_targets.sh
 RUNS=${KOFI_BLK_RUNS:-3}
 SECONDS_PER_RUN=${KOFI_BLK_SECONDS:-4}
-CFG=/sys/kernel/config/nvmet
-NQN=nqn.2026-11.org.kofi:bench
-# The host's identity, given whole: without a hostid nvme-fabrics pairs this
-# NQN with its default host's random id, which it refuses ("found same hostid
-# but different hostnqn").
-HOSTID=6b6f6669-0000-4000-8000-000000000001
-HOSTNQN=nqn.2014-08.org.nvmexpress:uuid:$HOSTID
-own=10.0.2.10
 
 # The workloads: name, fio options, and the metrics read from its terse line.
 WORKLOADS="randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 read_128k write_128k"
@@ -81,57 +74,9 @@ unreachable() {
 	done
 }
 
-# nvmet: the subsystem with /dev/ram0 as its namespace, and a port.
-nvmet_port() {
-	id=$1 trtype=$2 addr=$3 port=$4
-	mkdir -p $CFG/ports/$id &&
-		echo "$trtype" >$CFG/ports/$id/addr_trtype &&
-		echo ipv4 >$CFG/ports/$id/addr_adrfam &&
-		echo "$addr" >$CFG/ports/$id/addr_traddr &&
-		echo "$port" >$CFG/ports/$id/addr_trsvcid &&
-		ln -s $CFG/subsystems/$NQN $CFG/ports/$id/subsystems/$NQN
-}
-nvmet_port_remove() {
-	rm $CFG/ports/$1/subsystems/$NQN && rmdir $CFG/ports/$1
-}
-
-# nvme_dev: the namespace's block device once nvme connect made it.
-nvme_dev() {
-	for d in /sys/block/nvme*n1; do
-		[ -e "$d" ] && { echo /dev/${d##*/}; return 0; }
-	done
-	return 1
-}
-nvme_on() {
-	nvme connect -t "$1" -a "$2" -s "$3" -n $NQN --hostnqn=$HOSTNQN --hostid=$HOSTID >/dev/null 2>&1 &&
-		retry 10 nvme_dev >/dev/null
-}
-nvme_off() {
-	nvme disconnect -n $NQN >/dev/null 2>&1
-}
-
-# kofi: ram0 exported by kofi_blkt, reached as /dev/kofiblk0.
-kofi_on() {
-	blk_export disk0 "$1" "$2" "$3" && blk_add disk0 "$1" "$2" "$3" queues=2 depth=32
-}
-kofi_off() {
-	blk_remove
-	echo disk0 >$BLKT/remove_export
-}
-
 set -- $WORKLOADS
 ktap_plan $((7 * $# + 2))
-mkdir -p /sys/kernel/config 2>/dev/null
-mount -t configfs none /sys/kernel/config 2>/dev/null
-mkdir -p /etc/nvme && echo $HOSTNQN >/etc/nvme/hostnqn && echo $HOSTID >/etc/nvme/hostid
-insmod /kofi/modules/kofi_blkt.ko && insmod /kofi/modules/kofi_blk.ko || exit 1
-mkdir $CFG/subsystems/$NQN &&
-	echo 1 >$CFG/subsystems/$NQN/attr_allow_any_host &&
-	mkdir $CFG/subsystems/$NQN/namespaces/1 &&
-	echo /dev/ram0 >$CFG/subsystems/$NQN/namespaces/1/device_path &&
-	echo 1 >$CFG/subsystems/$NQN/namespaces/1/enable || { ktap_diag "nvmet set-up failed"; exit 1; }
-# Fill the disk once, so reads read pages that exist.
-dd if=/dev/zero of=/dev/ram0 bs=1M count=64 2>/dev/null
+blk_targets_setup || exit 1
 
 run /dev/ram0 local ram
 

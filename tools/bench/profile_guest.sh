@@ -1,12 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # `make profile`, inside the VM (perf kernel): where the time goes in kofi
-# and in the raw baselines, side by side. Each run is sampled system-wide
+# and in the raw baselines, and in kofi_blk and NVMe-oF, side by side. Each run is sampled system-wide
 # (perf record -a, cpu-clock: TCG has no PMU) and reported per module and
 # per symbol as "# profile,<run>,<impl>,<by>,<percent>,<what>" lines the
 # host prints.
 . /kofi/tests/ktap_helpers.sh
 . /kofi/tests/rdma_helpers.sh
+. /kofi/tests/blk_helpers.sh
+. /kofi/bench/blk_targets.sh
 M=/kofi/modules
 DATA=/tmp/perf.data
 
@@ -28,19 +30,19 @@ resolve() {
 	done
 }
 
-# profile RUN IMPL MODULE ARGS...: samples the module's run (its init runs
-# the benchmark) and prints the profile before unloading it, so that its own
-# symbols are still known.
-profile() {
-	run=$1 impl=$2 mod=$3
-	shift 3
-	if ! perf record -q -e cpu-clock -F 2000 -a -o $DATA -- insmod $M/$mod.ko "$@" \
-		>/dev/null 2>/tmp/perf.err; then
-		sed 's/^/# /' /tmp/perf.err
-		rmmod $mod 2>/dev/null
-		ktap_not_ok "${run}_$impl"
-		return
-	fi
+# sample RUN IMPL CMD...: samples the system while CMD runs; false (with
+# the reason as diagnostics) when CMD fails.
+sample() {
+	run=$1 impl=$2
+	shift 2
+	perf record -q -e cpu-clock -F 2000 -a -o $DATA -- "$@" >/dev/null 2>/tmp/perf.err && return
+	sed 's/^/# /' /tmp/perf.err
+	ktap_not_ok "${run}_$impl"
+	return 1
+}
+
+# report RUN IMPL: the last sample's profile, per module and per symbol.
+report() {
 	for by in dso sym; do
 		perf report -i $DATA --stdio --no-children --sort $by --percent-limit 1.5 -q 2>/dev/null |
 			sed -n 's/^ *\([0-9.]*\)% *\(.*[^ ]\) *$/# profile,'"$run,$impl,$by"',\1,\2/p' |
@@ -48,13 +50,56 @@ profile() {
 	done
 	n=$(perf report -i $DATA --stdio --sort dso 2>/dev/null | sed -n 's/^# Samples: \([0-9.]*[KM]*\).*/\1/p')
 	echo "# profile,$run,$impl,samples,0,$n"
-	rmmod $mod
 	ktap_ok "${run}_$impl"
 }
 
-ktap_plan 8
+# profile RUN IMPL MODULE ARGS...: samples the module's run (its init runs
+# the benchmark) and reports before unloading it, so that its own symbols
+# are still known.
+profile() {
+	run=$1 impl=$2 mod=$3
+	shift 3
+	if sample "$run" "$impl" insmod $M/$mod.ko "$@"; then
+		report "$run" "$impl"
+	fi
+	rmmod $mod 2>/dev/null
+}
+
+# profile_fio RUN IMPL DEV FIO_ARGS...: samples a 6 s fio job on DEV.
+profile_fio() {
+	run=$1 impl=$2 dev=$3
+	shift 3
+	sample "$run" "$impl" fio --name=p --filename="$dev" --direct=1 --ioengine=libaio \
+		--thread --time_based --runtime=6 --size=64M "$@" && report "$run" "$impl"
+}
+
+# profile_blk RUN TRANSPORT PROV ADDR FIO_ARGS...: kofi_blk (over PROV at
+# ADDR) against NVMe-oF over TRANSPORT on the same RAM disk, the same job.
+profile_blk() {
+	run=$1 t=$2 prov=$3 addr=$4
+	shift 4
+	if kofi_on "$prov" "$addr" 4470; then
+		profile_fio "$run" kofi /dev/kofiblk0 "$@"
+	else
+		ktap_not_ok "${run}_kofi # kofi_blk did not connect"
+	fi
+	kofi_off
+	if nvmet_port 3 "$t" "$addr" 4471 && nvme_on "$t" "$addr" 4471; then
+		profile_fio "$run" nvme "$(nvme_dev)" "$@"
+	else
+		ktap_not_ok "${run}_nvme # nvme connect failed"
+	fi
+	nvme_off
+	nvmet_port_remove 3
+}
+
+ktap_plan 14
 echo 0 > /proc/sys/kernel/kptr_restrict 2>/dev/null
 insmod $M/kofi.ko && insmod $M/kofi_sock.ko && insmod $M/kofi_verbs.ko || exit 1
+blk_targets_setup || exit 1
+# kofi_blk against NVMe-oF: 4 KiB random reads at depth 1 over TCP, at
+# depth 32 over siw, 128 KiB writes over siw.
+profile_blk blk_tcp_randread_qd1 tcp sock 127.0.0.1 --rw=randread --bs=4k --iodepth=1
 # Round trips of 4 KiB over TCP, then a stream of 64 KiB messages.
 profile tcp_pingpong_4k raw kofi_raw_tcp test=pingpong size=4096 iters=10000 port=7901
 profile tcp_pingpong_4k kofi kofi_pingpong size=4096 iters=10000 port=7902
@@ -67,6 +112,9 @@ profile siw_pingpong_4k raw kofi_raw_verbs test=pingpong addr=$own size=4096 ite
 profile siw_pingpong_4k kofi kofi_pingpong prov=verbs addr=$own size=4096 iters=3000 port=7906
 profile siw_write_64k raw kofi_raw_verbs test=write addr=$own size=65536 iters=2048 window=16 port=7907
 profile siw_write_64k kofi kofi_bw prov=verbs test=write addr=$own size=65536 iters=2048 window=16 port=7908
+profile_blk blk_siw_randread_qd32 rdma verbs $own --rw=randread --bs=4k --iodepth=32
+profile_blk blk_siw_write_128k rdma verbs $own --rw=write --bs=128k --iodepth=8
 rdma link delete siw0
+rmmod kofi_blk; rmmod kofi_blkt
 rmmod kofi_verbs; rmmod kofi_sock; rmmod kofi
 ktap_finish
