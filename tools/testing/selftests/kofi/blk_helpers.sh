@@ -114,6 +114,21 @@ blk_link_bounce() {
 		{ echo "the target did not listen again"; return 1; }
 }
 
+# blk_net_bounce NETDEV: the network device under both ends taken down for
+# 3 s and brought up again in the middle of a verified fio run, which must
+# finish clean: the initiator holds its requests (or TCP retransmits) until
+# the path is back.
+blk_net_bounce() {
+	before=$(blk_writes)
+	blk_fio netdown --rw=randwrite --bs=64k --size=16M --iodepth=8 &
+	fio_pid=$!
+	blk_writing "$before" || return 1
+	ip link set "$1" down || return 1
+	sleep 3
+	ip link set "$1" up || return 1
+	wait $fio_pid
+}
+
 # blk_target_gone PROV: the target unloaded for good during fio: the run
 # ends with I/O errors (not a hang) soon after the reconnect timeout (5 s).
 blk_target_gone() {

@@ -5,8 +5,9 @@
 # (brd) is exported and reached as /dev/kofiblk0 with two queues: fio with
 # crc32c verification (random 4 KiB to 1 MiB at depth 32, sequential), the
 # bytes checked on the backing device, ext4 made, filled, read back and
-# checked, and the target's module reloaded in the middle of a fio run (on
-# siw and rxe, the RDMA device deleted and added again too).
+# checked, the target's module reloaded and the network device under both
+# ends (lo, or eth0 for siw and rxe) taken down and up in the middle of a fio
+# run (on siw and rxe, the RDMA device deleted and added again too).
 # Then, once: bad configuration refused with its errno, the initiator held
 # while a filesystem is mounted, the target gone for good (fio fails soon
 # after the reconnect timeout), the device removed under I/O, and a hostile
@@ -16,15 +17,15 @@
 . "$(dirname "$0")/blk_helpers.sh"
 
 own=10.0.2.1${KOFI_NODE:-0}
-ktap_plan 58
+ktap_plan 62
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko &&
 	insmod $MODDIR/kofi_blkt.ko && insmod $MODDIR/kofi_blk.ko ||
 	{ ktap_diag "loading failed"; exit 1; }
 
-# transport LABEL PROV ADDR PORT [RDMA-TYPE]: the checks of one transport
-# (9 tests, 10 on an RDMA device).
+# transport LABEL PROV ADDR PORT NETDEV [RDMA-TYPE]: the checks of one
+# transport (10 tests, 11 on an RDMA device).
 transport() {
-	l=$1 p=$2 a=$3 o=$4 type=$5
+	l=$1 p=$2 a=$3 o=$4 dev=$5 type=$6
 	ktap_expect_ok "${l}_export" blk_export disk0 $p $a $o
 	ktap_expect_ok "${l}_device_added" blk_add disk0 $p $a $o queues=2 depth=32 \
 		reconnect_timeout=20
@@ -35,21 +36,23 @@ transport() {
 	ktap_expect_ok "${l}_bytes_reach_backing_device" blk_bytes_reach_backing
 	ktap_expect_ok "${l}_ext4" blk_ext4
 	ktap_expect_ok "${l}_target_restart_resumes" blk_target_restart $p $a $o
+	ktap_expect_ok "${l}_network_down_resumes" blk_net_bounce $dev
 	[ -z "$type" ] ||
 		ktap_expect_ok "${l}_link_delete_resumes" blk_link_bounce ${type}0 $type
 	ktap_expect_ok "${l}_device_removed" blk_remove
 	echo disk0 >$BLKT/remove_export
 }
 
-transport sock_ipv4 sock 127.0.0.1 4420
-transport sock_ipv6 sock ::1 4421
+transport sock_ipv4 sock 127.0.0.1 4420 lo
+transport sock_ipv6 sock ::1 4421 lo
 for type in siw rxe; do
 	if link_up ${type}0 $type; then
-		transport verbs_$type verbs $own 4422 $type
+		transport verbs_$type verbs $own 4422 eth0 $type
 	else
 		for t in export device_added size_is_backing_size fio_random_verify \
 			fio_sequential_verify bytes_reach_backing_device ext4 \
-			target_restart_resumes link_delete_resumes device_removed; do
+			target_restart_resumes network_down_resumes link_delete_resumes \
+			device_removed; do
 			ktap_not_ok "verbs_${type}_$t"
 		done
 	fi
