@@ -202,6 +202,8 @@ struct Inner {
     tx_sent: usize,
     /// Bytes of queued answers to the peer's reads.
     reply_bytes: usize,
+    /// Reading stopped for want of room to answer (see `receive`).
+    rx_waits_for_tx: bool,
     rx: Incoming,
     posted: Posted,
     unexpected: Held,
@@ -266,6 +268,7 @@ impl Conn {
             tx: Ring::new(slots(TX_DEPTH)?),
             tx_sent: 0,
             reply_bytes: 0,
+            rx_waits_for_tx: false,
             rx: Incoming::new(),
             posted: Ring::new(slots(RX_DEPTH)?),
             unexpected: Ring::new(slots(RX_DEPTH)?),
@@ -439,15 +442,18 @@ impl Conn {
         payload: Lent,
         done: Option<(Context, u64)>,
     ) -> Result {
-        {
+        let progress = {
             let mut g = self.inner.lock();
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
             g.queue(header, TxPayload::Lent(payload), done)?;
             g.flush();
+            g.needs_progress()
+        };
+        if progress {
+            self.kick();
         }
-        self.kick();
         Ok(())
     }
 
@@ -458,15 +464,18 @@ impl Conn {
         payload: KVVec<u8>,
         done: Option<(Context, u64)>,
     ) -> Result {
-        {
+        let progress = {
             let mut g = self.inner.lock();
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
             g.queue(header, TxPayload::Copied(payload), done)?;
             g.flush();
+            g.needs_progress()
+        };
+        if progress {
+            self.kick();
         }
-        self.kick();
         Ok(())
     }
 
@@ -478,7 +487,7 @@ impl Conn {
         parts: KVec<RmaPart>,
         cq_data: Option<u64>,
     ) -> Result {
-        {
+        let progress = {
             let mut g = self.inner.lock();
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
@@ -524,8 +533,11 @@ impl Conn {
             }
             g.calls.push(call, GFP_KERNEL)?;
             g.flush();
+            g.needs_progress()
+        };
+        if progress {
+            self.kick();
         }
-        self.kick();
         Ok(())
     }
 
@@ -671,6 +683,14 @@ impl Inner {
     }
 
     /// Sends queued frames until the socket is full; whether any byte went.
+    /// Whether the work item has something to do after a send was pushed:
+    /// frames TCP did not take yet, or reading held back for their room.
+    /// (What TCP took needs nothing more: its completions went out in
+    /// `flush`, and the socket's callbacks kick the work for the rest.)
+    fn needs_progress(&self) -> bool {
+        self.tx.len() != 0 || self.rx_waits_for_tx
+    }
+
     fn flush(&mut self) -> bool {
         let mut moved = false;
         loop {
@@ -735,7 +755,8 @@ impl Inner {
             // Answers to a peer's reads need room in the transmit queue, and
             // a message with no receive needs room in the hold: otherwise
             // stop reading, and TCP holds the peer back.
-            if self.tx.len() + 1 >= TX_DEPTH || self.reply_bytes >= REPLY_MAX {
+            self.rx_waits_for_tx = self.tx.len() + 1 >= TX_DEPTH || self.reply_bytes >= REPLY_MAX;
+            if self.rx_waits_for_tx {
                 return Ok(moved);
             }
             if self.rx.parsed.is_none() {
