@@ -437,10 +437,7 @@ fn enable(mr: *mut abi::fid_mr) -> Result {
         return Ok(());
     }
     let ep = bound.as_ref().ok_or(EINVAL)?;
-    let op = match m.domain.fabric.provider().abi_minor {
-        0 | 1 => None,
-        _ => m.domain.ops().mr_enable,
-    };
+    let op = m.domain.mr_enable_op();
     if let (Some(op), true) = (op, m.prov_registered.load(Ordering::Acquire)) {
         // SAFETY: The provider's module is pinned by the domain's fabric; the
         // region is bound to `ep`, an open MSG endpoint of its domain, and

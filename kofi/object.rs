@@ -13,7 +13,7 @@ use crate::lock::{new_bh_spinlock, BhSpinLock};
 use crate::queue::{Cq, Eq};
 use crate::registry::{ModuleRef, Provider};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use kernel::ffi::c_void;
+use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
@@ -209,6 +209,19 @@ impl Domain {
     pub(crate) fn ep_ops(&self) -> &abi::kofi_ep_ops {
         // SAFETY: As for `ops`.
         unsafe { &*self.fabric.table().ep_ops }
+    }
+
+    /// The provider's fi_mr_enable op, when its ABI (1.2 on) has it at all.
+    pub(crate) fn mr_enable_op(
+        &self,
+    ) -> Option<
+        unsafe extern "C" fn(*mut abi::fid_domain, *mut abi::fid_mr, *mut abi::fid_ep) -> c_int,
+    > {
+        if self.fabric.provider().abi_minor >= 2 {
+            self.ops().mr_enable
+        } else {
+            None
+        }
     }
 }
 

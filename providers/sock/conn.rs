@@ -448,8 +448,7 @@ impl Conn {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
             g.queue(header, TxPayload::Lent(payload), done)?;
-            g.flush();
-            g.needs_progress()
+            g.push()
         };
         if progress {
             self.kick();
@@ -470,8 +469,7 @@ impl Conn {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
             g.queue(header, TxPayload::Copied(payload), done)?;
-            g.flush();
-            g.needs_progress()
+            g.push()
         };
         if progress {
             self.kick();
@@ -532,8 +530,7 @@ impl Conn {
                 )?;
             }
             g.calls.push(call, GFP_KERNEL)?;
-            g.flush();
-            g.needs_progress()
+            g.push()
         };
         if progress {
             self.kick();
@@ -682,15 +679,16 @@ impl Inner {
         Ok(())
     }
 
-    /// Sends queued frames until the socket is full; whether any byte went.
-    /// Whether the work item has something to do after a send was pushed:
-    /// frames TCP did not take yet, or reading held back for their room.
-    /// (What TCP took needs nothing more: its completions went out in
-    /// `flush`, and the socket's callbacks kick the work for the rest.)
-    fn needs_progress(&self) -> bool {
+    /// A consumer's send: flushes, then whether the work item has something
+    /// left to do: frames TCP did not take yet, or reading held back for
+    /// their room. (What TCP took needs nothing more: its completions went
+    /// out in `flush`, and the socket's callbacks kick the work for the rest.)
+    fn push(&mut self) -> bool {
+        self.flush();
         self.tx.len() != 0 || self.rx_waits_for_tx
     }
 
+    /// Sends queued frames until the socket is full; whether any byte went.
     fn flush(&mut self) -> bool {
         let mut moved = false;
         loop {

@@ -1,10 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # `make profile`, inside the VM (perf kernel): where the time goes in kofi
-# and in the raw baselines, and in kofi_blk and NVMe-oF, side by side. Each run is sampled system-wide
-# (perf record -a, cpu-clock: TCG has no PMU) and reported per module and
-# per symbol as "# profile,<run>,<impl>,<by>,<percent>,<what>" lines the
-# host prints.
+# and in the raw baselines, and in kofi_blk and NVMe-oF, side by side. Each
+# run is sampled system-wide (perf record -a, cpu-clock: TCG has no PMU) and
+# reported per module and per symbol as
+# "# profile,<run>,<impl>,<by>,<percent>,<what>" lines the host prints.
 . /kofi/tests/ktap_helpers.sh
 . /kofi/tests/rdma_helpers.sh
 . /kofi/tests/blk_helpers.sh
