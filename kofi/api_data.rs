@@ -256,6 +256,28 @@ pub(crate) extern "C" fn fi_senddata(
     send_one(ep, buf, len, desc, dest_addr, context, data, flags)
 }
 
+/// `fi_injectdata()`: fi_inject with remote CQ data.
+#[no_mangle]
+pub(crate) extern "C" fn fi_injectdata(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    data: u64,
+    dest_addr: u64,
+) -> isize {
+    let (desc, ctx) = (ptr::null_mut(), ptr::null_mut());
+    send_one(
+        ep,
+        buf,
+        len,
+        desc,
+        dest_addr,
+        ctx,
+        data,
+        FI_INJECT | FI_REMOTE_CQ_DATA,
+    )
+}
+
 fn recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<usize> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
     let e = unsafe { ready(ep, FI_MSG) }?;
@@ -678,6 +700,34 @@ pub(crate) extern "C" fn fi_writedata(
         addr,
         key,
         context,
+        data,
+        flags,
+        Rma::Write,
+    )
+}
+
+/// `fi_inject_writedata()`: fi_inject_write with remote CQ data.
+#[no_mangle]
+pub(crate) extern "C" fn fi_inject_writedata(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    data: u64,
+    dest_addr: u64,
+    addr: u64,
+    key: u64,
+) -> isize {
+    let ctx = ptr::null_mut();
+    let flags = FI_INJECT | FI_REMOTE_CQ_DATA;
+    rma_one(
+        ep,
+        buf,
+        len,
+        ptr::null_mut(),
+        dest_addr,
+        addr,
+        key,
+        ctx,
         data,
         flags,
         Rma::Write,

@@ -5,6 +5,7 @@
 //! the provider. All are for process context.
 
 use crate::abi;
+use crate::cntr::{self, Cntr};
 use crate::errno::{self, to_c};
 use crate::flags::*;
 use crate::mr::{self, Mr};
@@ -362,6 +363,9 @@ fn close(fid: *mut abi::fid) -> Result {
             if let Some(av) = &b.av {
                 av.users.put();
             }
+            for c in b.cntrs.iter().flatten() {
+                c.users.put();
+            }
             drop(b);
             ep.domain.users.put();
             ep.domain.fabric.provider().count(abi::FI_CLASS_EP, false);
@@ -416,6 +420,10 @@ fn close(fid: *mut abi::fid) -> Result {
             // SAFETY: The class says it is an AV, which the consumer gives up.
             unsafe { crate::av::close(fid) }?;
         }
+        abi::FI_CLASS_CNTR => {
+            // SAFETY: The class says it is a counter, which the consumer gives up.
+            unsafe { cntr::close(fid) }?;
+        }
         // Connection requests go with their info (fi_freeinfo), not fi_close.
         _ => return Err(EINVAL),
     }
@@ -454,12 +462,12 @@ fn ep_bind(ep: *mut abi::fid_ep, bfid: *mut abi::fid, flags: u64) -> Result {
     if e.is_enabled() {
         return Err(errno::eopbadstate());
     }
-    if flags & !BIND_FLAGS != 0 {
-        return Err(errno::ebadflags());
-    }
     // SAFETY: `bfid` is null or a kofi fid the consumer keeps open.
     match unsafe { class_of(bfid) }? {
         abi::FI_CLASS_CQ => {
+            if flags & !CQ_BIND_FLAGS != 0 {
+                return Err(errno::ebadflags());
+            }
             // SAFETY: The class says it is a CQ.
             let cq = unsafe { lookup::<Cq>(bfid.cast()) }?;
             if !Arc::ptr_eq(&cq.domain, &e.domain) {
@@ -501,6 +509,10 @@ fn ep_bind(ep: *mut abi::fid_ep, bfid: *mut abi::fid, flags: u64) -> Result {
             // SAFETY: `eq` was published.
             b.eq = Some(unsafe { arc_of(eq) });
             eq.users.get();
+        }
+        abi::FI_CLASS_CNTR => {
+            // The core counts what the provider reports: nothing to tell it.
+            return bind_cntr(e, bfid, flags);
         }
         abi::FI_CLASS_AV => {
             // SAFETY: The class says it is an AV.
@@ -550,8 +562,40 @@ fn ep_bind(ep: *mut abi::fid_ep, bfid: *mut abi::fid, flags: u64) -> Result {
     Ok(())
 }
 
+/// Binds counter `bfid` to `e` for the kinds of operation in `flags`.
+fn bind_cntr(e: &Endpoint, bfid: *mut abi::fid, flags: u64) -> Result {
+    if flags & !cntr::BIND_EVENTS != 0 {
+        return Err(errno::ebadflags());
+    }
+    // SAFETY: The caller checked the class: a counter the consumer keeps open.
+    let c = unsafe { lookup::<Cntr>(bfid.cast()) }?;
+    if flags == 0 || !Arc::ptr_eq(&c.domain, &e.domain) {
+        return Err(EINVAL);
+    }
+    // A peer's RMA is seen only where the info promises it (FI_RMA_EVENT).
+    if flags & (FI_REMOTE_READ | FI_REMOTE_WRITE) != 0 && e.limits.caps & FI_RMA_EVENT == 0 {
+        return Err(EINVAL);
+    }
+    let mut b = e.bindings.lock();
+    let kinds = cntr::EVENTS
+        .iter()
+        .enumerate()
+        .filter(|(_, &k)| flags & k != 0);
+    if kinds.clone().any(|(i, _)| b.cntrs[i].is_some()) {
+        return Err(EINVAL);
+    }
+    for (i, _) in kinds {
+        // SAFETY: `c` was published.
+        b.cntrs[i] = Some(unsafe { arc_of(c) });
+        c.users.get();
+    }
+    Ok(())
+}
+
 /// `fi_ep_bind()`: binds a CQ (FI_SEND and/or FI_RECV, optionally
-/// FI_SELECTIVE_COMPLETION) or an EQ to an endpoint, before fi_enable.
+/// FI_SELECTIVE_COMPLETION), an EQ, a counter (any of FI_SEND, FI_RECV,
+/// FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE) or, to an FI_EP_RDM
+/// endpoint, an AV to an endpoint, before fi_enable.
 #[no_mangle]
 pub(crate) extern "C" fn fi_ep_bind(
     ep: *mut abi::fid_ep,

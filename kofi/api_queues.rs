@@ -9,7 +9,8 @@ use crate::errno::{self, to_c, to_c_ssize};
 use crate::flags::FI_PEEK;
 use crate::object::lookup;
 use crate::queue::{Cq, Eq, ErrData, EQ_ENTRY_MAX};
-use kernel::ffi::{c_int, c_void};
+use kernel::c_str;
+use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 
 fn cq_args<'a>(cq: *mut abi::fid_cq, buf: *mut c_void, count: usize) -> Result<&'a Cq> {
@@ -38,7 +39,7 @@ pub(crate) extern "C" fn fi_cq_sread(
     cq: *mut abi::fid_cq,
     buf: *mut c_void,
     count: usize,
-    _cond: *const c_void,
+    cond: *const c_void,
     timeout: c_int,
 ) -> isize {
     // SAFETY: No preconditions.
@@ -47,7 +48,7 @@ pub(crate) extern "C" fn fi_cq_sread(
     }
     to_c_ssize(cq_args(cq, buf, count).and_then(|q| {
         // SAFETY: `buf` holds `count` entries of the CQ's format (ABI).
-        unsafe { q.sread(buf, count, core::ptr::null_mut(), timeout) }
+        unsafe { q.sread(buf, count, core::ptr::null_mut(), cond, timeout) }
     }))
 }
 
@@ -76,7 +77,7 @@ pub(crate) extern "C" fn fi_cq_sreadfrom(
     buf: *mut c_void,
     count: usize,
     src_addr: *mut u64,
-    _cond: *const c_void,
+    cond: *const c_void,
     timeout: c_int,
 ) -> isize {
     // SAFETY: No preconditions.
@@ -85,7 +86,7 @@ pub(crate) extern "C" fn fi_cq_sreadfrom(
     }
     to_c_ssize(cq_args(cq, buf, count).and_then(|q| {
         // SAFETY: As in `fi_cq_readfrom`.
-        unsafe { q.sread(buf, count, src_addr, timeout) }
+        unsafe { q.sread(buf, count, src_addr, cond, timeout) }
     }))
 }
 
@@ -231,4 +232,63 @@ pub(crate) extern "C" fn fi_eq_write(
         Ok(len)
     })();
     to_c_ssize(result)
+}
+
+/// The text of an error entry's `prov_errno`, into `buf` when given (up to
+/// `len` bytes with the NUL; `buf` is returned) or as a static string. A
+/// negative number is a kernel errno, as kofi_sock reports; a positive one is
+/// a device's own status, as kofi_verbs reports (`ib_wc_status`).
+fn prov_strerror(prov_errno: c_int, buf: *mut c_char, len: usize) -> *const c_char {
+    let text = if prov_errno < 0 {
+        // SAFETY: `fi_strerror` returns a static NUL-terminated string.
+        unsafe { CStr::from_char_ptr(errno::fi_strerror(prov_errno)) }
+    } else if prov_errno == 0 {
+        c_str!("Success")
+    } else {
+        c_str!("Provider-specific error (a device status)")
+    };
+    if buf.is_null() || len == 0 {
+        return text.as_char_ptr();
+    }
+    let bytes = text.as_bytes();
+    let n = bytes.len().min(len - 1);
+    // SAFETY: The consumer's buffer holds `len` bytes (ABI), and `n < len`.
+    unsafe {
+        core::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
+        *buf.add(n) = 0;
+    }
+    buf
+}
+
+/// `fi_cq_strerror()`: a CQ error entry's `prov_errno` as text (see
+/// [`prov_strerror`]); NULL when `cq` is not a CQ.
+#[no_mangle]
+pub(crate) extern "C" fn fi_cq_strerror(
+    cq: *mut abi::fid_cq,
+    prov_errno: c_int,
+    _err_data: *const c_void,
+    buf: *mut c_char,
+    len: usize,
+) -> *const c_char {
+    // SAFETY: `cq` is null or a kofi fid the consumer keeps open.
+    match unsafe { lookup::<Cq>(cq) } {
+        Ok(_) => prov_strerror(prov_errno, buf, len),
+        Err(_) => core::ptr::null(),
+    }
+}
+
+/// `fi_eq_strerror()`: as fi_cq_strerror, for an EQ error entry.
+#[no_mangle]
+pub(crate) extern "C" fn fi_eq_strerror(
+    eq: *mut abi::fid_eq,
+    prov_errno: c_int,
+    _err_data: *const c_void,
+    buf: *mut c_char,
+    len: usize,
+) -> *const c_char {
+    // SAFETY: `eq` is null or a kofi fid the consumer keeps open.
+    match unsafe { lookup::<Eq>(eq) } {
+        Ok(_) => prov_strerror(prov_errno, buf, len),
+        Err(_) => core::ptr::null(),
+    }
 }

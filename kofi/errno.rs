@@ -48,6 +48,7 @@ fi_errors! {
     enoent => FI_ENOENT,
     enoav => FI_ENOAV,
     eaddrnotavail => FI_EADDRNOTAVAIL,
+    etimedout => FI_ETIMEDOUT,
 }
 
 /// The C return value of a call that returns nothing on success.

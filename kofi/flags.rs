@@ -40,6 +40,7 @@ bits!(
     FI_PROV_ATTR_ONLY,
     FI_SELECTIVE_COMPLETION,
     FI_DIRECTED_RECV,
+    FI_RMA_EVENT,
 );
 
 /// `FI_ADDR_UNSPEC` (bindgen cannot evaluate its cast).
@@ -63,7 +64,7 @@ pub(crate) const RX_OP_FLAGS: u64 = FI_COMPLETION | FI_MORE;
 /// The flags fi_getinfo() knows.
 pub(crate) const GETINFO_FLAGS: u64 = FI_SOURCE | FI_NUMERICHOST | FI_PROV_ATTR_ONLY;
 
-/// The bits fi_ep_bind() knows.
-pub(crate) const BIND_FLAGS: u64 = FI_SEND | FI_RECV | FI_SELECTIVE_COMPLETION;
+/// The bits fi_ep_bind() of a CQ knows.
+pub(crate) const CQ_BIND_FLAGS: u64 = FI_SEND | FI_RECV | FI_SELECTIVE_COMPLETION;
 
 pub(crate) const MR_ACCESS: u64 = abi::KOFI_MR_ACCESS as u64;

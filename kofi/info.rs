@@ -249,9 +249,70 @@ unsafe fn view<'a>(info: &'a abi::fi_info) -> InfoView<'a> {
         if let Some(d) = info.domain_attr.as_ref() {
             v.domain_name = bytes(d.name);
         }
+        let a = &mut v.attrs;
+        if let Some(ep) = info.ep_attr.as_ref() {
+            a.protocol = ep.protocol;
+            a.protocol_version = ep.protocol_version;
+            a.max_msg_size = ep.max_msg_size;
+        }
+        if let Some(tx) = info.tx_attr.as_ref() {
+            a.tx_msg_order = tx.msg_order;
+            a.tx_comp_order = tx.comp_order;
+            a.inject_size = tx.inject_size;
+            a.tx_size = tx.size;
+            a.tx_iov_limit = tx.iov_limit;
+            a.rma_iov_limit = tx.rma_iov_limit;
+        }
+        if let Some(rx) = info.rx_attr.as_ref() {
+            a.rx_msg_order = rx.msg_order;
+            a.rx_comp_order = rx.comp_order;
+            a.total_buffered_recv = rx.total_buffered_recv;
+            a.rx_size = rx.size;
+            a.rx_iov_limit = rx.iov_limit;
+        }
+        if let Some(d) = info.domain_attr.as_ref() {
+            a.threading = d.threading;
+            a.control_progress = d.control_progress;
+            a.data_progress = d.data_progress;
+            a.resource_mgmt = d.resource_mgmt;
+            a.mr_mode = d.mr_mode;
+            a.cq_data_size = d.cq_data_size;
+            a.mr_iov_limit = d.mr_iov_limit;
+            a.ep_cnt = d.ep_cnt;
+            a.cq_cnt = d.cq_cnt;
+            a.mr_cnt = d.mr_cnt;
+        }
     }
     v
 }
+
+// `info_match` is built on the host too, with these values of its own.
+const _: () = {
+    use info_match::abi_values as v;
+    assert!(v::FI_THREAD_SAFE == abi::fi_threading_FI_THREAD_SAFE);
+    assert!(v::FI_THREAD_FID == abi::fi_threading_FI_THREAD_FID);
+    assert!(v::FI_THREAD_DOMAIN == abi::fi_threading_FI_THREAD_DOMAIN);
+    assert!(v::FI_THREAD_COMPLETION == abi::fi_threading_FI_THREAD_COMPLETION);
+    assert!(v::FI_THREAD_ENDPOINT == abi::fi_threading_FI_THREAD_ENDPOINT);
+    assert!(v::FI_PROGRESS_AUTO == abi::fi_progress_FI_PROGRESS_AUTO);
+    assert!(v::FI_PROGRESS_MANUAL == abi::fi_progress_FI_PROGRESS_MANUAL);
+    assert!(v::FI_RM_DISABLED == abi::fi_resource_mgmt_FI_RM_DISABLED);
+    assert!(v::FI_RM_ENABLED == abi::fi_resource_mgmt_FI_RM_ENABLED);
+    assert!(v::FI_MR_LOCAL == abi::FI_MR_LOCAL as i32);
+    assert!(v::FI_MR_RAW == abi::FI_MR_RAW as i32);
+    assert!(v::FI_MR_VIRT_ADDR == abi::FI_MR_VIRT_ADDR as i32);
+    assert!(v::FI_MR_PROV_KEY == abi::FI_MR_PROV_KEY as i32);
+    assert!(v::FI_MR_RMA_EVENT == abi::FI_MR_RMA_EVENT as i32);
+    assert!(v::FI_MR_ENDPOINT == abi::FI_MR_ENDPOINT as i32);
+    assert!(v::FI_RMA == flags::FI_RMA);
+    assert!(v::FI_ATOMIC == flags::FI_ATOMIC);
+    assert!(v::FI_READ == flags::FI_READ);
+    assert!(v::FI_WRITE == flags::FI_WRITE);
+    assert!(v::FI_RECV == flags::FI_RECV);
+    assert!(v::FI_SEND == flags::FI_SEND);
+    assert!(v::FI_REMOTE_READ == flags::FI_REMOTE_READ);
+    assert!(v::FI_REMOTE_WRITE == flags::FI_REMOTE_WRITE);
+};
 
 /// Whether an info from a provider has what the core relies on.
 fn well_formed(info: &abi::fi_info) -> bool {
@@ -275,6 +336,9 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
     unsafe {
         let t = &mut *twin;
         t.caps |= RDM_CAPS;
+        // A peer's RMA reaches the RDM endpoint's MSG ones, which report it
+        // to nobody: no FI_RMA_EVENT.
+        t.caps &= !flags::FI_RMA_EVENT;
         (*t.ep_attr).type_ = abi::fi_ep_type_FI_EP_RDM;
         let ep = &mut *t.ep_attr;
         ep.protocol_version = ep.protocol;
@@ -403,8 +467,20 @@ fn provider_infos(
                 .and_then(|h| h.domain_attr.as_ref())
                 .map_or(0, |d| d.mr_mode);
             let d = &mut *info.domain_attr;
-            d.mr_mode =
-                info_match::offered_mr_mode(hinted, d.mr_mode, abi::FI_MR_ENDPOINT as c_int);
+            d.mr_mode = info_match::offered_mr_mode(hinted, d.mr_mode, info_match::MR_OPTIONAL);
+            // The core's AVs are either type: an RDM info takes the hinted one.
+            let av_type = hints
+                .as_ref()
+                .and_then(|h| h.domain_attr.as_ref())
+                .map_or(abi::fi_av_type_FI_AV_UNSPEC, |d| d.av_type);
+            if (*info.ep_attr).protocol == abi::FI_PROTO_KOFI_RDM
+                && matches!(
+                    av_type,
+                    abi::fi_av_type_FI_AV_MAP | abi::fi_av_type_FI_AV_TABLE
+                )
+            {
+                d.av_type = av_type;
+            }
         }
         // Stamp the provider's identity, as the consumer will see it.
         // SAFETY: `fabric_attr` is valid (well formed).

@@ -13,7 +13,72 @@ pub(crate) struct InfoView<'a> {
     pub(crate) prov_name: Option<&'a [u8]>,
     pub(crate) fabric_name: Option<&'a [u8]>,
     pub(crate) domain_name: Option<&'a [u8]>,
+    pub(crate) attrs: Attrs,
 }
+
+/// The attributes of the ep, tx, rx and domain attrs that hints bound: a
+/// hint of 0 (or UNSPEC) leaves one open; otherwise the offer must reach
+/// it, as libfabric's util providers check (`ofi_check_*_attr`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Attrs {
+    pub(crate) protocol: u32,
+    pub(crate) protocol_version: u32,
+    pub(crate) max_msg_size: usize,
+    pub(crate) tx_msg_order: u64,
+    pub(crate) tx_comp_order: u64,
+    pub(crate) inject_size: usize,
+    pub(crate) tx_size: usize,
+    pub(crate) tx_iov_limit: usize,
+    pub(crate) rma_iov_limit: usize,
+    pub(crate) rx_msg_order: u64,
+    pub(crate) rx_comp_order: u64,
+    pub(crate) total_buffered_recv: usize,
+    pub(crate) rx_size: usize,
+    pub(crate) rx_iov_limit: usize,
+    pub(crate) threading: u32,
+    pub(crate) control_progress: u32,
+    pub(crate) data_progress: u32,
+    pub(crate) resource_mgmt: u32,
+    pub(crate) mr_mode: i32,
+    pub(crate) cq_data_size: usize,
+    pub(crate) mr_iov_limit: usize,
+    pub(crate) ep_cnt: usize,
+    pub(crate) cq_cnt: usize,
+    pub(crate) mr_cnt: usize,
+}
+
+/// The values of `fabric.h` this file reads (it is built on the host too,
+/// without the bindings; `info.rs` checks they agree).
+pub(crate) mod abi_values {
+    pub(crate) const FI_THREAD_SAFE: u32 = 1;
+    pub(crate) const FI_THREAD_FID: u32 = 2;
+    pub(crate) const FI_THREAD_DOMAIN: u32 = 3;
+    pub(crate) const FI_THREAD_COMPLETION: u32 = 4;
+    pub(crate) const FI_THREAD_ENDPOINT: u32 = 5;
+    pub(crate) const FI_PROGRESS_AUTO: u32 = 1;
+    pub(crate) const FI_PROGRESS_MANUAL: u32 = 2;
+    pub(crate) const FI_RM_DISABLED: u32 = 1;
+    pub(crate) const FI_RM_ENABLED: u32 = 2;
+    pub(crate) const FI_MR_LOCAL: i32 = 1 << 0;
+    pub(crate) const FI_MR_RAW: i32 = 1 << 1;
+    pub(crate) const FI_MR_VIRT_ADDR: i32 = 1 << 2;
+    pub(crate) const FI_MR_PROV_KEY: i32 = 1 << 4;
+    pub(crate) const FI_MR_RMA_EVENT: i32 = 1 << 6;
+    pub(crate) const FI_MR_ENDPOINT: i32 = 1 << 7;
+    pub(crate) const FI_RMA: u64 = 1 << 2;
+    pub(crate) const FI_ATOMIC: u64 = 1 << 4;
+    pub(crate) const FI_READ: u64 = 1 << 8;
+    pub(crate) const FI_WRITE: u64 = 1 << 9;
+    pub(crate) const FI_RECV: u64 = 1 << 10;
+    pub(crate) const FI_SEND: u64 = 1 << 11;
+    pub(crate) const FI_REMOTE_READ: u64 = 1 << 12;
+    pub(crate) const FI_REMOTE_WRITE: u64 = 1 << 13;
+}
+use abi_values::*;
+
+/// Registration modes a provider can work with or without: they stay in an
+/// offer only when the consumer's hints list them (see [`offered_mr_mode`]).
+pub(crate) const MR_OPTIONAL: i32 = FI_MR_ENDPOINT;
 
 /// Why an offer does not satisfy hints.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -27,6 +92,8 @@ pub(crate) enum Mismatch {
     ProvName,
     FabricName,
     DomainName,
+    /// The offer does not reach the hint for this attribute.
+    Attr(&'static str),
 }
 
 const UNSPEC: u32 = 0;
@@ -65,6 +132,142 @@ pub(crate) fn check(hints: &InfoView<'_>, offer: &InfoView<'_>) -> Result<(), Mi
     }
     if !name_matches(hints.domain_name, offer.domain_name) {
         return Err(Mismatch::DomainName);
+    }
+    check_attrs(hints.caps, &hints.attrs, &offer.attrs).map_err(Mismatch::Attr)
+}
+
+/// How much of the work of making calls safe a threading model leaves to
+/// the consumer (higher: more); 0 for an unknown one.
+fn thread_level(t: u32) -> u32 {
+    match t {
+        FI_THREAD_SAFE => 1,
+        FI_THREAD_FID => 2,
+        FI_THREAD_ENDPOINT => 3,
+        FI_THREAD_COMPLETION => 4,
+        FI_THREAD_DOMAIN => 5,
+        UNSPEC => 6,
+        _ => 0,
+    }
+}
+
+/// As [`thread_level`] for progress: automatic asks nothing of the consumer.
+fn progress_level(p: u32) -> u32 {
+    match p {
+        FI_PROGRESS_AUTO => 1,
+        FI_PROGRESS_MANUAL => 2,
+        UNSPEC => 3,
+        _ => 0,
+    }
+}
+
+/// As [`thread_level`] for resource management: enabled protects the most.
+fn rm_level(r: u32) -> u32 {
+    match r {
+        FI_RM_ENABLED => 1,
+        FI_RM_DISABLED => 2,
+        UNSPEC => 3,
+        _ => 0,
+    }
+}
+
+/// Whether a model the consumer `wants` is served by the `offered` one: an
+/// offer that does not say (UNSPEC) is not held against the hint.
+fn model_ok(wants: u32, offered: u32, level: fn(u32) -> u32) -> bool {
+    offered == UNSPEC || level(wants) >= level(offered)
+}
+
+/// Whether a consumer with `caps` lets peers reach its memory by RMA
+/// (libfabric's `ofi_rma_target_allowed`).
+fn rma_target(caps: u64) -> bool {
+    let directions = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    caps & (FI_RMA | FI_ATOMIC) != 0
+        && (caps & directions == 0 || caps & (FI_REMOTE_READ | FI_REMOTE_WRITE) != 0)
+}
+
+/// Whether a consumer supporting registration modes `hinted` (0: any) with
+/// `caps` can use a provider requiring `offer` (libfabric's
+/// `ofi_check_mr_mode`): every mode the provider requires must be one the
+/// consumer lists, leaving out those that matter only to an RMA target
+/// when the consumer is none, and the optional ones it did not list.
+pub(crate) fn mr_mode_ok(hinted: i32, caps: u64, offer: i32) -> bool {
+    let mut required = offered_mr_mode(hinted, offer, MR_OPTIONAL);
+    if !rma_target(caps) {
+        if required & FI_MR_LOCAL == 0 {
+            return true;
+        }
+        required &= !(FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_RMA_EVENT);
+    }
+    hinted == 0 || hinted & required == required
+}
+
+/// Checks the attributes of an offer against hints; the name of the first
+/// one that falls short.
+fn check_attrs(caps: u64, h: &Attrs, o: &Attrs) -> Result<(), &'static str> {
+    let at_most = [
+        (
+            "ep_attr.protocol_version",
+            h.protocol_version as usize,
+            o.protocol_version as usize,
+        ),
+        ("ep_attr.max_msg_size", h.max_msg_size, o.max_msg_size),
+        ("tx_attr.inject_size", h.inject_size, o.inject_size),
+        ("tx_attr.size", h.tx_size, o.tx_size),
+        ("tx_attr.iov_limit", h.tx_iov_limit, o.tx_iov_limit),
+        ("tx_attr.rma_iov_limit", h.rma_iov_limit, o.rma_iov_limit),
+        (
+            "rx_attr.total_buffered_recv",
+            h.total_buffered_recv,
+            o.total_buffered_recv,
+        ),
+        ("rx_attr.size", h.rx_size, o.rx_size),
+        ("rx_attr.iov_limit", h.rx_iov_limit, o.rx_iov_limit),
+        ("domain_attr.cq_data_size", h.cq_data_size, o.cq_data_size),
+        ("domain_attr.mr_iov_limit", h.mr_iov_limit, o.mr_iov_limit),
+    ];
+    for (name, hint, offer) in at_most {
+        if hint > offer {
+            return Err(name);
+        }
+    }
+    // Counts an offer leaves at 0 are not limited by the provider.
+    let counts = [
+        ("domain_attr.ep_cnt", h.ep_cnt, o.ep_cnt),
+        ("domain_attr.cq_cnt", h.cq_cnt, o.cq_cnt),
+        ("domain_attr.mr_cnt", h.mr_cnt, o.mr_cnt),
+    ];
+    for (name, hint, offer) in counts {
+        if offer != 0 && hint > offer {
+            return Err(name);
+        }
+    }
+    let subsets = [
+        ("tx_attr.msg_order", h.tx_msg_order, o.tx_msg_order),
+        ("tx_attr.comp_order", h.tx_comp_order, o.tx_comp_order),
+        ("rx_attr.msg_order", h.rx_msg_order, o.rx_msg_order),
+        ("rx_attr.comp_order", h.rx_comp_order, o.rx_comp_order),
+    ];
+    for (name, hint, offer) in subsets {
+        if hint & !offer != 0 {
+            return Err(name);
+        }
+    }
+    if h.protocol != UNSPEC && h.protocol != o.protocol {
+        return Err("ep_attr.protocol");
+    }
+    if !model_ok(h.threading, o.threading, thread_level) {
+        return Err("domain_attr.threading");
+    }
+    if !model_ok(h.control_progress, o.control_progress, progress_level) {
+        return Err("domain_attr.control_progress");
+    }
+    if !model_ok(h.data_progress, o.data_progress, progress_level) {
+        return Err("domain_attr.data_progress");
+    }
+    if !model_ok(h.resource_mgmt, o.resource_mgmt, rm_level) {
+        return Err("domain_attr.resource_mgmt");
+    }
+    if !mr_mode_ok(h.mr_mode, caps, o.mr_mode) {
+        return Err("domain_attr.mr_mode");
     }
     Ok(())
 }

@@ -201,6 +201,7 @@ EXPORT_SYMBOL_NS_GPL(fi_sendv, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_sendmsg, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_inject, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_senddata, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_injectdata, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recv, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvv, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvmsg, KOFI);
@@ -223,6 +224,7 @@ EXPORT_SYMBOL_NS_GPL(fi_writev, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_writemsg, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_inject_write, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_writedata, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_inject_writedata, KOFI);
 /* Completion and event queues */
 EXPORT_SYMBOL_NS_GPL(fi_cq_read, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cq_readerr, KOFI);
@@ -230,10 +232,21 @@ EXPORT_SYMBOL_NS_GPL(fi_cq_sread, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cq_signal, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cq_readfrom, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cq_sreadfrom, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cq_strerror, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_eq_read, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_eq_readerr, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_eq_write, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_eq_sread, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_eq_strerror, KOFI);
+/* Counters */
+EXPORT_SYMBOL_NS_GPL(fi_cntr_open, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_read, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_readerr, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_add, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_adderr, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_set, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_seterr, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_wait, KOFI);
 /* Memory registration */
 EXPORT_SYMBOL_NS_GPL(fi_mr_reg, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_mr_regv, KOFI);

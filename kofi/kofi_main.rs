@@ -16,6 +16,7 @@ mod api_data;
 mod api_objects;
 mod api_queues;
 mod av;
+mod cntr;
 mod errno;
 mod flags;
 mod info;

@@ -8,6 +8,7 @@
 //! fails with -EBUSY.
 
 use crate::abi;
+use crate::cntr::Cntr;
 use crate::errno;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
 use crate::queue::{Cq, Eq};
@@ -235,6 +236,8 @@ pub(crate) struct Bindings {
     pub(crate) eq: Option<Arc<Eq>>,
     /// The address vector of an FI_EP_RDM endpoint.
     pub(crate) av: Option<Arc<crate::av::Av>>,
+    /// The counter bound for each kind of [`crate::cntr::EVENTS`].
+    pub(crate) cntrs: [Option<Arc<Cntr>>; crate::cntr::EVENTS.len()],
 }
 
 /// The limits an endpoint was opened with, from its info.
@@ -328,16 +331,15 @@ impl Endpoint {
         self.enabled.load(Ordering::Acquire)
     }
 
-    /// The CQ a completion with `flags` goes to, and whether it is selective.
-    pub(crate) fn cq_for(&self, flags: u64) -> Option<(Arc<Cq>, bool)> {
+    /// Where a report of an operation with `flags` goes: the CQ of its
+    /// direction and the counter bound for its kind (one lock for both).
+    pub(crate) fn report_targets(&self, flags: u64) -> (Option<Arc<Cq>>, Option<Arc<Cntr>>) {
         use crate::flags::*;
         let b = self.bindings.lock();
         let rx = flags & (FI_RECV | FI_REMOTE_WRITE | FI_REMOTE_READ) != 0;
-        if rx {
-            b.rx_cq.clone().map(|cq| (cq, b.rx_selective))
-        } else {
-            b.tx_cq.clone().map(|cq| (cq, b.tx_selective))
-        }
+        let cq = if rx { &b.rx_cq } else { &b.tx_cq };
+        let cntr = crate::cntr::slot_of(flags).and_then(|i| b.cntrs[i].clone());
+        (cq.clone(), cntr)
     }
 
     pub(crate) fn eq(&self) -> Option<Arc<Eq>> {

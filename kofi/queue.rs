@@ -57,7 +57,7 @@ fn queue_size(asked: usize, default: u32, max: u32) -> Result<usize> {
 
 /// Whether a queue with `wait_obj` can be slept on; wait objects other than
 /// a kernel wait queue (or none) are not supported.
-fn can_wait(wait_obj: abi::fi_wait_obj) -> Result<bool> {
+pub(crate) fn can_wait(wait_obj: abi::fi_wait_obj) -> Result<bool> {
     match wait_obj {
         abi::fi_wait_obj_FI_WAIT_NONE => Ok(false),
         abi::fi_wait_obj_FI_WAIT_UNSPEC | abi::fi_wait_obj_FI_WAIT_QUEUE => Ok(true),
@@ -86,19 +86,19 @@ struct CqState {
 }
 
 /// The timeout of an sread, in jiffies; `None` waits forever.
-fn timeout_jiffies(timeout_ms: i32) -> Option<kernel::time::Jiffies> {
+pub(crate) fn timeout_jiffies(timeout_ms: i32) -> Option<kernel::time::Jiffies> {
     u32::try_from(timeout_ms).ok().map(msecs_to_jiffies)
 }
 
-/// What an sread does after a wake-up.
-enum Wait {
+/// What an sread (or fi_cntr_wait) does after a wake-up.
+pub(crate) enum Wait {
     Again(Option<kernel::time::Jiffies>),
     TimedOut,
     Interrupted,
 }
 
 /// Sleeps on `waiters` with `guard` released, for at most `left`.
-fn sleep<T, B: kernel::sync::lock::Backend>(
+pub(crate) fn sleep<T, B: kernel::sync::lock::Backend>(
     waiters: &CondVar,
     guard: &mut kernel::sync::lock::Guard<'_, T, B>,
     left: Option<kernel::time::Jiffies>,
@@ -130,6 +130,8 @@ pub(crate) struct Cq {
     pub(crate) users: Users,
     format: u32,
     can_wait: bool,
+    /// fi_cq_sread waits for `cond` entries (FI_CQ_COND_THRESHOLD).
+    threshold_cond: bool,
     handler: abi::kofi_cq_handler_t,
     #[pin]
     state: BhSpinLock<CqState>,
@@ -172,6 +174,7 @@ impl Cq {
         }
         let ring = CompletionRing::new(slots(size)?);
         let handler = attr.comp_handler;
+        let threshold_cond = attr.wait_cond == abi::fi_cq_wait_cond_FI_CQ_COND_THRESHOLD;
         Ok(try_pin_init!(Cq {
             public: Opaque::new(abi::fid_cq {
                 fid: fid_head(abi::FI_CLASS_CQ, context),
@@ -180,6 +183,7 @@ impl Cq {
             users: Users::default(),
             format,
             can_wait,
+            threshold_cond,
             handler,
             state <- new_bh_spinlock!(CqState { ring, signaled: false }, "kofi_cq"),
             waiters <- new_condvar!("kofi_cq_waiters"),
@@ -318,7 +322,10 @@ impl Cq {
         Ok(1)
     }
 
-    /// fi_cq_sread.
+    /// fi_cq_sread. On a queue opened with FI_CQ_COND_THRESHOLD, `cond` is
+    /// the number of entries (at most `count`) to wait for, as libfabric
+    /// reads it (a value, not a pointer); an error entry at the head, the
+    /// timeout or fi_cq_signal end the wait with what there is.
     ///
     /// # Safety
     ///
@@ -328,20 +335,29 @@ impl Cq {
         buf: *mut c_void,
         count: usize,
         src: *mut u64,
+        cond: *const c_void,
         timeout_ms: i32,
     ) -> Result<usize> {
         if !self.can_wait {
             return Err(errno::enosys());
         }
+        let threshold = if self.threshold_cond {
+            (cond as usize).clamp(1, count)
+        } else {
+            1
+        };
         // fi_close refuses the queue while we may sleep on it.
         let _sleeping = self.users.hold();
         let mut left = timeout_jiffies(timeout_ms);
         let mut state = self.state.lock();
         loop {
-            // SAFETY: The caller's guarantee.
-            match unsafe { self.read_locked(&mut state, buf, count, src) } {
-                Err(e) if e == errno::eagain() => {}
-                other => return other,
+            let ready = state.ring.len() >= threshold || state.ring.error_at_head();
+            if ready || state.signaled || matches!(left, Some(0)) {
+                // SAFETY: The caller's guarantee.
+                match unsafe { self.read_locked(&mut state, buf, count, src) } {
+                    Err(e) if e == errno::eagain() => {}
+                    other => return other,
+                }
             }
             if state.signaled {
                 state.signaled = false;

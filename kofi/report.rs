@@ -40,17 +40,26 @@ fn complete(ep: *mut abi::fid_ep, slot: Slot<Completion, CqError>, flags: u64) -
     post(e, slot, flags)
 }
 
+/// Reports an operation with `flags`: its CQ entry (an error always, a
+/// success when [`wanted`]), then the count on the counter bound for its
+/// kind, after the entry so that a thread woken by the count finds it.
 fn post(e: &Endpoint, slot: Slot<Completion, CqError>, flags: u64) -> Result {
-    let (cq, _selective) = e.cq_for(flags).ok_or_else(errno::enocq)?;
-    cq.post(slot)
+    let (cq, cntr) = e.report_targets(flags);
+    let failed = matches!(slot, Slot::Failed(_));
+    let posted = if failed || wanted(flags) {
+        cq.ok_or_else(errno::enocq).and_then(|cq| cq.post(slot))
+    } else {
+        Ok(())
+    };
+    if let Some(cntr) = cntr {
+        cntr.count(failed);
+    }
+    posted
 }
 
 /// A completion of an endpoint built in the core (FI_EP_RDM), with the
 /// source address of a receive.
 pub(crate) fn complete_from(e: &Endpoint, c: Completion) -> Result {
-    if !wanted(c.flags) {
-        return Ok(());
-    }
     let flags = c.flags;
     post(
         e,
@@ -79,9 +88,6 @@ pub(crate) extern "C" fn kofi_ep_complete(
     buf: *mut c_void,
     data: u64,
 ) -> c_int {
-    if !wanted(flags) {
-        return 0;
-    }
     let c = Completion {
         op_context,
         flags: flags & CQ_FLAGS,

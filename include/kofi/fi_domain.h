@@ -84,6 +84,56 @@ struct fi_av_attr {
 
 #define KOFI_AV_COUNT_MAX (1 << 20)
 
+/*
+ * Counters (fi_cntr(3)): a count of completed operations and a count of
+ * failed ones, implemented once, in the core, for every provider. Bind one to
+ * an endpoint with fi_ep_bind() and any of FI_SEND, FI_RECV, FI_READ,
+ * FI_WRITE (operations the endpoint started or received) and FI_REMOTE_READ,
+ * FI_REMOTE_WRITE (RMA a peer aimed at the endpoint: only on endpoints whose
+ * info has FI_RMA_EVENT). Every operation counts, whether or not it asked for
+ * a CQ entry (fi_inject included); a failed one adds to the error count.
+ */
+enum fi_cntr_events {
+	FI_CNTR_EVENTS_COMP,	/* count completed operations (the only kind) */
+	FI_CNTR_EVENTS_BYTES,	/* not supported: -FI_ENOSYS */
+};
+
+/**
+ * struct fi_cntr_attr - attributes of a counter
+ * @events: FI_CNTR_EVENTS_COMP
+ * @wait_obj: FI_WAIT_UNSPEC or FI_WAIT_QUEUE (fi_cntr_wait sleeps on a
+ *	kernel wait queue), or FI_WAIT_NONE (fi_cntr_wait is -FI_ENOSYS)
+ * @wait_set: NULL
+ * @flags: 0
+ */
+struct fi_cntr_attr {
+	enum fi_cntr_events events;
+	enum fi_wait_obj wait_obj;
+	void *wait_set;
+	u64 flags;
+};
+
+struct fid_cntr {
+	struct fid fid;
+};
+
+int fi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
+		 void *context);
+/* The counts; 0 for something that is not an open counter. */
+u64 fi_cntr_read(struct fid_cntr *cntr);
+u64 fi_cntr_readerr(struct fid_cntr *cntr);
+int fi_cntr_add(struct fid_cntr *cntr, u64 value);
+int fi_cntr_adderr(struct fid_cntr *cntr, u64 value);
+int fi_cntr_set(struct fid_cntr *cntr, u64 value);
+int fi_cntr_seterr(struct fid_cntr *cntr, u64 value);
+/*
+ * Sleeps (process context) until the count reaches @threshold: 0; or until
+ * the error count changes (-FI_EAVAIL), @timeout ms pass (-FI_ETIMEDOUT;
+ * negative: no timeout) or a signal comes (-EINTR). fi_close of a counter a
+ * thread waits on is -FI_EBUSY.
+ */
+int fi_cntr_wait(struct fid_cntr *cntr, u64 threshold, int timeout);
+
 #define KOFI_MR_ACCESS (FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)
 
 int fi_domain(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **domain,

@@ -84,6 +84,9 @@ ssize_t fi_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, u64 flags);
 ssize_t fi_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest_addr);
 ssize_t fi_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc, u64 data,
 		    fi_addr_t dest_addr, void *context);
+/* fi_inject with remote CQ data. */
+ssize_t fi_injectdata(struct fid_ep *ep, const void *buf, size_t len, u64 data,
+		      fi_addr_t dest_addr);
 ssize_t fi_recv(struct fid_ep *ep, void *buf, size_t len, void *desc, fi_addr_t src_addr,
 		void *context);
 ssize_t fi_recvv(struct fid_ep *ep, const struct kvec *iov, void **desc, size_t count,

@@ -58,8 +58,11 @@ typedef void (*kofi_eq_handler_t)(struct fid_eq *eq);
  * @flags: 0
  * @format: the format fi_cq_read() returns
  * @wait_obj: FI_WAIT_NONE, FI_WAIT_UNSPEC or FI_WAIT_QUEUE
- * @signaling_vector: ignored
- * @wait_cond: FI_CQ_COND_NONE
+ * @signaling_vector: ignored (libfabric reads it only with FI_AFFINITY in
+ *	@flags, which kofi does not take)
+ * @wait_cond: FI_CQ_COND_NONE, or FI_CQ_COND_THRESHOLD: fi_cq_sread()'s
+ *	@cond is then the number of entries to wait for (a value cast to a
+ *	pointer, as libfabric reads it; at most @count)
  * @wait_set: NULL
  * @comp_handler: kofi: optional, see the top of this file
  */
@@ -187,10 +190,23 @@ ssize_t fi_cq_readfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *sr
 ssize_t fi_cq_sreadfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src_addr,
 			const void *cond, int timeout);
 
+/*
+ * The text of an error entry's prov_errno, copied into @buf (at most @len
+ * bytes with the NUL; @buf returned) when @buf is set, else a static string;
+ * NULL when @cq is not a CQ. A negative prov_errno is a kernel errno
+ * (kofi_sock); a positive one a device's status (kofi_verbs: ib_wc_status).
+ * @err_data is not read.
+ */
+const char *fi_cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data, char *buf,
+			   size_t len);
+
 ssize_t fi_eq_read(struct fid_eq *eq, u32 *event, void *buf, size_t len, u64 flags);
 ssize_t fi_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, u64 flags);
 ssize_t fi_eq_write(struct fid_eq *eq, u32 event, const void *buf, size_t len, u64 flags);
 ssize_t fi_eq_sread(struct fid_eq *eq, u32 *event, void *buf, size_t len, int timeout,
 		    u64 flags);
+/* As fi_cq_strerror(), for an EQ error entry. */
+const char *fi_eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data, char *buf,
+			   size_t len);
 
 #endif /* _KOFI_FI_EQ_H */

@@ -50,5 +50,8 @@ ssize_t fi_inject_write(struct fid_ep *ep, const void *buf, size_t len, fi_addr_
 			u64 addr, u64 key);
 ssize_t fi_writedata(struct fid_ep *ep, const void *buf, size_t len, void *desc, u64 data,
 		     fi_addr_t dest_addr, u64 addr, u64 key, void *context);
+/* fi_inject_write with remote CQ data. */
+ssize_t fi_inject_writedata(struct fid_ep *ep, const void *buf, size_t len, u64 data,
+			    fi_addr_t dest_addr, u64 addr, u64 key);
 
 #endif /* _KOFI_FI_RMA_H */

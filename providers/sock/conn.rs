@@ -962,13 +962,15 @@ impl Inner {
             }
             (Phase::Connected, Op::Write) => {
                 let written = self.rma_write(&h, &payload);
-                // The target's completion first (remote CQ data), then the
-                // answer; the decision comes from the result itself.
-                if let (Ok(()), true) = (&written, h.flags & wire::FLAG_CQ_DATA != 0) {
-                    if let Some(ep) = &self.ep {
-                        let flags = FI_REMOTE_WRITE | FI_RMA | FI_REMOTE_CQ_DATA;
-                        let _ = ep.complete(flags, Context::NONE, payload.len(), h.data);
-                    }
+                // The target's report first (a CQ entry for remote CQ data,
+                // a count for a counter: FI_RMA_EVENT), then the answer.
+                if let (Ok(()), Some(ep)) = (&written, &self.ep) {
+                    let (flags, data) = if h.flags & wire::FLAG_CQ_DATA != 0 {
+                        (FI_REMOTE_WRITE | FI_RMA | FI_REMOTE_CQ_DATA, h.data)
+                    } else {
+                        (FI_REMOTE_WRITE | FI_RMA, 0)
+                    };
+                    let _ = ep.complete(flags, Context::NONE, payload.len(), data);
                 }
                 let ack = Header {
                     status: status_of(written),
@@ -979,6 +981,10 @@ impl Inner {
             }
             (Phase::Connected, Op::ReadReq) => {
                 let (status, data) = self.rma_read(&h);
+                if let (0, Some(ep)) = (status, &self.ep) {
+                    // Counted on a counter (FI_RMA_EVENT); never a CQ entry.
+                    let _ = ep.complete(FI_REMOTE_READ | FI_RMA, Context::NONE, data.len(), 0);
+                }
                 let resp = Header {
                     status,
                     id: h.id,

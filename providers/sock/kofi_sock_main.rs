@@ -126,7 +126,8 @@ pub(crate) fn msg_info(
             | FI_READ
             | FI_WRITE
             | FI_REMOTE_READ
-            | FI_REMOTE_WRITE;
+            | FI_REMOTE_WRITE
+            | FI_RMA_EVENT;
         f.info.addr_format = if ipv6 {
             abi::FI_SOCKADDR_IN6
         } else {
@@ -149,6 +150,7 @@ pub(crate) fn msg_info(
         // FI_MR_ENDPOINT, to consumers that ask: the core binds and enables
         // regions; peers reach them through the core's table once enabled.
         f.domain.mr_mode = (abi::FI_MR_PROV_KEY | abi::FI_MR_ENDPOINT) as i32;
+        f.domain.mr_key_size = core::mem::size_of::<u64>();
         f.domain.mr_iov_limit = MR_IOV_LIMIT;
         f.domain.cq_data_size = CQ_DATA_SIZE;
         f.domain.threading = abi::fi_threading_FI_THREAD_SAFE;
@@ -326,9 +328,9 @@ impl kofi::Endpoint for SockEp {
             h.flags = wire::FLAG_CQ_DATA;
             h.data = msg.data();
         }
-        // An inject has no completion; the others report once sent.
-        let done = (flags & FI_INJECT == 0 || flags & FI_COMPLETION != 0)
-            .then_some((msg.context(), flags));
+        // Every send reports once sent, an inject too: the core posts a CQ
+        // entry only when one was asked for, and counts it on a counter.
+        let done = Some((msg.context(), flags));
         // The payload goes out from the consumer's buffers (pages spliced
         // where the stack allows), except an inject's, whose buffer is the
         // caller's again on return, and pages that cannot be spliced.

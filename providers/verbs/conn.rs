@@ -191,8 +191,6 @@ struct Report {
     flags: u64,
     ctx: Context,
     len: usize,
-    /// Report success too (not an inject without FI_COMPLETION).
-    always: bool,
 }
 
 /// A provider receive buffer, posted while the connection lives.

@@ -1,4 +1,6 @@
-use crate::info_match::{check, offered_mr_mode, provider_order, InfoView, Mismatch};
+use crate::info_match::{
+    abi_values::*, check, mr_mode_ok, offered_mr_mode, provider_order, Attrs, InfoView, Mismatch,
+};
 use crate::ring::{CompletionRing, Overrun, Ring, Slot};
 use std::cmp::Ordering;
 
@@ -136,7 +138,239 @@ fn offer() -> InfoView<'static> {
         prov_name: Some(b"sock"),
         fabric_name: Some(b"tcp"),
         domain_name: Some(b"eth0"),
+        attrs: offered_attrs(),
     }
+}
+
+/// Attributes as kofi_sock offers them.
+fn offered_attrs() -> Attrs {
+    Attrs {
+        protocol: 10,
+        max_msg_size: 4 << 20,
+        tx_msg_order: 0x1ff,
+        inject_size: 4096,
+        tx_size: 256,
+        tx_iov_limit: 16,
+        rma_iov_limit: 4,
+        rx_size: 256,
+        rx_iov_limit: 16,
+        threading: FI_THREAD_SAFE,
+        control_progress: FI_PROGRESS_AUTO,
+        data_progress: FI_PROGRESS_AUTO,
+        mr_mode: FI_MR_PROV_KEY | FI_MR_ENDPOINT,
+        cq_data_size: 8,
+        mr_iov_limit: 16,
+        ..Attrs::default()
+    }
+}
+
+/// Hints asking for `attrs` (messages and RMA, modes supported).
+fn hinting(attrs: Attrs) -> InfoView<'static> {
+    InfoView {
+        caps: MSG | RMA,
+        mode: CONTEXT,
+        attrs,
+        ..InfoView::default()
+    }
+}
+
+#[test]
+fn attributes_are_minimums_or_choices() {
+    let o = offered_attrs();
+    // What the offer has, exactly, matches; so does asking for less.
+    assert_eq!(check(&hinting(o), &offer()), Ok(()));
+    let less = Attrs {
+        tx_size: 1,
+        rx_iov_limit: 2,
+        max_msg_size: 4096,
+        threading: FI_THREAD_DOMAIN,
+        control_progress: FI_PROGRESS_MANUAL,
+        tx_msg_order: 1,
+        ..Attrs::default()
+    };
+    assert_eq!(check(&hinting(less), &offer()), Ok(()));
+    let d = Attrs::default();
+    let too_much: [(Attrs, &str); 14] = [
+        (
+            Attrs {
+                max_msg_size: (4 << 20) + 1,
+                ..d
+            },
+            "ep_attr.max_msg_size",
+        ),
+        (Attrs { protocol: 1, ..d }, "ep_attr.protocol"),
+        (
+            Attrs {
+                protocol_version: 1,
+                ..d
+            },
+            "ep_attr.protocol_version",
+        ),
+        (
+            Attrs {
+                inject_size: 4097,
+                ..d
+            },
+            "tx_attr.inject_size",
+        ),
+        (Attrs { tx_size: 257, ..d }, "tx_attr.size"),
+        (
+            Attrs {
+                tx_iov_limit: 17,
+                ..d
+            },
+            "tx_attr.iov_limit",
+        ),
+        (
+            Attrs {
+                rma_iov_limit: 5,
+                ..d
+            },
+            "tx_attr.rma_iov_limit",
+        ),
+        (
+            Attrs {
+                tx_comp_order: 1,
+                ..d
+            },
+            "tx_attr.comp_order",
+        ),
+        (
+            Attrs {
+                rx_msg_order: 1,
+                ..d
+            },
+            "rx_attr.msg_order",
+        ),
+        (
+            Attrs {
+                total_buffered_recv: 1,
+                ..d
+            },
+            "rx_attr.total_buffered_recv",
+        ),
+        (Attrs { rx_size: 1000, ..d }, "rx_attr.size"),
+        (
+            Attrs {
+                cq_data_size: 16,
+                ..d
+            },
+            "domain_attr.cq_data_size",
+        ),
+        (
+            Attrs {
+                mr_iov_limit: 17,
+                ..d
+            },
+            "domain_attr.mr_iov_limit",
+        ),
+        (Attrs { threading: 9, ..d }, "domain_attr.threading"),
+    ];
+    for (attrs, name) in too_much {
+        assert_eq!(
+            check(&hinting(attrs), &offer()),
+            Err(Mismatch::Attr(name)),
+            "{attrs:?}"
+        );
+    }
+    // Counts the provider leaves at 0 are not limits; others are.
+    let counted = Attrs {
+        mr_cnt: 1 << 30,
+        ..d
+    };
+    assert_eq!(check(&hinting(counted), &offer()), Ok(()));
+    let mut limited = offer();
+    limited.attrs.mr_cnt = 100;
+    assert_eq!(
+        check(&hinting(counted), &limited),
+        Err(Mismatch::Attr("domain_attr.mr_cnt"))
+    );
+}
+
+#[test]
+fn threading_and_progress_models() {
+    let mut manual = offer();
+    manual.attrs.data_progress = FI_PROGRESS_MANUAL;
+    manual.attrs.threading = FI_THREAD_DOMAIN;
+    let wants = |threading, data_progress| {
+        hinting(Attrs {
+            threading,
+            data_progress,
+            ..Attrs::default()
+        })
+    };
+    // Automatic progress serves a consumer that would drive it itself.
+    assert_eq!(check(&wants(0, FI_PROGRESS_MANUAL), &offer()), Ok(()));
+    assert_eq!(
+        check(&wants(0, FI_PROGRESS_AUTO), &manual),
+        Err(Mismatch::Attr("domain_attr.data_progress"))
+    );
+    // A thread-safe provider serves every model; a domain-serialised one
+    // only consumers that serialise their domain (or do not say).
+    assert_eq!(check(&wants(FI_THREAD_COMPLETION, 0), &offer()), Ok(()));
+    assert_eq!(
+        check(&wants(FI_THREAD_SAFE, 0), &manual),
+        Err(Mismatch::Attr("domain_attr.threading"))
+    );
+    assert_eq!(
+        check(&wants(FI_THREAD_ENDPOINT, 0), &manual),
+        Err(Mismatch::Attr("domain_attr.threading"))
+    );
+    assert_eq!(
+        check(&wants(FI_THREAD_DOMAIN, FI_PROGRESS_MANUAL), &manual),
+        Ok(())
+    );
+    // A model the offer leaves unsaid is not held against a hint.
+    let mut unsaid = offer();
+    unsaid.attrs.resource_mgmt = 0;
+    let rm = hinting(Attrs {
+        resource_mgmt: FI_RM_ENABLED,
+        ..Attrs::default()
+    });
+    assert_eq!(check(&rm, &unsaid), Ok(()));
+    unsaid.attrs.resource_mgmt = FI_RM_DISABLED;
+    assert_eq!(
+        check(&rm, &unsaid),
+        Err(Mismatch::Attr("domain_attr.resource_mgmt"))
+    );
+}
+
+#[test]
+fn registration_modes_as_libfabric_checks_them() {
+    let offer = FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    let rma = RMA;
+    // Not saying (0) is supporting every mode.
+    assert!(mr_mode_ok(0, rma, offer));
+    // A consumer choosing its own keys cannot use a provider that picks them.
+    assert!(!mr_mode_ok(FI_MR_LOCAL | FI_MR_VIRT_ADDR, rma, offer));
+    assert!(mr_mode_ok(
+        FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_PROV_KEY,
+        rma,
+        offer
+    ));
+    // FI_MR_ENDPOINT is optional: required only when listed.
+    assert!(mr_mode_ok(FI_MR_PROV_KEY, rma, offer));
+    assert!(mr_mode_ok(FI_MR_PROV_KEY | FI_MR_ENDPOINT, rma, offer));
+    assert!(!mr_mode_ok(FI_MR_ENDPOINT, rma, offer));
+    // Keys matter only to an RMA target: messages alone need no PROV_KEY.
+    assert!(mr_mode_ok(FI_MR_LOCAL, MSG, offer));
+    assert!(mr_mode_ok(FI_MR_LOCAL, RMA | FI_READ | FI_WRITE, offer));
+    assert!(!mr_mode_ok(FI_MR_LOCAL, RMA | FI_REMOTE_WRITE, offer));
+    // ... unless the provider needs local registration, which it must get.
+    assert!(!mr_mode_ok(
+        FI_MR_VIRT_ADDR,
+        MSG,
+        FI_MR_LOCAL | FI_MR_PROV_KEY
+    ));
+    assert!(mr_mode_ok(FI_MR_LOCAL, MSG, FI_MR_LOCAL | FI_MR_PROV_KEY));
+    let hints = hinting(Attrs {
+        mr_mode: FI_MR_LOCAL,
+        ..Attrs::default()
+    });
+    assert_eq!(
+        check(&hints, &self::offer()),
+        Err(Mismatch::Attr("domain_attr.mr_mode"))
+    );
 }
 
 #[test]

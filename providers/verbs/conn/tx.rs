@@ -456,7 +456,6 @@ impl Conn {
                         flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
                         ctx,
                         len: *len,
-                        always: true,
                     });
                 }
                 (wr, last, true)
@@ -476,8 +475,6 @@ impl Conn {
                     flags: kind | (*flags & FI_COMPLETION),
                     ctx: *ctx,
                     len: *len,
-                    // An inject write reports only when asked to.
-                    always: *flags & FI_INJECT == 0 || *flags & FI_COMPLETION != 0,
                 };
                 if *next == parts.len() {
                     // The remote CQ data of a write, after the write.
@@ -626,7 +623,6 @@ impl Conn {
                     flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
                     ctx,
                     len: *len,
-                    always: true,
                 });
                 let lent = lent.take().ok_or(EINVAL)?;
                 g.next_cookie += 1;
@@ -689,9 +685,7 @@ impl Conn {
         self.answer_disconnect(g);
         if let (Some(r), Some(ep)) = (report, &g.ep) {
             if wc.ok() {
-                if r.always {
-                    let _ = ep.complete(r.flags, r.ctx, r.len, 0);
-                }
+                let _ = ep.complete(r.flags, r.ctx, r.len, 0);
             } else {
                 let err = g.sq_error.unwrap_or(abi::FI_EIO);
                 let _ = ep.complete_error(r.flags, r.ctx, err, 0, 0, wc.status as i32);

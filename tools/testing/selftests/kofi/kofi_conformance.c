@@ -76,6 +76,78 @@ static void getinfo_describes_the_provider(struct kunit *test)
 	fi_freeinfo(hints);
 }
 
+/* fi_getinfo with @hints, which it keeps; its result (0 or an error). */
+static int getinfo_with(struct fi_info *hints)
+{
+	struct fi_info *got = NULL;
+	int ret = fi_getinfo(V, node, NULL, 0, hints, &got);
+
+	fi_freeinfo(got);
+	return ret;
+}
+
+/*
+ * Hints bound what fi_getinfo offers, as libfabric's providers check them:
+ * every limit a hint names is a minimum the offer must reach, registration
+ * modes the provider requires must be ones the consumer lists, threading
+ * and progress models are served by safer and more automatic ones.
+ */
+static void getinfo_hints_bound_the_offer(struct kunit *test)
+{
+	struct fi_info *offer = test_info(test, prov, node, NULL, 0);
+	struct fi_info *h = fi_dupinfo(offer);
+
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	KUNIT_EXPECT_EQ(test, offer->domain_attr->mr_key_size, sizeof(u64));
+	/* The offer itself, as hints, is met. */
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
+
+#define EXPECT_BOUND(field) do {						\
+		h->field = offer->field + 1;					\
+		KUNIT_EXPECT_EQ_MSG(test, getinfo_with(h), -FI_ENODATA, #field);	\
+		h->field = offer->field;					\
+	} while (0)
+	EXPECT_BOUND(ep_attr->max_msg_size);
+	EXPECT_BOUND(tx_attr->size);
+	EXPECT_BOUND(tx_attr->iov_limit);
+	EXPECT_BOUND(tx_attr->rma_iov_limit);
+	EXPECT_BOUND(tx_attr->inject_size);
+	EXPECT_BOUND(rx_attr->size);
+	EXPECT_BOUND(rx_attr->iov_limit);
+	EXPECT_BOUND(domain_attr->cq_data_size);
+	EXPECT_BOUND(domain_attr->mr_iov_limit);
+#undef EXPECT_BOUND
+	h->tx_attr->comp_order = FI_ORDER_STRICT;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
+	h->tx_attr->comp_order = 0;
+	h->ep_attr->protocol = FI_PROTO_IWARP + offer->ep_attr->protocol;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
+	h->ep_attr->protocol = offer->ep_attr->protocol;
+
+	/* Registration: the provider picks keys, so a consumer must list
+	 * FI_MR_PROV_KEY to be an RMA target, and need not for messages. */
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
+	h->domain_attr->mr_mode |= FI_MR_PROV_KEY;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
+	h->domain_attr->mr_mode = FI_MR_LOCAL;
+	h->caps = FI_MSG;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
+	h->caps = offer->caps;
+	h->domain_attr->mr_mode = 0;
+
+	/* Models: a consumer serialising its domain and driving progress
+	 * itself is served; so is one that asks for full safety. */
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	h->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
+	fi_freeinfo(h);
+	fi_freeinfo(offer);
+}
+
 /* Objects close in dependency order; out of order is -EBUSY, not a crash. */
 static void close_ordering(struct kunit *test)
 {
@@ -296,6 +368,22 @@ static void cq_data(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 99ULL);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 64, src, 16), 0);
+
+	/* The inject forms: the data arrives, the sender sees no completion. */
+	memset(dst, 0, sizeof(dst));
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_injectdata(p.client.ep, src, 12, 0x5678, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0x5678ULL);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, src, 12), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject_writedata(p.client.ep, src + 4, 8, 77, 0, 256,
+						  fi_mr_key(mr)), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 77ULL);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 256, src + 4, 8), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
 	pair_close(test, &p);
 	vfree(region);
@@ -459,7 +547,8 @@ static void multi_ep(struct kunit *test)
 {
 	enum { EPS = 4 };
 	struct pair p = { .prov = prov };
-	struct side cl[EPS] = {}, sv[EPS] = {};
+	struct side *cl = kunit_kcalloc(test, EPS, sizeof(*cl), GFP_KERNEL);
+	struct side *sv = kunit_kcalloc(test, EPS, sizeof(*sv), GFP_KERNEL);
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 64 };
 	struct fid_cq *ccq, *scq;
 	struct fi_cq_data_entry e;
@@ -469,6 +558,7 @@ static void multi_ep(struct kunit *test)
 	char port[8];
 	int i, who;
 
+	KUNIT_ASSERT_TRUE(test, cl && sv);
 	pair_listen(test, &p, node, port_of(port, 9));
 	KUNIT_ASSERT_EQ(test, fi_cq_open(p.domain, &cq_attr, &ccq, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_cq_open(p.domain, &cq_attr, &scq, NULL), 0);
@@ -557,7 +647,8 @@ static void mr_endpoint(struct kunit *test)
 {
 	struct pair p = { .mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY };
 	struct fi_info *plain = test_info(test, prov, node, NULL, 0);
-	struct fi_info *bound = test_info_mr(test, prov, node, NULL, 0, FI_MR_ENDPOINT);
+	struct fi_info *bound = test_info_mr(test, prov, node, NULL, 0,
+					     FI_MR_ENDPOINT | FI_MR_PROV_KEY);
 	struct fi_cq_data_entry e;
 	struct fid_mr *mr, *off;
 	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
@@ -961,6 +1052,110 @@ static void receives_released_when_the_connection_ends(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/* The error count of @cntr reaching @want: a counter is told of a failure
+ * right after its CQ entry, so a reader of the entry may be a moment ahead. */
+static u64 cntr_errors(struct fid_cntr *cntr, u64 want)
+{
+	int i;
+
+	for (i = 0; i < 1000 && fi_cntr_readerr(cntr) < want; i++)
+		msleep(1);
+	return fi_cntr_readerr(cntr);
+}
+
+/*
+ * Counters count every operation of their kinds, with a CQ entry or not
+ * (injects): sends and receives, reads and writes, and where the provider
+ * offers FI_RMA_EVENT, the peer's reads and writes of a region; where it
+ * does not, binding for them is refused. A failed read adds to the errors.
+ */
+static void counters(struct kunit *test)
+{
+	enum { MSGS = 8, LEN = 64 };
+	struct pair p = {};
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+	bool rma_event = info->caps & FI_RMA_EVENT;
+	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
+	struct fi_cq_data_entry e;
+	struct fid_mr *mr, *gone;
+	struct fid_ep *ep;
+	u64 key;
+	int i;
+
+	KUNIT_ASSERT_TRUE(test, region && src && back);
+	fill(src, 65536, 21);
+	p.client.cntr_flags = FI_SEND | FI_READ | FI_WRITE;
+	p.server.cntr_flags = FI_RECV | (rma_event ? FI_REMOTE_READ | FI_REMOTE_WRITE : 0);
+	conf_open(test, &p, 21);
+
+	/* Messages: half with a send completion, half injected (none). */
+	for (i = 0; i < MSGS; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, back + i * LEN, LEN, NULL, 0, NULL), 0);
+	for (i = 0; i < MSGS; i++) {
+		if (i % 2)
+			KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, src + i * LEN, LEN, 0), 0);
+		else
+			KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src + i * LEN, LEN, NULL, 0, src),
+					0);
+	}
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(p.server.cntr, MSGS, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src, MSGS * LEN), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(p.client.cntr, MSGS, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(p.client.cntr), (u64)MSGS);
+	for (i = 0; i < MSGS / 2; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	}
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
+	for (i = 0; i < MSGS; i++)
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+
+	/* RMA: a write and a read, counted at the initiator and, with
+	 * FI_RMA_EVENT, at the target. */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cntr_wait(p.client.cntr, MSGS + 1, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
+	memset(back, 0, 65536);
+	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 4096, NULL, 0, 8192, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cntr_wait(p.client.cntr, MSGS + 2, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src + 8192, 4096), 0);
+	for (i = 0; i < 2; i++)
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	if (rma_event)
+		KUNIT_EXPECT_EQ(test, fi_cntr_wait(p.server.cntr, MSGS + 2, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(p.server.cntr), (u64)(rma_event ? MSGS + 2 : MSGS));
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(p.server.cntr), 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &e, 1), -FI_EAGAIN);
+
+	/* Without FI_RMA_EVENT a counter cannot watch the peer's RMA. */
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p.server.cntr->fid, FI_REMOTE_WRITE),
+			rma_event ? 0 : -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
+
+	/* A read of a region that is gone: an error, counted as one (last:
+	 * on an RC QP it ends the connection). */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 64, FI_REMOTE_READ, 0, 0, 0, &gone, NULL),
+			0);
+	key = fi_mr_key(gone);
+	KUNIT_EXPECT_EQ(test, fi_close(&gone->fid), 0);
+	expect_read_refused(test, &p, key, back);
+	KUNIT_EXPECT_EQ(test, cntr_errors(p.client.cntr, 1), 1ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(p.client.cntr), (u64)(MSGS + 2));
+
+	side_close(test, &p.client);
+	side_close(test, &p.server);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	fi_freeinfo(info);
+	vfree(region);
+	vfree(src);
+	vfree(back);
+}
+
 /* fi_connect with each of its allocations failing in turn: an error or a
  * connection, never a crash or a leak (kmemleak and KASAN judge the run),
  * and the provider serves a connection afterwards. */
@@ -1017,6 +1212,7 @@ static void connect_under_allocation_failures(struct kunit *test)
 
 static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(getinfo_describes_the_provider),
+	KUNIT_CASE(getinfo_hints_bound_the_offer),
 	KUNIT_CASE(close_ordering),
 	KUNIT_CASE(bad_arguments),
 	KUNIT_CASE(mr_registration),
@@ -1037,6 +1233,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(recv_posted_before_connect),
 	KUNIT_CASE(cancel_receives),
 	KUNIT_CASE(receives_released_when_the_connection_ends),
+	KUNIT_CASE(counters),
 	KUNIT_CASE(connect_under_allocation_failures),
 	{}
 };

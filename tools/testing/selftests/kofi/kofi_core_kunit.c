@@ -892,6 +892,57 @@ static void cq_handler_and_wait_none(struct kunit *test)
 	fx_close(test, &f);
 }
 
+/* FI_CQ_COND_THRESHOLD: fi_cq_sread waits for @cond entries (a value, as
+ * libfabric reads it), and at the timeout returns what there is. Without
+ * the condition, cond is not looked at. */
+static void cq_sread_threshold(struct kunit *test)
+{
+	struct fx f = {};
+	struct fid_cq *cq;
+	struct fi_cq_attr attr = { .size = 16, .format = FI_CQ_FORMAT_CONTEXT,
+				   .wait_cond = FI_CQ_COND_THRESHOLD };
+	struct fi_cq_entry e[8];
+	struct fid_ep *ep;
+	unsigned long start;
+	int i;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(f.domain, &attr, &cq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(f.domain, f.info, &ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(ep, &cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(ep, &f.eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(ep), 0);
+	for (i = 0; i < 2; i++)
+		KUNIT_ASSERT_EQ(test, kofi_ep_complete(ep, FI_SEND | FI_MSG | FI_COMPLETION, CTX(i),
+						       0, NULL, 0), 0);
+	/* Two of three: it waits the whole timeout, then takes the two. */
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(cq, e, 8, (void *)3, 200), 2);
+	KUNIT_EXPECT_GE(test, jiffies_to_msecs(jiffies - start), 150U);
+	KUNIT_EXPECT_PTR_EQ(test, e[1].op_context, CTX(1));
+	for (i = 0; i < 3; i++)
+		KUNIT_ASSERT_EQ(test, kofi_ep_complete(ep, FI_SEND | FI_MSG | FI_COMPLETION, CTX(i),
+						       0, NULL, 0), 0);
+	/* Three of three: at once. A threshold above count is count. */
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(cq, e, 2, (void *)5, 10000), 2);
+	KUNIT_EXPECT_LT(test, jiffies_to_msecs(jiffies - start), 5000U);
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(cq, e, 8, NULL, 10000), 1);
+	KUNIT_EXPECT_LT(test, jiffies_to_msecs(jiffies - start), 5000U);
+	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), 0);
+
+	/* FI_CQ_COND_NONE: one entry is enough, whatever cond says. */
+	KUNIT_ASSERT_EQ(test, kofi_ep_complete(f.ep, FI_SEND | FI_MSG | FI_COMPLETION, CTX(5), 0,
+					       NULL, 0), 0);
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cq_sread(f.txcq, e, 8, (void *)3, 10000), 1);
+	KUNIT_EXPECT_LT(test, jiffies_to_msecs(jiffies - start), 5000U);
+	attr.wait_cond = FI_CQ_COND_THRESHOLD + 1;
+	KUNIT_EXPECT_EQ(test, fi_cq_open(f.domain, &attr, &cq, NULL), -EINVAL);
+	fx_close(test, &f);
+}
+
 static void cq_bad_arguments(struct kunit *test)
 {
 	struct fx f = {};
@@ -920,7 +971,338 @@ static struct kunit_case cq_cases[] = {
 	KUNIT_CASE(cq_signal_wakes_sread),
 	KUNIT_CASE(cq_close_with_a_sleeper_is_busy),
 	KUNIT_CASE(cq_handler_and_wait_none),
+	KUNIT_CASE(cq_sread_threshold),
 	KUNIT_CASE(cq_bad_arguments),
+	{}
+};
+
+/* ---- counters ---- */
+
+static void fill(u8 *buf, size_t len, u8 seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (u8)(seed + i * 7);
+}
+
+
+struct cntr_fx {
+	struct fx f;
+	struct fid_cntr *tx, *rx, *rma;
+};
+
+/* The fixture with counters bound for sends, receives, and reads and
+ * writes together; transmits complete selectively. */
+static void cntr_fx_open(struct kunit *test, struct cntr_fx *c)
+{
+	struct fi_cq_attr cq_attr = { .size = 64, .format = FI_CQ_FORMAT_DATA };
+	struct fi_eq_attr eq_attr = { .size = 16 };
+	struct fi_cntr_attr attr = {};
+	struct fx *f = &c->f;
+
+	f->info = msg_info(test);
+	KUNIT_ASSERT_EQ(test, fi_fabric(f->info->fabric_attr, &f->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(f->fabric, f->info, &f->domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_open(f->fabric, &eq_attr, &f->eq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(f->domain, &cq_attr, &f->txcq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(f->domain, &cq_attr, &f->rxcq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(f->domain, &attr, &c->tx, CTX(1)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(f->domain, &attr, &c->rx, CTX(2)), 0);
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(f->domain, &attr, &c->rma, CTX(3)), 0);
+	KUNIT_EXPECT_PTR_EQ(test, c->rma->fid.context, CTX(3));
+	KUNIT_ASSERT_EQ(test, fi_endpoint(f->domain, f->info, &f->ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &f->eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &f->txcq->fid, FI_SEND | FI_SELECTIVE_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &f->rxcq->fid, FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &c->tx->fid, FI_SEND), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &c->rx->fid, FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(f->ep, &c->rma->fid, FI_READ | FI_WRITE), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(f->ep), 0);
+}
+
+static void cntr_fx_close(struct kunit *test, struct cntr_fx *c)
+{
+	if (c->f.ep)
+		KUNIT_EXPECT_EQ(test, fi_close(&c->f.ep->fid), 0);
+	c->f.ep = NULL;
+	KUNIT_EXPECT_EQ(test, fi_close(&c->tx->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->rx->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->rma->fid), 0);
+	fx_close(test, &c->f);
+}
+
+/* Every operation counts on the counter of its kind, with or without a CQ
+ * entry (selective completion, fi_inject); failures count as errors. */
+static void cntr_counts_every_operation(struct kunit *test)
+{
+	struct cntr_fx c = {};
+	struct fx *f = &c.f;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	struct fid_mr *mr;
+	u8 *region = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	u8 src[100], dst[100];
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	fill(src, sizeof(src), 4);
+	cntr_fx_open(test, &c);
+	for (i = 0; i < 3; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(f->ep, dst, sizeof(dst), NULL, 0, CTX(10 + i)), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(f->ep, src, 10, NULL, 0, CTX(20)), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(f->ep, src, 20, NULL, 0, CTX(21)), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(f->ep, src, TEST_INJECT_SIZE, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.tx), 3ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.rx), 3ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.rma), 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(c.tx), 0ULL);
+	/* Selective: the sends made no CQ entry; the receives did. */
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f->txcq, &e, 1), -FI_EAGAIN);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_EQ(test, fi_cq_read(f->rxcq, &e, 1), 1);
+
+	/* A truncated receive fails: an error on the receive counter only. */
+	KUNIT_ASSERT_EQ(test, fi_recv(f->ep, dst, 10, NULL, 0, CTX(13)), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(f->ep, src, 100, NULL, 0, CTX(22)), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.rx), 3ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(c.rx), 1ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.tx), 4ULL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(f->rxcq, &err, 0), 1);
+	KUNIT_EXPECT_EQ(test, err.err, FI_ETRUNC);
+
+	/* Reads and writes on the RMA counter; a refused one as an error. */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(f->domain, region, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_write(f->ep, src, 100, NULL, 0, 0, fi_mr_key(mr), CTX(30)), 0);
+	KUNIT_ASSERT_EQ(test, fi_read(f->ep, dst, 100, NULL, 0, 0, fi_mr_key(mr), CTX(31)), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, src, 100), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.rma), 2ULL);
+	KUNIT_ASSERT_EQ(test, fi_read(f->ep, dst, 100, NULL, 0, 4000, fi_mr_key(mr), CTX(32)), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.rma), 2ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(c.rma), 1ULL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readerr(f->txcq, &err, 0), 1);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, CTX(32));
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.tx), 4ULL);
+
+	/* Reports from the provider directly: the kind picks the counter. */
+	KUNIT_EXPECT_EQ(test, kofi_ep_complete(f->ep, FI_RECV | FI_MSG, NULL, 0, NULL, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c.rx), 4ULL);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f->rxcq, &e, 1), -FI_EAGAIN);
+
+	/* Counters bound to an endpoint are busy; the endpoint closes first. */
+	KUNIT_EXPECT_EQ(test, fi_close(&c.rx->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&f->ep->fid), 0);
+	f->ep = NULL;
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	cntr_fx_close(test, &c);
+}
+
+static void cntr_set_add_and_errors(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cntr_attr attr = {};
+	struct fid_cntr *c;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c), 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_add(c, 5), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_add(c, 7), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c), 12ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_set(c, 100), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c), 100ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_adderr(c, 2), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(c), 2ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_seterr(c, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(c), 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c), 100ULL);
+	/* Reached thresholds return at once, whatever the timeout. */
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(c, 100, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(c, 0, -1), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(c, 101, 0), -FI_ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), 0);
+	fx_close(test, &f);
+}
+
+struct cntr_action {
+	struct fid_cntr *cntr;
+	bool error;
+	unsigned int delay_ms;
+};
+
+static int cntr_action_fn(void *arg)
+{
+	struct cntr_action *a = arg;
+
+	msleep(a->delay_ms);
+	if (a->error)
+		fi_cntr_adderr(a->cntr, 1);
+	else
+		fi_cntr_add(a->cntr, 2);
+	while (!kthread_should_stop())
+		msleep(10);
+	return 0;
+}
+
+/* fi_cntr_wait sleeps until the threshold, an error, or the timeout. */
+static void cntr_wait_wakes_and_times_out(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cntr_attr attr = { .wait_obj = FI_WAIT_QUEUE };
+	struct cntr_action a = { .delay_ms = 100 };
+	struct task_struct *t;
+	struct fid_cntr *c;
+	unsigned long start;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), 0);
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(c, 1, 200), -FI_ETIMEDOUT);
+	KUNIT_EXPECT_GE(test, jiffies_to_msecs(jiffies - start), 150U);
+
+	/* Woken by the count reaching the threshold (2 >= 2). */
+	a.cntr = c;
+	t = kthread_run(cntr_action_fn, &a, "kofi_kunit_cntr");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(c, 2, 10000), 0);
+	KUNIT_EXPECT_LT(test, jiffies_to_msecs(jiffies - start), 5000U);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(c), 2ULL);
+	kthread_stop(t);
+
+	/* Woken by an error before the threshold. */
+	a.error = true;
+	t = kthread_run(cntr_action_fn, &a, "kofi_kunit_cntr");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(c, 50, -1), -FI_EAVAIL);
+	KUNIT_EXPECT_LT(test, jiffies_to_msecs(jiffies - start), 5000U);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(c), 1ULL);
+	kthread_stop(t);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), 0);
+	fx_close(test, &f);
+}
+
+struct cntr_sleeper {
+	struct fid_cntr *cntr;
+	int ret;
+};
+
+static int cntr_sleeper_fn(void *arg)
+{
+	struct cntr_sleeper *s = arg;
+
+	s->ret = fi_cntr_wait(s->cntr, 1, -1);
+	while (!kthread_should_stop())
+		msleep(10);
+	return 0;
+}
+
+/* fi_close refuses a counter a thread waits on; the wait ends on its count. */
+static void cntr_close_with_a_waiter_is_busy(struct kunit *test)
+{
+	struct fx f = {};
+	struct fi_cntr_attr attr = {};
+	struct cntr_sleeper s = { .ret = 1 };
+	struct task_struct *t;
+	struct fid_cntr *c;
+	int i;
+
+	fx_open(test, &f);
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), 0);
+	s.cntr = c;
+	t = kthread_run(cntr_sleeper_fn, &s, "kofi_kunit_cntr_waiter");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	get_task_struct(t);
+	for (i = 0; i < 500 && !(READ_ONCE(t->__state) & TASK_INTERRUPTIBLE); i++)
+		msleep(10);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(t->__state) & TASK_INTERRUPTIBLE);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&f.domain->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_cntr_add(c, 1), 0);
+	for (i = 0; i < 500 && READ_ONCE(s.ret) == 1; i++)
+		msleep(10);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(s.ret), 0);
+	kthread_stop(t);
+	put_task_struct(t);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), 0);
+	fx_close(test, &f);
+}
+
+static void cntr_bad_arguments(struct kunit *test)
+{
+	struct fx f = {}, g = {};
+	struct fi_cntr_attr attr = {};
+	struct fid_cntr *c, *none, *other;
+	struct fid_ep *ep;
+
+	fx_open(test, &f);
+	KUNIT_EXPECT_EQ(test, fi_cntr_open(NULL, &attr, &c, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_open(f.domain, NULL, &c, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_open(f.domain, &attr, NULL, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_open((struct fid_domain *)f.eq, &attr, &c, NULL), -EINVAL);
+	attr.events = FI_CNTR_EVENTS_BYTES;
+	KUNIT_EXPECT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), -FI_ENOSYS);
+	attr.events = 7;
+	KUNIT_EXPECT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), -EINVAL);
+	attr = (struct fi_cntr_attr){ .flags = 1 };
+	KUNIT_EXPECT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), -FI_EBADFLAGS);
+	attr = (struct fi_cntr_attr){ .wait_obj = FI_WAIT_FD };
+	KUNIT_EXPECT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), -FI_ENOSYS);
+	attr = (struct fi_cntr_attr){ .wait_set = &attr };
+	KUNIT_EXPECT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), -EINVAL);
+	attr = (struct fi_cntr_attr){ .wait_obj = FI_WAIT_NONE };
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(f.domain, &attr, &none, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(none, 1, 10), -FI_ENOSYS);
+	attr = (struct fi_cntr_attr){};
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(f.domain, &attr, &c, NULL), 0);
+
+	/* Calls on something that is not a counter. */
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(NULL), 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr((struct fid_cntr *)f.txcq), 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_add(NULL, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_adderr((struct fid_cntr *)f.txcq, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_set((struct fid_cntr *)f.eq, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_seterr(NULL, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(NULL, 1, 10), -EINVAL);
+
+	/* Binding: kinds, not other flags; each kind once; the same domain;
+	 * a peer's RMA only with FI_RMA_EVENT; before fi_enable. */
+	KUNIT_ASSERT_EQ(test, fi_endpoint(f.domain, f.info, &ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &c->fid, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &c->fid, FI_SEND | FI_SELECTIVE_COMPLETION),
+			-FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &c->fid, 1ULL << 40), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &c->fid, FI_REMOTE_WRITE), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &c->fid, FI_SEND | FI_WRITE), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &none->fid, FI_WRITE | FI_RECV), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &none->fid, FI_RECV), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.txcq->fid, FI_SEND | FI_WRITE), -FI_EBADFLAGS);
+	fx_open(test, &g);
+	KUNIT_ASSERT_EQ(test, fi_cntr_open(g.domain, &attr, &other, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &other->fid, FI_READ), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.eq->fid, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &f.txcq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_EXPECT_EQ(test, fi_enable(ep), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &c->fid, FI_READ), -FI_EOPBADSTATE);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&none->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&f.domain->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&none->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&other->fid), 0);
+	fx_close(test, &g);
+	fx_close(test, &f);
+}
+
+static struct kunit_case cntr_cases[] = {
+	KUNIT_CASE(cntr_counts_every_operation),
+	KUNIT_CASE(cntr_set_add_and_errors),
+	KUNIT_CASE(cntr_wait_wakes_and_times_out),
+	KUNIT_CASE(cntr_close_with_a_waiter_is_busy),
+	KUNIT_CASE(cntr_bad_arguments),
 	{}
 };
 
@@ -1144,14 +1526,6 @@ static struct kunit_case eq_cases[] = {
 
 /* ---- messages and RMA through the test provider ---- */
 
-static void fill(u8 *buf, size_t len, u8 seed)
-{
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		buf[i] = (u8)(seed + i * 7);
-}
-
 static void data_send_recv_bytes(struct kunit *test)
 {
 	struct fx f = {};
@@ -1226,6 +1600,14 @@ static void data_vectors_truncation_data_inject(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)TEST_INJECT_SIZE);
 	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, &e, 1), -FI_EAGAIN);
 	KUNIT_EXPECT_EQ(test, fi_inject(f.ep, src, TEST_INJECT_SIZE + 1, 0), -FI_EMSGSIZE);
+	KUNIT_ASSERT_EQ(test, fi_recv(f.ep, dst, 100, NULL, FI_ADDR_UNSPEC, CTX(8)), 0);
+	KUNIT_ASSERT_EQ(test, fi_injectdata(f.ep, src, 16, 0x77, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0x77ULL);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_injectdata(f.ep, src, TEST_INJECT_SIZE + 1, 1, 0), -FI_EMSGSIZE);
+	KUNIT_EXPECT_EQ(test, fi_injectdata(NULL, src, 16, 1, 0), -EINVAL);
 
 	/* Bad arguments. */
 	KUNIT_EXPECT_EQ(test, fi_send(f.ep, NULL, 10, NULL, 0, NULL), -EINVAL);
@@ -1302,6 +1684,20 @@ static void data_rma_write_and_read(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 77ULL);
 	KUNIT_ASSERT_EQ(test, fi_cq_read(f.txcq, &e, 1), 1);
+	/* ... and its inject form, which the sender sees no completion of. */
+	KUNIT_ASSERT_EQ(test, fi_inject_writedata(f.ep, src, 8, 78, 0, base + 2048, key), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(f.rxcq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, e.data, 78ULL);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 2048, src, 8), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_inject_writedata(f.ep, src, 8, 78, 0, base, key + 1), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(f.txcq, &e, 1), -FI_EAVAIL);
+	{
+		struct fi_cq_err_entry err = {};
+
+		KUNIT_EXPECT_EQ(test, fi_cq_readerr(f.txcq, &err, 0), 1);
+		KUNIT_EXPECT_EQ(test, err.flags, FI_RMA | FI_WRITE);
+	}
 
 	/* Several remote buffers in one read. */
 	{
@@ -1477,6 +1873,30 @@ static void data_strerror(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, fi_strerror(4000), "Unknown error");
 }
 
+/* An error entry's prov_errno as text: a kernel errno when negative. */
+static void data_cq_and_eq_strerror(struct kunit *test)
+{
+	struct fx f = {};
+	char buf[8];
+
+	fx_open(test, &f);
+	KUNIT_EXPECT_STREQ(test, fi_cq_strerror(f.txcq, -ECONNRESET, NULL, NULL, 0),
+			   "Connection reset by peer");
+	KUNIT_EXPECT_STREQ(test, fi_eq_strerror(f.eq, -ETIMEDOUT, NULL, NULL, 0),
+			   "Connection timed out");
+	KUNIT_EXPECT_NOT_NULL(test, strstr(fi_cq_strerror(f.txcq, 5, NULL, NULL, 0), "device"));
+	/* Into the caller's buffer, cut to fit. */
+	KUNIT_EXPECT_PTR_EQ(test, fi_cq_strerror(f.rxcq, -EIO, NULL, buf, sizeof(buf)),
+			    (const char *)buf);
+	KUNIT_EXPECT_STREQ(test, buf, "I/O err");
+	KUNIT_EXPECT_PTR_EQ(test, fi_eq_strerror(f.eq, -EIO, NULL, buf, 1), (const char *)buf);
+	KUNIT_EXPECT_STREQ(test, buf, "");
+	/* Not a queue of the right kind: NULL. */
+	KUNIT_EXPECT_NULL(test, fi_cq_strerror((struct fid_cq *)f.eq, -EIO, NULL, NULL, 0));
+	KUNIT_EXPECT_NULL(test, fi_eq_strerror(NULL, -EIO, NULL, buf, sizeof(buf)));
+	fx_close(test, &f);
+}
+
 static struct kunit_case data_cases[] = {
 	KUNIT_CASE(data_send_recv_bytes),
 	KUNIT_CASE(data_vectors_truncation_data_inject),
@@ -1487,6 +1907,7 @@ static struct kunit_case data_cases[] = {
 	KUNIT_CASE(data_rma_vector_count_checked_first),
 	KUNIT_CASE(data_huge_lengths_counts_and_flags),
 	KUNIT_CASE(data_strerror),
+	KUNIT_CASE(data_cq_and_eq_strerror),
 	{}
 };
 
@@ -1495,6 +1916,7 @@ static struct kunit_suite kofi_getinfo_suite = { .name = "kofi_getinfo", .test_c
 static struct kunit_suite kofi_objects_suite = { .name = "kofi_objects", .test_cases = objects_cases };
 static struct kunit_suite kofi_cq_suite = { .name = "kofi_cq", .test_cases = cq_cases };
 static struct kunit_suite kofi_eq_suite = { .name = "kofi_eq", .test_cases = eq_cases };
+static struct kunit_suite kofi_cntr_suite = { .name = "kofi_cntr", .test_cases = cntr_cases };
 static struct kunit_suite kofi_data_suite = { .name = "kofi_data", .test_cases = data_cases };
 
 static int use_rust_provider(struct kunit_suite *suite)
@@ -1517,7 +1939,8 @@ static struct kunit_suite kofi_data_rust_suite = {
 };
 
 kunit_test_suites(&kofi_registry_suite, &kofi_getinfo_suite, &kofi_objects_suite,
-		  &kofi_cq_suite, &kofi_eq_suite, &kofi_data_suite, &kofi_data_rust_suite);
+		  &kofi_cq_suite, &kofi_cntr_suite, &kofi_eq_suite, &kofi_data_suite,
+		  &kofi_data_rust_suite);
 
 MODULE_IMPORT_NS(KOFI);
 MODULE_DESCRIPTION("KUnit tests of the kofi core through its exported ABI");

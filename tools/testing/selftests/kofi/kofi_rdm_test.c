@@ -42,6 +42,9 @@ struct net {
 	struct fid_ep *ep[EPS_MAX];
 	struct fid_cq *cq[EPS_MAX];
 	fi_addr_t addr[EPS_MAX];
+	/* A counter bound for the kinds in cntr_flags[i], when not 0. */
+	u64 cntr_flags[EPS_MAX];
+	struct fid_cntr *cntr[EPS_MAX];
 };
 
 static struct fi_info *rdm_info(struct kunit *test)
@@ -68,6 +71,12 @@ static void ep_open(struct kunit *test, struct net *t, int i)
 	KUNIT_ASSERT_EQ(test, fi_endpoint(t->domain, t->info, &t->ep[i], NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_ep_bind(t->ep[i], &t->cq[i]->fid, FI_SEND | FI_RECV), 0);
 	KUNIT_ASSERT_EQ(test, fi_ep_bind(t->ep[i], &t->av->fid, 0), 0);
+	if (t->cntr_flags[i]) {
+		struct fi_cntr_attr cntr_attr = {};
+
+		KUNIT_ASSERT_EQ(test, fi_cntr_open(t->domain, &cntr_attr, &t->cntr[i], NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_ep_bind(t->ep[i], &t->cntr[i]->fid, t->cntr_flags[i]), 0);
+	}
 	KUNIT_ASSERT_EQ(test, fi_enable(t->ep[i]), 0);
 	KUNIT_ASSERT_EQ(test, fi_getname(&t->ep[i]->fid, name, &len), 0);
 	KUNIT_ASSERT_EQ(test, fi_av_insert(t->av, name, 1, &t->addr[i], 0, NULL), 1);
@@ -94,8 +103,11 @@ static void ep_close(struct kunit *test, struct net *t, int i)
 		KUNIT_EXPECT_EQ(test, fi_close(&t->ep[i]->fid), 0);
 	if (t->cq[i])
 		KUNIT_EXPECT_EQ(test, fi_close(&t->cq[i]->fid), 0);
+	if (t->cntr[i])
+		KUNIT_EXPECT_EQ(test, fi_close(&t->cntr[i]->fid), 0);
 	t->ep[i] = NULL;
 	t->cq[i] = NULL;
+	t->cntr[i] = NULL;
 }
 
 static void net_close(struct kunit *test, struct net *t)
@@ -184,6 +196,16 @@ static void getinfo_offers_rdm(struct kunit *test)
 	for (i = all; i; i = i->next)
 		KUNIT_EXPECT_EQ(test, i->ep_attr->type, FI_EP_MSG);
 	fi_freeinfo(all);
+	/* RDM with an AV type hinted: the core's AVs are both kinds. */
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->domain_attr->av_type = FI_AV_TABLE;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &all), 0);
+	for (i = all; i; i = i->next)
+		KUNIT_EXPECT_EQ(test, i->domain_attr->av_type, FI_AV_TABLE);
+	fi_freeinfo(all);
+	/* ... and no peer's RMA reaches an RDM endpoint: no FI_RMA_EVENT. */
+	hints->caps = FI_MSG | FI_RMA_EVENT;
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &all), -FI_ENODATA);
 	fi_freeinfo(hints);
 }
 
@@ -503,19 +525,20 @@ static void peer_closed_mid_traffic(struct kunit *test)
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
-	u8 buf[256] = {}, rx[256];
+	u8 *buf = kunit_kzalloc(test, 256, GFP_KERNEL), *rx = kunit_kzalloc(test, 256, GFP_KERNEL);
 	int sent = 0, done = 0, failed = 0, k;
 	ssize_t ret;
 
+	KUNIT_ASSERT_TRUE(test, buf && rx);
 	net_open(test, &t, 2, FI_AV_MAP);
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_send(t.ep[0], buf, sizeof(buf), NULL, t.addr[1], NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], rx, 256, NULL, FI_ADDR_UNSPEC, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(t.ep[0], buf, 256, NULL, t.addr[1], NULL), 0);
 	sent++;
 	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
 	ep_close(test, &t, 1);
 	/* Keep sending until the loss shows; every send completes one way. */
 	for (k = 0; k < 200 && !failed; k++) {
-		ret = fi_send(t.ep[0], buf, sizeof(buf), NULL, t.addr[1], NULL);
+		ret = fi_send(t.ep[0], buf, 256, NULL, t.addr[1], NULL);
 		if (ret == 0)
 			sent++;
 		else
@@ -798,6 +821,77 @@ static void rma_to_address(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, e.flags & FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 0xfeedULL);
 	KUNIT_EXPECT_TRUE(test, check_msg(region, 16, 0, 3));
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	net_close(test, &t);
+}
+
+/*
+ * Counters on RDM endpoints count what the core's layer completes: sends
+ * (injects among them), receives, writes and reads to an address. The
+ * peer's RMA reaches the MSG endpoints underneath, so an RDM endpoint has no
+ * FI_RMA_EVENT and refuses counters for it.
+ */
+static void counters(struct kunit *test)
+{
+	enum { MSGS = 6, LEN = 48 };
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	struct fid_mr *mr;
+	struct fid_ep *ep;
+	fi_addr_t src;
+	u8 *region = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	u8 *out = kunit_kzalloc(test, 4096, GFP_KERNEL), *in = kunit_kzalloc(test, 4096, GFP_KERNEL);
+	int i;
+
+	KUNIT_ASSERT_TRUE(test, region && out && in);
+	net_open(test, &t, 0, FI_AV_MAP);
+	KUNIT_EXPECT_FALSE(test, t.info->caps & FI_RMA_EVENT);
+	t.cntr_flags[0] = FI_SEND | FI_WRITE | FI_READ;
+	t.cntr_flags[1] = FI_RECV;
+	t.n = 2;
+	for (i = 0; i < t.n; i++)
+		ep_open(test, &t, i);
+
+	for (i = 0; i < MSGS; i++) {
+		fill_msg(out + i * LEN, LEN, 0, i);
+		KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], in + i * LEN, LEN, NULL, FI_ADDR_UNSPEC, NULL),
+				0);
+	}
+	for (i = 0; i < MSGS; i++) {
+		if (i % 2)
+			KUNIT_ASSERT_EQ(test, fi_inject(t.ep[0], out + i * LEN, LEN, t.addr[1]), 0);
+		else
+			KUNIT_ASSERT_EQ(test, fi_send(t.ep[0], out + i * LEN, LEN, NULL, t.addr[1],
+						      out), 0);
+	}
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t.cntr[1], MSGS, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t.cntr[0], MSGS, WAIT_MS), 0);
+	for (i = 0; i < MSGS; i++) {
+		KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+		KUNIT_EXPECT_TRUE(test, check_msg(in + i * LEN, LEN, 0, i));
+	}
+	for (i = 0; i < MSGS / 2; i++)
+		KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[0], &e, 1), -FI_EAGAIN);
+
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(t.domain, region, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_write(t.ep[0], out, 1024, NULL, t.addr[1], 512, fi_mr_key(mr),
+				       NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t.cntr[0], MSGS + 1, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 512, out, 1024), 0);
+	memset(in, 0, 4096);
+	KUNIT_ASSERT_EQ(test, fi_read(t.ep[0], in, 1024, NULL, t.addr[1], 512, fi_mr_key(mr),
+				      NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t.cntr[0], MSGS + 2, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(in, out, 1024), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(t.cntr[1]), (u64)MSGS);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(t.cntr[0]), 0ULL);
+
+	KUNIT_ASSERT_EQ(test, fi_endpoint(t.domain, t.info, &ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &t.cntr[1]->fid, FI_REMOTE_WRITE), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
 	net_close(test, &t);
 }
@@ -1200,6 +1294,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(vectors_and_pages),
 	KUNIT_CASE(inject_data_truncation),
 	KUNIT_CASE(rma_to_address),
+	KUNIT_CASE(counters),
 	KUNIT_CASE(idle_connections_bounded),
 	KUNIT_CASE(many_mixed_messages),
 	KUNIT_CASE(peer_closed_mid_traffic),

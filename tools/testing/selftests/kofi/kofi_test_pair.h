@@ -34,6 +34,9 @@ struct side {
 	struct fid_eq *eq;
 	struct fid_cq *cq;
 	struct fid_ep *ep;
+	/* A counter bound for the kinds in @cntr_flags (set before opening). */
+	u64 cntr_flags;
+	struct fid_cntr *cntr;
 };
 
 struct pair {
@@ -80,12 +83,19 @@ static inline void open_queues(struct kunit *test, struct pair *p, struct side *
 
 	KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &s->eq, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_cq_open(p->domain, &cq_attr, &s->cq, NULL), 0);
+	if (s->cntr_flags) {
+		struct fi_cntr_attr cntr_attr = {};
+
+		KUNIT_ASSERT_EQ(test, fi_cntr_open(p->domain, &cntr_attr, &s->cntr, NULL), 0);
+	}
 }
 
 static inline void bind_enable(struct kunit *test, struct side *s)
 {
 	KUNIT_ASSERT_EQ(test, fi_ep_bind(s->ep, &s->eq->fid, 0), 0);
 	KUNIT_ASSERT_EQ(test, fi_ep_bind(s->ep, &s->cq->fid, FI_SEND | FI_RECV), 0);
+	if (s->cntr)
+		KUNIT_ASSERT_EQ(test, fi_ep_bind(s->ep, &s->cntr->fid, s->cntr_flags), 0);
 	KUNIT_ASSERT_EQ(test, fi_enable(s->ep), 0);
 }
 
@@ -172,6 +182,8 @@ static inline void side_close(struct kunit *test, struct side *s)
 		KUNIT_EXPECT_EQ(test, fi_close(&s->ep->fid), 0);
 	if (s->cq)
 		KUNIT_EXPECT_EQ(test, fi_close(&s->cq->fid), 0);
+	if (s->cntr)
+		KUNIT_EXPECT_EQ(test, fi_close(&s->cntr->fid), 0);
 	if (s->eq)
 		KUNIT_EXPECT_EQ(test, fi_close(&s->eq->fid), 0);
 	fi_freeinfo(s->info);
