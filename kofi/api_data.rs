@@ -114,7 +114,8 @@ fn sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<
     Ok(0)
 }
 
-/// The flags of a plain call (fi_send, ...): a completion when wanted.
+/// The flags of a plain call (fi_send, ...): the endpoint's default
+/// op_flags (checked at fi_endpoint), with a completion when wanted.
 fn plain(e: *mut abi::fid_ep, rx: bool) -> u64 {
     // SAFETY: `e` is null or a kofi fid the consumer keeps open.
     match unsafe { lookup::<Endpoint>(e) } {
@@ -124,7 +125,7 @@ fn plain(e: *mut abi::fid_ep, rx: bool) -> u64 {
             } else {
                 ep.limits.tx_op_flags
             };
-            completion(ep, rx, defaults)
+            (defaults & !FI_COMPLETION) | completion(ep, rx, defaults)
         }
         Err(_) => 0,
     }
@@ -651,6 +652,34 @@ pub(crate) extern "C" fn fi_writev(
     )
 }
 
+/// An inject write (`flags`: FI_INJECT, with FI_REMOTE_CQ_DATA for `data`).
+#[allow(clippy::too_many_arguments)]
+fn inject_write(
+    ep: *mut abi::fid_ep,
+    buf: *const c_void,
+    len: usize,
+    data: u64,
+    dest_addr: u64,
+    addr: u64,
+    key: u64,
+    flags: u64,
+) -> isize {
+    let (desc, ctx) = (ptr::null_mut(), ptr::null_mut());
+    rma_one(
+        ep,
+        buf,
+        len,
+        desc,
+        dest_addr,
+        addr,
+        key,
+        ctx,
+        data,
+        flags,
+        Rma::Write,
+    )
+}
+
 /// `fi_inject_write()`: the buffer may be reused at once; no completion.
 #[no_mangle]
 pub(crate) extern "C" fn fi_inject_write(
@@ -661,20 +690,7 @@ pub(crate) extern "C" fn fi_inject_write(
     addr: u64,
     key: u64,
 ) -> isize {
-    let ctx = ptr::null_mut();
-    rma_one(
-        ep,
-        buf,
-        len,
-        ptr::null_mut(),
-        dest_addr,
-        addr,
-        key,
-        ctx,
-        0,
-        FI_INJECT,
-        Rma::Write,
-    )
+    inject_write(ep, buf, len, 0, dest_addr, addr, key, FI_INJECT)
 }
 
 /// `fi_writedata()`: a write with remote CQ data.
@@ -717,21 +733,8 @@ pub(crate) extern "C" fn fi_inject_writedata(
     addr: u64,
     key: u64,
 ) -> isize {
-    let ctx = ptr::null_mut();
     let flags = FI_INJECT | FI_REMOTE_CQ_DATA;
-    rma_one(
-        ep,
-        buf,
-        len,
-        ptr::null_mut(),
-        dest_addr,
-        addr,
-        key,
-        ctx,
-        data,
-        flags,
-        Rma::Write,
-    )
+    inject_write(ep, buf, len, data, dest_addr, addr, key, flags)
 }
 
 /// `fi_sendto()`: fi_send to an address of an FI_EP_RDM endpoint's AV.

@@ -186,16 +186,22 @@ fn endpoint(
     let d = unsafe { lookup::<Domain>(domain) }?;
     let i = check_info(info, &d.fabric)?;
     if !i.handle.is_null() {
-        // A connection request may only be accepted in its own fabric.
+        // A connection request is accepted by its own provider, in any of
+        // its fabrics (one opened anew from the request's info, say).
         // SAFETY: `handle` is a kofi fid (ABI).
         let req = unsafe { lookup::<ConnReq>(i.handle) }?;
-        if !Arc::ptr_eq(&req.pep.fabric, &d.fabric) {
+        if !Arc::ptr_eq(req.pep.fabric.provider(), d.fabric.provider()) {
             return Err(EINVAL);
         }
     }
+    let limits = limits(i);
+    // The default op_flags apply to every plain call: only what a call takes.
+    if limits.tx_op_flags & !TX_OP_FLAGS != 0 || limits.rx_op_flags & !RX_OP_FLAGS != 0 {
+        return Err(errno::ebadflags());
+    }
     // SAFETY: `d` was published.
     let ep = Arc::pin_init(
-        Endpoint::new(unsafe { arc_of(d) }, limits(i), context),
+        Endpoint::new(unsafe { arc_of(d) }, limits, context),
         GFP_KERNEL,
     )?;
     let open = ep.ops().open.ok_or_else(errno::enosys)?;

@@ -7,7 +7,7 @@
 use crate::abi;
 use crate::errno::{self, to_c, to_c_ssize};
 use crate::flags::FI_PEEK;
-use crate::object::lookup;
+use crate::object::{lookup, Object};
 use crate::queue::{Cq, Eq, ErrData, EQ_ENTRY_MAX};
 use kernel::c_str;
 use kernel::ffi::{c_char, c_int, c_void};
@@ -260,8 +260,22 @@ fn prov_strerror(prov_errno: c_int, buf: *mut c_char, len: usize) -> *const c_ch
     buf
 }
 
-/// `fi_cq_strerror()`: a CQ error entry's `prov_errno` as text (see
-/// [`prov_strerror`]); NULL when `cq` is not a CQ.
+/// The text of `prov_errno` when `queue` is a `T` (see [`prov_strerror`]);
+/// NULL when it is not.
+fn queue_strerror<T: Object>(
+    queue: *const T::Public,
+    prov_errno: c_int,
+    buf: *mut c_char,
+    len: usize,
+) -> *const c_char {
+    // SAFETY: `queue` is null or a kofi fid the consumer keeps open.
+    match unsafe { lookup::<T>(queue) } {
+        Ok(_) => prov_strerror(prov_errno, buf, len),
+        Err(_) => core::ptr::null(),
+    }
+}
+
+/// `fi_cq_strerror()`: a CQ error entry's `prov_errno` as text.
 #[no_mangle]
 pub(crate) extern "C" fn fi_cq_strerror(
     cq: *mut abi::fid_cq,
@@ -270,14 +284,10 @@ pub(crate) extern "C" fn fi_cq_strerror(
     buf: *mut c_char,
     len: usize,
 ) -> *const c_char {
-    // SAFETY: `cq` is null or a kofi fid the consumer keeps open.
-    match unsafe { lookup::<Cq>(cq) } {
-        Ok(_) => prov_strerror(prov_errno, buf, len),
-        Err(_) => core::ptr::null(),
-    }
+    queue_strerror::<Cq>(cq, prov_errno, buf, len)
 }
 
-/// `fi_eq_strerror()`: as fi_cq_strerror, for an EQ error entry.
+/// `fi_eq_strerror()`: an EQ error entry's `prov_errno` as text.
 #[no_mangle]
 pub(crate) extern "C" fn fi_eq_strerror(
     eq: *mut abi::fid_eq,
@@ -286,9 +296,5 @@ pub(crate) extern "C" fn fi_eq_strerror(
     buf: *mut c_char,
     len: usize,
 ) -> *const c_char {
-    // SAFETY: `eq` is null or a kofi fid the consumer keeps open.
-    match unsafe { lookup::<Eq>(eq) } {
-        Ok(_) => prov_strerror(prov_errno, buf, len),
-        Err(_) => core::ptr::null(),
-    }
+    queue_strerror::<Eq>(eq, prov_errno, buf, len)
 }

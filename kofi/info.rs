@@ -12,7 +12,7 @@ use crate::errno::{self, to_c};
 use crate::flags;
 use crate::info_match::{self, InfoView};
 use crate::object;
-use crate::registry::{ModuleRef, Registry};
+use crate::registry::{ModuleRef, Provider, Registry};
 use core::ptr;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
@@ -314,8 +314,22 @@ const _: () = {
     assert!(v::FI_REMOTE_WRITE == flags::FI_REMOTE_WRITE);
 };
 
+/// Stamps `provider`'s identity into a well-formed `info` it made, as the
+/// consumer will see it: its name (what fi_fabric opens), its version and
+/// the API version the consumer asked for.
+pub(crate) fn stamp(info: &mut abi::fi_info, provider: &Provider, api_version: u32) -> Result {
+    // SAFETY: `fabric_attr` is valid (the caller's info is well formed).
+    let fattr = unsafe { &mut *info.fabric_attr };
+    free(fattr.prov_name);
+    fattr.prov_name = ptr::null_mut();
+    fattr.prov_name = dup_str(provider.name.as_char_ptr())?;
+    fattr.prov_version = provider.version;
+    fattr.api_version = api_version;
+    Ok(())
+}
+
 /// Whether an info from a provider has what the core relies on.
-fn well_formed(info: &abi::fi_info) -> bool {
+pub(crate) fn well_formed(info: &abi::fi_info) -> bool {
     !info.tx_attr.is_null()
         && !info.rx_attr.is_null()
         && !info.ep_attr.is_null()
@@ -482,29 +496,98 @@ fn provider_infos(
                 d.av_type = av_type;
             }
         }
-        // Stamp the provider's identity, as the consumer will see it.
-        // SAFETY: `fabric_attr` is valid (well formed).
-        let fattr = unsafe { &mut *info.fabric_attr };
-        free(fattr.prov_name);
-        fattr.prov_name = ptr::null_mut();
-        let stamped = dup_str(provider.name.as_char_ptr());
-        match stamped {
-            Ok(name) => fattr.prov_name = name,
-            Err(e) => {
-                // SAFETY: As above.
-                unsafe { free_one(cur) };
-                fi_freeinfo(next);
-                return Err(e);
-            }
+        if let Err(e) = stamp(info, provider, version) {
+            // SAFETY: We own `cur`; it is unlinked.
+            unsafe { free_one(cur) };
+            fi_freeinfo(next);
+            return Err(e);
         }
-        fattr.prov_version = provider.version;
-        fattr.api_version = version;
         // SAFETY: `*out` points to the list's last `next` (or its head).
         unsafe { **out = cur };
         *out = &mut info.next;
         cur = next;
     }
     Ok(())
+}
+
+/// Gives the infos of `list` without a source address the `len` bytes at
+/// `addr` (a checked sockaddr) as theirs, where its family is theirs.
+fn add_source(list: *mut abi::fi_info, addr: *const c_void, len: usize) -> Result {
+    let format = if len == crate::addr::SIN6_LEN {
+        abi::FI_SOCKADDR_IN6
+    } else {
+        abi::FI_SOCKADDR_IN
+    };
+    let mut at = list;
+    // SAFETY: A list of valid infos the caller owns.
+    while let Some(info) = unsafe { at.as_mut() } {
+        if info.src_addr.is_null() && info.addr_format == format {
+            info.src_addr = dup_bytes(addr, len)?;
+            info.src_addrlen = len;
+        }
+        at = info.next;
+    }
+    Ok(())
+}
+
+/// A node and service made of an address a consumer names in its hints
+/// instead (kfabric's kfi_getinfo has no node or service at all), for the
+/// providers, which parse numeric nodes and services.
+struct HintedNode {
+    node: [u8; 48],
+    service: [u8; 8],
+}
+
+impl HintedNode {
+    /// From the `len` bytes at `addr`: a whole sockaddr_in or sockaddr_in6.
+    fn new(addr: *const c_void, len: usize) -> Result<HintedNode> {
+        if len != crate::addr::SIN_LEN && len != crate::addr::SIN6_LEN {
+            return Err(EINVAL);
+        }
+        // SAFETY: The hints hold `len` bytes at `addr` (ABI), non-null here.
+        let raw = unsafe { core::slice::from_raw_parts(addr.cast::<u8>(), len) };
+        let name = crate::addr::Name::parse(raw).map_err(|_| EINVAL)?;
+        if name.as_bytes().len() != len {
+            return Err(EINVAL);
+        }
+        let mut ss = abi::__kernel_sockaddr_storage::default();
+        // SAFETY: `ss` is larger than any name.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                name.as_bytes().as_ptr(),
+                (&mut ss as *mut abi::__kernel_sockaddr_storage).cast::<u8>(),
+                len,
+            )
+        };
+        let mut h = HintedNode {
+            node: [0; 48],
+            service: [0; 8],
+        };
+        let mut port = 0u16;
+        // SAFETY: `node` holds its length in bytes; snprintf ends it with NUL.
+        let n = unsafe {
+            abi::kofi_sockaddr_node(&ss, h.node.as_mut_ptr().cast(), h.node.len(), &mut port)
+        };
+        if n < 0 || n as usize >= h.node.len() {
+            return Err(EINVAL);
+        }
+        // The port in decimal, NUL-terminated (at most 5 digits).
+        let mut digits = [0u8; 5];
+        let mut count = 0;
+        let mut left = port;
+        loop {
+            digits[count] = b'0' + (left % 10) as u8;
+            count += 1;
+            left /= 10;
+            if left == 0 {
+                break;
+            }
+        }
+        for (i, d) in digits[..count].iter().rev().enumerate() {
+            h.service[i] = *d;
+        }
+        Ok(h)
+    }
 }
 
 fn getinfo(
@@ -527,6 +610,40 @@ fn getinfo(
         return Err(errno::ebadflags());
     }
     let registry = Registry::get()?;
+    // Without node and service, an address in the hints says where: the
+    // destination (connect to it), else the source (FI_SOURCE: listen on
+    // it); with FI_SOURCE, the source first.
+    let mut node = node;
+    let mut service = service;
+    let mut flags = flags;
+    let mut hinted_src = None;
+    let named;
+    // SAFETY: `hints` is null or a valid info (ABI).
+    if let (true, Some(h)) = (node.is_null() && service.is_null(), unsafe {
+        hints.as_ref()
+    }) {
+        let src = (!h.src_addr.is_null()).then_some((h.src_addr, h.src_addrlen));
+        let dest = (!h.dest_addr.is_null()).then_some((h.dest_addr, h.dest_addrlen));
+        let pick = match (src, dest) {
+            (Some(s), _) if flags & flags::FI_SOURCE != 0 => Some((s, true)),
+            (_, Some(d)) => Some((d, false)),
+            (Some(s), None) => Some((s, true)),
+            (None, None) => None,
+        };
+        if let Some(((addr, len), source)) = pick {
+            named = HintedNode::new(addr, len)?;
+            node = named.node.as_ptr().cast();
+            service = named.service.as_ptr().cast();
+            if source {
+                flags |= flags::FI_SOURCE;
+            } else {
+                // Both named: the source goes into the infos as given.
+                hinted_src = src
+                    .map(|s| HintedNode::new(s.0, s.1).map(|_| s))
+                    .transpose()?;
+            }
+        }
+    }
     // SAFETY: `hints` is null or a valid info (ABI), its strings valid.
     let wanted = unsafe { hints.as_ref() }.map(|h| unsafe { view(h) });
     if let Some(h) = &wanted {
@@ -595,6 +712,12 @@ fn getinfo(
     fi_freeinfo(msg_hints);
     if head.is_null() {
         return Err(errno::enodata());
+    }
+    if let Some((addr, len)) = hinted_src {
+        if let Err(e) = add_source(head, addr, len) {
+            fi_freeinfo(head);
+            return Err(e);
+        }
     }
     // SAFETY: `info` is valid for write.
     unsafe { *info = head };

@@ -128,6 +128,25 @@ int kofi_sockaddr_str(const struct sockaddr_storage *addr, char *buf, size_t len
 	return snprintf(buf, len, "%pISpc", addr);
 }
 
+/* @addr's numeric host ("a.b.c.d", "fd00::10") in @node and its port in
+ * *@port; the length without the NUL, as snprintf, or -EAFNOSUPPORT. */
+int kofi_sockaddr_node(const struct sockaddr_storage *addr, char *node, size_t len, u16 *port)
+{
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)addr;
+
+	switch (addr->ss_family) {
+	case AF_INET:
+		*port = ntohs(sin->sin_port);
+		return snprintf(node, len, "%pI4", &sin->sin_addr);
+	case AF_INET6:
+		*port = ntohs(sin6->sin6_port);
+		return snprintf(node, len, "%pI6c", &sin6->sin6_addr);
+	default:
+		return -EAFNOSUPPORT;
+	}
+}
+
 bool kofi_in_task(void)
 {
 	return in_task();

@@ -279,6 +279,15 @@ pub(crate) extern "C" fn kofi_pep_connreq(
         }
         let bytes = check_data(data, datalen)?;
         let eq = p.eq.lock().clone().ok_or_else(errno::enoeq)?;
+        // SAFETY: The provider passes a valid info, now ours.
+        let i = unsafe { &mut *info };
+        if !crate::info::well_formed(i) {
+            return Err(EINVAL);
+        }
+        // Like fi_getinfo's, this info opens a fabric of its provider.
+        // SAFETY: The fabric's head was written at its creation.
+        let api_version = unsafe { (*p.fabric.public()).api_version };
+        crate::info::stamp(i, p.fabric.provider(), api_version)?;
         // From here the event owns `info`, on success or failure.
         let head = cm_head(p.fid(), info);
         let r = eq.post_event(abi::FI_CONNREQ, p.fid(), &head, bytes, info);

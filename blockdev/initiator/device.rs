@@ -211,13 +211,16 @@ impl WorkItem for Device {
                 }
                 s.lost_at.unwrap_or_else(Ktime::ktime_get)
             };
-            if this.connect_all().is_ok() {
-                let mut s = this.state.lock();
-                s.lost_at = None;
-                s.reconnecting = false;
-                drop(s);
-                pr_info!("{}: reconnected\n", &*this.name);
-                return;
+            match this.connect_all() {
+                Ok(()) => {
+                    let mut s = this.state.lock();
+                    s.lost_at = None;
+                    s.reconnecting = false;
+                    drop(s);
+                    pr_info!("{}: reconnected\n", &*this.name);
+                    return;
+                }
+                Err(e) => pr_info!("{}: reconnecting failed: {:?}\n", &*this.name, e),
             }
             this.renew_domain();
             let waited = ktime_ms_delta(Ktime::ktime_get(), lost_at);

@@ -38,8 +38,20 @@ fn submit(rdm: &Rdm, s: &mut State, op: TxOp) -> Result {
     Ok(())
 }
 
+/// Refuses what an RDM operation cannot promise: it completes when the MSG
+/// operation under it does, which is only FI_INJECT_COMPLETE on some
+/// providers, and its peers' connections are not ordered against each
+/// other (FI_FENCE).
+fn refuse_unkept(flags: u64) -> Result {
+    if flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE | FI_FENCE) != 0 {
+        return Err(errno::ebadflags());
+    }
+    Ok(())
+}
+
 /// `fi_sendmsg` and the other sends.
 pub(super) fn sendmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
+    refuse_unkept(flags)?;
     let mut s = rdm.state.lock();
     if s.closing {
         return Err(errno::eopbadstate());
@@ -86,6 +98,7 @@ pub(super) fn sendmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
 
 /// `fi_readmsg`/`fi_writemsg`: one MSG RMA on the peer's connection.
 pub(super) fn rma(rdm: &Rdm, m: &abi::fi_msg_rma, flags: u64, read: bool) -> Result {
+    refuse_unkept(flags)?;
     let mut s = rdm.state.lock();
     if s.closing {
         return Err(errno::eopbadstate());

@@ -323,6 +323,12 @@ impl kofi::Endpoint for SockEp {
     }
 
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
+        // A send completes once TCP has taken its bytes (FI_INJECT_COMPLETE),
+        // not when the peer has them: refuse the levels that say more. (An
+        // RMA completes on the target's answer: every level holds.)
+        if flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE) != 0 {
+            return Err(fi_error(abi::FI_EBADFLAGS));
+        }
         let mut h = Header::new(Op::Send);
         if flags & FI_REMOTE_CQ_DATA != 0 {
             h.flags = wire::FLAG_CQ_DATA;

@@ -191,6 +191,8 @@ struct Report {
     flags: u64,
     ctx: Context,
     len: usize,
+    /// Report a failure too (see `tx::reports_errors`).
+    errors: bool,
 }
 
 /// A provider receive buffer, posted while the connection lives.

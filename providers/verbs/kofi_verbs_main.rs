@@ -305,9 +305,11 @@ impl kofi::Endpoint for VerbsEp {
     }
 
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
+        refuse_unkept(flags)?;
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
         // Every send reports once sent, an inject too: the core posts a CQ
-        // entry only when one was asked for, and counts it on a counter.
+        // entry only when one was asked for, and counts it on a counter
+        // (a failed inject is not reported yet: tx::reports_errors).
         let done = Some((msg.context(), flags));
         if flags & FI_INJECT != 0 {
             // The caller's buffer is its own again on return: copy it.
@@ -333,6 +335,7 @@ impl kofi::Endpoint for VerbsEp {
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
+        refuse_unkept(flags)?;
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
         let local = if flags & FI_INJECT != 0 {
             // The caller's buffer is its own again on return: copy it.
@@ -353,6 +356,17 @@ impl kofi::Endpoint for VerbsEp {
         self.conn()?
             .rma(false, local, parts, None, msg.context(), flags)
     }
+}
+
+/// Refuses a completion level the provider cannot keep. A send or write
+/// completes when the peer's RC acknowledgement arrives (or, for a
+/// rendezvous, its FIN): FI_INJECT_COMPLETE and FI_TRANSMIT_COMPLETE hold;
+/// that the bytes are where the peer's consumer sees them is not promised.
+fn refuse_unkept(flags: u64) -> Result {
+    if flags & FI_DELIVERY_COMPLETE != 0 {
+        return Err(fi_error(abi::FI_EBADFLAGS));
+    }
+    Ok(())
 }
 
 /// The parts of an RMA call: each remote buffer, and where its bytes are in

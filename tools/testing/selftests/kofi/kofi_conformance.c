@@ -14,6 +14,8 @@
  */
 #include <linux/bvec.h>
 #include <linux/delay.h>
+#include <linux/in.h>
+#include <linux/in6.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include "kofi_test_pair.h"
@@ -708,10 +710,7 @@ static void mr_endpoint(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_READ, 0, 0, 0, &off,
 					NULL), 0);
 	expect_read_refused(test, &p, fi_mr_key(off), back);
-	side_close(test, &p.client);
-	side_close(test, &p.server);
-	KUNIT_EXPECT_EQ(test, fi_close(&off->fid), 0);
-	pair_close(test, &p);
+	pair_close_with(test, &p, off);
 	vfree(region);
 	vfree(src);
 	vfree(back);
@@ -1146,11 +1145,254 @@ static void counters(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, cntr_errors(p.client.cntr, 1), 1ULL);
 	KUNIT_EXPECT_EQ(test, fi_cntr_read(p.client.cntr), (u64)(MSGS + 2));
 
-	side_close(test, &p.client);
-	side_close(test, &p.server);
-	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	pair_close(test, &p);
+	pair_close_with(test, &p, mr);
 	fi_freeinfo(info);
+	vfree(region);
+	vfree(src);
+	vfree(back);
+}
+
+/*
+ * The info of an FI_CONNREQ opens a fabric and a domain of its own, as a
+ * server that keeps a fabric per client does in libfabric; the request is
+ * accepted there and the connection carries messages both ways.
+ */
+static void accept_in_a_fabric_of_its_own(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct fi_eq_attr eq_attr = {};
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 64 };
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fi_cq_data_entry e;
+	struct cm_event ev;
+	struct side *s = &p.server;
+	char port[8];
+	u8 a[32], b[32];
+
+	port_of(port, 22);
+	pair_listen(test, &p, node, port);
+	side_connect(test, &p, &p.client, node, port, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	s->info = ev.entry.info;
+	KUNIT_ASSERT_NOT_NULL(test, s->info->fabric_attr->prov_name);
+	KUNIT_EXPECT_STREQ(test, s->info->fabric_attr->prov_name, prov);
+	KUNIT_ASSERT_EQ(test, fi_fabric(s->info->fabric_attr, &fabric, NULL), 0);
+	KUNIT_EXPECT_PTR_NE(test, fabric, p.fabric);
+	KUNIT_ASSERT_EQ(test, fi_domain(fabric, s->info, &domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_open(fabric, &eq_attr, &s->eq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(domain, &cq_attr, &s->cq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(domain, s->info, &s->ep, NULL), 0);
+	bind_enable(test, s);
+	KUNIT_ASSERT_EQ(test, fi_accept(s->ep, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(s->eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+
+	fill(a, sizeof(a), 31);
+	KUNIT_ASSERT_EQ(test, fi_recv(s->ep, b, sizeof(b), NULL, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, a, sizeof(a), NULL, 0, a), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(s->cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(a, b, sizeof(a)), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_SEND | FI_MSG);
+	fill(a, sizeof(a), 32);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, b, sizeof(b), NULL, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(s->ep, a, sizeof(a), NULL, 0, a), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG);
+	KUNIT_EXPECT_EQ(test, memcmp(a, b, sizeof(a)), 0);
+
+	side_close(test, s);
+	KUNIT_EXPECT_EQ(test, fi_close(&domain->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&fabric->fid), 0);
+	pair_close(test, &p);
+}
+
+/* fi_getinfo's infos for an address named in the hints (node and service
+ * NULL), @dest or else the source; their result. */
+static int getinfo_at(struct kunit *test, const u8 *addr, size_t len, bool dest,
+		      struct fi_info **info)
+{
+	struct fi_info *hints = fi_allocinfo();
+	void *copy = kmemdup(addr, len, GFP_KERNEL);
+	int ret;
+
+	KUNIT_ASSERT_TRUE(test, hints && copy);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
+	if (dest) {
+		hints->dest_addr = copy;
+		hints->dest_addrlen = len;
+	} else {
+		hints->src_addr = copy;
+		hints->src_addrlen = len;
+	}
+	ret = fi_getinfo(V, NULL, NULL, 0, hints, info);
+	fi_freeinfo(hints);
+	return ret;
+}
+
+/*
+ * A consumer may name its addresses in the hints instead of node and
+ * service (kfabric's kfi_getinfo has only those): the infos carry them, a
+ * connect to the hinted destination reaches the listener, a passive
+ * endpoint listens on the hinted source.
+ */
+static void getinfo_addresses_in_the_hints(struct kunit *test)
+{
+	struct pair p = { .prov = prov };
+	struct side *c = &p.client;
+	struct fi_info *src;
+	struct fid_pep *pep;
+	struct cm_event ev;
+	u8 name[128], got[128];
+	size_t len = sizeof(name), got_len = sizeof(got);
+	char port[8];
+	__be16 *portp;
+
+	port_of(port, 23);
+	pair_listen(test, &p, node, port);
+	KUNIT_ASSERT_EQ(test, fi_getname(&p.pep->fid, name, &len), 0);
+	KUNIT_ASSERT_EQ(test, getinfo_at(test, name, len, true, &c->info), 0);
+	KUNIT_ASSERT_EQ(test, c->info->dest_addrlen, len);
+	KUNIT_EXPECT_EQ(test, memcmp(c->info->dest_addr, name, len), 0);
+	open_queues(test, &p, c);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, c->info, &c->ep, NULL), 0);
+	bind_enable(test, c);
+	KUNIT_ASSERT_EQ(test, fi_connect(c->ep, NULL, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, &p, &p.server, &ev, NULL, 0);
+	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, cm_wait(c->eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, &p, 100, 23);
+
+	/* The source: the same host, another port, listened on. */
+	portp = ((struct sockaddr *)name)->sa_family == AF_INET6 ?
+		&((struct sockaddr_in6 *)name)->sin6_port : &((struct sockaddr_in *)name)->sin_port;
+	*portp = htons(port_base + 24);
+	KUNIT_ASSERT_EQ(test, getinfo_at(test, name, len, false, &src), 0);
+	KUNIT_ASSERT_EQ(test, src->src_addrlen, len);
+	KUNIT_EXPECT_EQ(test, memcmp(src->src_addr, name, len), 0);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(p.fabric, src, &pep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_pep_bind(pep, &p.peq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_listen(pep), 0);
+	KUNIT_ASSERT_EQ(test, fi_getname(&pep->fid, got, &got_len), 0);
+	KUNIT_EXPECT_EQ(test, got_len, len);
+	KUNIT_EXPECT_EQ(test, memcmp(got, name, len), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&pep->fid), 0);
+	fi_freeinfo(src);
+
+	/* Not a whole sockaddr: refused. */
+	KUNIT_EXPECT_EQ(test, getinfo_at(test, name, 3, true, &src), -EINVAL);
+	pair_close(test, &p);
+}
+
+/*
+ * Completion levels and FI_FENCE mean what they say, or are refused: a
+ * kofi_sock send completes when TCP has its bytes (FI_INJECT_COMPLETE), a
+ * kofi_verbs one on the peer's acknowledgement (FI_TRANSMIT_COMPLETE too);
+ * a kofi_sock write completes on the target's answer, its bytes in place
+ * (FI_DELIVERY_COMPLETE), which kofi_verbs does not promise. A fenced
+ * operation starts after every earlier one has completed. The endpoint's
+ * default op_flags apply to every plain call.
+ */
+static void completion_levels_and_fence(struct kunit *test)
+{
+	struct pair p = {};
+	bool sock = !strcmp(prov, "sock");
+	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
+	struct fi_rma_iov rma = {};
+	struct fi_msg_rma rmsg = {};
+	struct fi_cq_data_entry e;
+	struct fi_info *info;
+	struct fi_msg msg = {};
+	struct fid_mr *mr;
+	struct fid_ep *ep;
+	struct kvec iov;
+	int ret;
+
+	KUNIT_ASSERT_TRUE(test, region && src && back);
+	fill(src, 65536, 40);
+	conf_open(test, &p, 25);
+	iov = (struct kvec){ src, 64 };
+	msg = (struct fi_msg){ .msg_iov = &iov, .iov_count = 1, .context = src };
+	KUNIT_EXPECT_EQ(test, fi_sendmsg(p.client.ep, &msg, FI_DELIVERY_COMPLETE), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_sendmsg(p.client.ep, &msg, FI_TRANSMIT_COMPLETE),
+			sock ? -FI_EBADFLAGS : 0);
+	if (!sock) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, back, 64, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	}
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, back, 64, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &msg, FI_INJECT_COMPLETE | FI_COMPLETION),
+			0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src, 64), 0);
+
+	/* A delivery-complete write: its bytes are there at its completion. */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
+					0, 0, 0, &mr, NULL), 0);
+	rma = (struct fi_rma_iov){ 0, 65536, fi_mr_key(mr) };
+	iov = (struct kvec){ src, 65536 };
+	rmsg = (struct fi_msg_rma){ .msg_iov = &iov, .iov_count = 1, .rma_iov = &rma,
+				    .rma_iov_count = 1, .context = src };
+	ret = fi_writemsg(p.client.ep, &rmsg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
+	KUNIT_EXPECT_EQ(test, ret, sock ? 0 : -FI_EBADFLAGS);
+	if (!ret) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
+	}
+
+	/* Fence: a read fenced after a write sees it; a write fenced after a
+	 * read does not overtake it. */
+	fill(src, 65536, 41);
+	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, fi_mr_key(mr), NULL),
+			0);
+	iov = (struct kvec){ back, 65536 };
+	rmsg.context = back;
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &rmsg, FI_FENCE | FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)back);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src, 65536), 0);
+	memset(back, 0, 65536);
+	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 65536, NULL, 0, 0, fi_mr_key(mr), back),
+			0);
+	fill(src, 65536, 42);
+	iov = (struct kvec){ src, 65536 };
+	rmsg.context = src;
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &rmsg, FI_FENCE | FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)back);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	fill(src, 65536, 41);
+	KUNIT_EXPECT_EQ(test, memcmp(back, src, 65536), 0);
+	fill(src, 65536, 42);
+	KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
+
+	/* Default op_flags: what the provider cannot keep fails every plain
+	 * call; a flag no call takes fails fi_endpoint. */
+	info = fi_dupinfo(p.client.info);
+	KUNIT_ASSERT_NOT_NULL(test, info);
+	info->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p.client.eq->fid, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p.client.cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_EXPECT_EQ(test, fi_enable(ep), 0);
+	KUNIT_EXPECT_EQ(test, fi_send(ep, src, 8, NULL, 0, NULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
+	info->tx_attr->op_flags = 1ULL << 40;
+	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &ep, NULL), -FI_EBADFLAGS);
+	info->tx_attr->op_flags = 0;
+	info->rx_attr->op_flags = FI_MULTI_RECV;
+	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &ep, NULL), -FI_EBADFLAGS);
+	fi_freeinfo(info);
+
+	pair_close_with(test, &p, mr);
 	vfree(region);
 	vfree(src);
 	vfree(back);
@@ -1213,6 +1455,7 @@ static void connect_under_allocation_failures(struct kunit *test)
 static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(getinfo_describes_the_provider),
 	KUNIT_CASE(getinfo_hints_bound_the_offer),
+	KUNIT_CASE(getinfo_addresses_in_the_hints),
 	KUNIT_CASE(close_ordering),
 	KUNIT_CASE(bad_arguments),
 	KUNIT_CASE(mr_registration),
@@ -1234,6 +1477,8 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(cancel_receives),
 	KUNIT_CASE(receives_released_when_the_connection_ends),
 	KUNIT_CASE(counters),
+	KUNIT_CASE(accept_in_a_fabric_of_its_own),
+	KUNIT_CASE(completion_levels_and_fence),
 	KUNIT_CASE(connect_under_allocation_failures),
 	{}
 };

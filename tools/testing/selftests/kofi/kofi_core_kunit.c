@@ -813,6 +813,16 @@ static void cq_signal_wakes_sread(struct kunit *test)
 	fx_close(test, &f);
 }
 
+/* Waits (up to 5 s) until @t sleeps interruptibly: in a kofi wait call. */
+static void wait_until_sleeping(struct kunit *test, struct task_struct *t)
+{
+	int i;
+
+	for (i = 0; i < 500 && !(READ_ONCE(t->__state) & TASK_INTERRUPTIBLE); i++)
+		msleep(10);
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(t->__state) & TASK_INTERRUPTIBLE);
+}
+
 struct sleeper {
 	struct fid_cq *cq;
 	ssize_t ret;
@@ -846,10 +856,7 @@ static void cq_close_with_a_sleeper_is_busy(struct kunit *test)
 	t = kthread_run(sleeper_fn, &s, "kofi_kunit_sleeper");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
 	get_task_struct(t);
-	/* Wait until it sleeps in fi_cq_sread. */
-	for (i = 0; i < 500 && !(READ_ONCE(t->__state) & TASK_INTERRUPTIBLE); i++)
-		msleep(10);
-	KUNIT_EXPECT_TRUE(test, READ_ONCE(t->__state) & TASK_INTERRUPTIBLE);
+	wait_until_sleeping(test, t);
 	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), -EBUSY);
 	KUNIT_EXPECT_EQ(test, fi_cq_signal(cq), 0);
 	for (i = 0; i < 500 && READ_ONCE(s.ret) == 1; i++)
@@ -1215,9 +1222,7 @@ static void cntr_close_with_a_waiter_is_busy(struct kunit *test)
 	t = kthread_run(cntr_sleeper_fn, &s, "kofi_kunit_cntr_waiter");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
 	get_task_struct(t);
-	for (i = 0; i < 500 && !(READ_ONCE(t->__state) & TASK_INTERRUPTIBLE); i++)
-		msleep(10);
-	KUNIT_EXPECT_TRUE(test, READ_ONCE(t->__state) & TASK_INTERRUPTIBLE);
+	wait_until_sleeping(test, t);
 	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), -EBUSY);
 	KUNIT_EXPECT_EQ(test, fi_close(&f.domain->fid), -EBUSY);
 	KUNIT_EXPECT_EQ(test, fi_cntr_add(c, 1), 0);

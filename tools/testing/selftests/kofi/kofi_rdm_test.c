@@ -343,6 +343,17 @@ static void rdm_bad_arguments(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_sendto(t.ep[0], buf, 8, NULL, 42, NULL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_recvfrom(t.ep[0], buf, 8, NULL, 42, NULL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_read(t.ep[0], buf, 8, NULL, 42, 0, 0, NULL), -EINVAL);
+	/* What an RDM operation cannot promise is refused (rdm.rst). */
+	{
+		struct kvec iov = { buf, 8 };
+		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .addr = t.addr[0] };
+
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(t.ep[0], &msg, FI_FENCE), -FI_EBADFLAGS);
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(t.ep[0], &msg, FI_TRANSMIT_COMPLETE),
+				-FI_EBADFLAGS);
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(t.ep[0], &msg, FI_DELIVERY_COMPLETE),
+				-FI_EBADFLAGS);
+	}
 	/* Too small a buffer for the name. */
 	KUNIT_EXPECT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), -FI_ETOOSMALL);
 	KUNIT_EXPECT_GE(test, len, sizeof(struct sockaddr_in));

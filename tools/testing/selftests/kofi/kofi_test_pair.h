@@ -208,6 +208,15 @@ static inline void pair_close(struct kunit *test, struct pair *p)
 	p->fabric = NULL;
 }
 
+/* Closes @p and region @mr, which its endpoints used: they close first. */
+static inline void pair_close_with(struct kunit *test, struct pair *p, struct fid_mr *mr)
+{
+	side_close(test, &p->client);
+	side_close(test, &p->server);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, p);
+}
+
 static inline ssize_t cq_wait(struct fid_cq *cq, struct fi_cq_data_entry *e)
 {
 	return fi_cq_sread(cq, e, 1, NULL, WAIT_MS);
