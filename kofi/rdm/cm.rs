@@ -25,6 +25,11 @@ const CONNS_MAX: usize = 256;
 /// Entries of the internal CQ: room for every connection's bounce buffers,
 /// its most transmits in flight and a control segment, so it cannot overrun.
 const CQ_SIZE: usize = CONNS_MAX * (RX_BUFS + super::TX_INFLIGHT_MAX + 1);
+/// The internal EQ's entries: a burst of requests to every connection slot,
+/// each with its FI_CONNECTED or FI_SHUTDOWN after, and room for errors, so
+/// that an overrun cannot drop a peer's request (the default, 256, could
+/// not hold a burst of CONNS_MAX requests and their events).
+const EQ_SIZE: usize = 2 * CONNS_MAX + 64;
 
 fn check(ret: i32) -> Result {
     if ret < 0 {
@@ -41,6 +46,7 @@ pub(super) fn listen(rdm: &Rdm, raw: *const Rdm, s: &mut State) -> Result {
     // The endpoint being opened: its domain's fabric.
     let fabric = rdm.endpoint().domain.fabric.public();
     let mut eq_attr = abi::fi_eq_attr {
+        size: EQ_SIZE,
         event_handler: Some(super::eq_handler),
         ..Default::default()
     };
