@@ -278,7 +278,13 @@ impl Rdm {
             }
             accepted
         })();
-        if result.is_err() {
+        if let Err(e) = result {
+            // Why a peer is turned away: a bounded number of lines of their
+            // own, so that bad peers' lines do not use them up.
+            static SAID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+            if SAID.fetch_add(1, core::sync::atomic::Ordering::Relaxed) < 16 {
+                pr_info!("rdm: a connection request refused: {:?}\n", e);
+            }
             let pep = s.pep.as_ref().map_or(ptr::null_mut(), |p| p.as_ptr());
             // SAFETY: The info is valid; its handle names the request.
             let handle = unsafe { (*info.as_ptr()).handle };
