@@ -595,6 +595,7 @@ fn bind_cntr(e: &Endpoint, bfid: *mut abi::fid, flags: u64) -> Result {
         b.cntrs[i] = Some(unsafe { arc_of(c) });
         c.users.get();
     }
+    e.counted.store(true, Ordering::Release);
     Ok(())
 }
 

@@ -264,6 +264,9 @@ pub(crate) struct Endpoint {
     pub(crate) domain: Arc<Domain>,
     pub(crate) limits: EpLimits,
     pub(crate) enabled: AtomicBool,
+    /// A counter is bound: reports no CQ wants still count (set at bind,
+    /// read on every report without the bindings' lock).
+    pub(crate) counted: AtomicBool,
     /// Regions bound to it (fi_mr_bind): it is not closed under them.
     pub(crate) users: Users,
     #[pin]
@@ -293,6 +296,7 @@ impl Endpoint {
             domain,
             limits,
             enabled: AtomicBool::new(false),
+            counted: AtomicBool::new(false),
             users: Users::default(),
             bindings <- new_bh_spinlock!(Bindings::default(), "kofi_ep_bindings"),
         }? Error)

@@ -10,6 +10,7 @@ use crate::object::{arc_of, fid_head, lookup, publish, ConnReq, Endpoint, Object
 use crate::queue::{Completion, CqError};
 use crate::ring::Slot;
 use core::ptr;
+use core::sync::atomic::Ordering;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::{Arc, UniqueArc};
@@ -44,8 +45,12 @@ fn complete(ep: *mut abi::fid_ep, slot: Slot<Completion, CqError>, flags: u64) -
 /// success when [`wanted`]), then the count on the counter bound for its
 /// kind, after the entry so that a thread woken by the count finds it.
 fn post(e: &Endpoint, slot: Slot<Completion, CqError>, flags: u64) -> Result {
-    let (cq, cntr) = e.report_targets(flags);
     let failed = matches!(slot, Slot::Failed(_));
+    // The common case on the data path: nothing to post, nothing to count.
+    if !failed && !wanted(flags) && !e.counted.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    let (cq, cntr) = e.report_targets(flags);
     let posted = if failed || wanted(flags) {
         cq.ok_or_else(errno::enocq).and_then(|cq| cq.post(slot))
     } else {
