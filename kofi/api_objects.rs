@@ -22,7 +22,7 @@ use kernel::sync::Arc;
 use kernel::types::Opaque;
 
 /// Stores a new object's pointer for the consumer.
-fn out<T>(dst: *mut *mut T, result: Result<*mut T>) -> c_int {
+pub(crate) fn out<T>(dst: *mut *mut T, result: Result<*mut T>) -> c_int {
     match result {
         Ok(p) => {
             // SAFETY: The callers check `dst` is non-null before any work.

@@ -228,14 +228,7 @@ pub(crate) extern "C" fn fi_cntr_open(
     if cntr_out.is_null() {
         return EINVAL.to_errno();
     }
-    match open(domain, attr, context) {
-        Ok(p) => {
-            // SAFETY: Checked non-null; the consumer's pointer to fill (ABI).
-            unsafe { *cntr_out = p };
-            0
-        }
-        Err(e) => e.to_errno(),
-    }
+    crate::api_objects::out(cntr_out, open(domain, attr, context))
 }
 
 /// The counter behind the consumer's pointer.
