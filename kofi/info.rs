@@ -563,28 +563,19 @@ impl HintedNode {
             node: [0; 48],
             service: [0; 8],
         };
-        let mut port = 0u16;
-        // SAFETY: `node` holds its length in bytes; snprintf ends it with NUL.
-        let n = unsafe {
-            abi::kofi_sockaddr_node(&ss, h.node.as_mut_ptr().cast(), h.node.len(), &mut port)
+        // SAFETY: Both buffers hold their lengths in bytes; snprintf ends
+        // them with NUL.
+        let ret = unsafe {
+            abi::kofi_sockaddr_node(
+                &ss,
+                h.node.as_mut_ptr().cast(),
+                h.node.len(),
+                h.service.as_mut_ptr().cast(),
+                h.service.len(),
+            )
         };
-        if n < 0 || n as usize >= h.node.len() {
+        if ret != 0 {
             return Err(EINVAL);
-        }
-        // The port in decimal, NUL-terminated (at most 5 digits).
-        let mut digits = [0u8; 5];
-        let mut count = 0;
-        let mut left = port;
-        loop {
-            digits[count] = b'0' + (left % 10) as u8;
-            count += 1;
-            left /= 10;
-            if left == 0 {
-                break;
-            }
-        }
-        for (i, d) in digits[..count].iter().rev().enumerate() {
-            h.service[i] = *d;
         }
         Ok(h)
     }

@@ -129,22 +129,31 @@ int kofi_sockaddr_str(const struct sockaddr_storage *addr, char *buf, size_t len
 }
 
 /* @addr's numeric host ("a.b.c.d", "fd00::10") in @node and its port in
- * *@port; the length without the NUL, as snprintf, or -EAFNOSUPPORT. */
-int kofi_sockaddr_node(const struct sockaddr_storage *addr, char *node, size_t len, u16 *port)
+ * decimal in @service, as fi_getinfo takes them; 0, or -EINVAL when either
+ * does not fit or the family is neither. */
+int kofi_sockaddr_node(const struct sockaddr_storage *addr, char *node, size_t len,
+		       char *service, size_t service_len)
 {
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)addr;
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)addr;
+	u16 port;
+	int n;
 
 	switch (addr->ss_family) {
 	case AF_INET:
-		*port = ntohs(sin->sin_port);
-		return snprintf(node, len, "%pI4", &sin->sin_addr);
+		n = snprintf(node, len, "%pI4", &sin->sin_addr);
+		port = ntohs(sin->sin_port);
+		break;
 	case AF_INET6:
-		*port = ntohs(sin6->sin6_port);
-		return snprintf(node, len, "%pI6c", &sin6->sin6_addr);
+		n = snprintf(node, len, "%pI6c", &sin6->sin6_addr);
+		port = ntohs(sin6->sin6_port);
+		break;
 	default:
-		return -EAFNOSUPPORT;
+		return -EINVAL;
 	}
+	if (n >= (int)len || snprintf(service, service_len, "%u", port) >= (int)service_len)
+		return -EINVAL;
+	return 0;
 }
 
 bool kofi_in_task(void)

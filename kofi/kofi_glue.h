@@ -35,7 +35,8 @@ struct page *kofi_virt_to_page(const void *addr);
 size_t kofi_copy_to_iter(const void *from, size_t len, struct iov_iter *iter);
 struct sockaddr_storage;
 int kofi_sockaddr_str(const struct sockaddr_storage *addr, char *buf, size_t len);
-int kofi_sockaddr_node(const struct sockaddr_storage *addr, char *node, size_t len, u16 *port);
+int kofi_sockaddr_node(const struct sockaddr_storage *addr, char *node, size_t len,
+		       char *service, size_t service_len);
 int kofi_module_refcount(struct module *module);
 
 struct seq_file;
