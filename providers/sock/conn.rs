@@ -257,13 +257,14 @@ pub(crate) unsafe fn wake(owner: *const core::ffi::c_void) {
 }
 
 impl Conn {
-    fn new(sock: Socket, phase: Phase) -> Result<Arc<Conn>> {
+    /// A connection over `sock`, whose callbacks kick it from here on.
+    fn new(sock: Socket, phase: Phase, listener: Option<Arc<Listener>>) -> Result<Arc<Conn>> {
         let inner = Inner {
             sock: Some(sock),
             phase,
             ep: None,
             domain: None,
-            listener: None,
+            listener,
             connect_data: TxPayload::None,
             tx: Ring::new(slots(TX_DEPTH)?),
             tx_sent: 0,
@@ -306,7 +307,7 @@ impl Conn {
         let connect_data = TxPayload::copy_of(data)?;
         let sock = Socket::new(addr.is_ipv6())?;
         // From here the socket holds the connection: every failure closes it.
-        let conn = Conn::new(sock, Phase::Connecting)?;
+        let conn = Conn::new(sock, Phase::Connecting, None)?;
         let started = {
             let mut g = conn.inner.lock();
             g.connect_data = connect_data;
@@ -325,11 +326,11 @@ impl Conn {
     }
 
     /// A server connection for a socket `listener` accepted; the caller
-    /// kicks it once the listener holds it.
+    /// holds the listener's pending lock until it holds the connection too
+    /// (a CONNECT read at once, the socket's callbacks kicking the work, is
+    /// handed over only then), and kicks it after.
     pub(crate) fn accepted(sock: Socket, listener: Arc<Listener>) -> Result<Arc<Conn>> {
-        let conn = Conn::new(sock, Phase::AwaitConnect)?;
-        conn.inner.lock().listener = Some(listener);
-        Ok(conn)
+        Conn::new(sock, Phase::AwaitConnect, Some(listener))
     }
 
     /// Queues the work item (already queued is fine).

@@ -139,15 +139,10 @@ impl Listener {
                 Ok(Some(sock)) => sock,
                 Ok(None) | Err(_) => return,
             };
-            // A connection we cannot keep is dropped (closed).
-            let Ok(conn) = Conn::accepted(sock, self.clone()) else {
-                continue;
-            };
-            if self.adopt(&conn).is_ok() {
+            // A socket we cannot keep is dropped (closed).
+            if let Ok(conn) = self.adopt(sock) {
                 // Data may have arrived before the callbacks were ours.
                 conn.kick();
-            } else {
-                conn.close();
             }
         }
     }
@@ -182,8 +177,9 @@ impl Listener {
         }
     }
 
-    /// Takes `conn` among the pending ones, making room as the module doc says.
-    fn adopt(self: &Arc<Self>, conn: &Arc<Conn>) -> Result {
+    /// A connection for `sock`, among the pending ones, room made as the
+    /// module doc says.
+    fn adopt(self: &Arc<Self>, sock: Socket) -> Result<Arc<Conn>> {
         let mut p = self.pending.lock();
         if !p.open {
             return Err(EINVAL);
@@ -208,9 +204,18 @@ impl Listener {
                 }
             }
         }
-        p.conns.push((conn.clone(), now), GFP_KERNEL)?;
+        p.conns.reserve(1, GFP_KERNEL)?;
+        // Under `pending`: its socket's callbacks may run its work at once,
+        // and a CONNECT it reads is handed over (`hand_over`, which takes
+        // `pending`) only once it is pending.
+        let conn = Conn::accepted(sock, self.clone())?;
+        if let Err(e) = p.conns.push((conn.clone(), now), GFP_KERNEL) {
+            // Not reached (room reserved); the socket holds `conn` open.
+            conn.close();
+            return Err(e.into());
+        }
         self.arm(&p);
-        Ok(())
+        Ok(conn)
     }
 
     /// Hands `conn`'s request to the passive endpoint (FI_CONNREQ); `conn`
