@@ -312,6 +312,7 @@ const _: () = {
     assert!(v::FI_SEND == flags::FI_SEND);
     assert!(v::FI_REMOTE_READ == flags::FI_REMOTE_READ);
     assert!(v::FI_REMOTE_WRITE == flags::FI_REMOTE_WRITE);
+    assert!(v::FI_RX_CQ_DATA == abi::FI_RX_CQ_DATA);
 };
 
 /// Stamps `provider`'s identity into a well-formed `info` it made, as the
@@ -353,6 +354,8 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
         // A peer's RMA reaches the RDM endpoint's MSG ones, which report it
         // to nobody: no FI_RMA_EVENT.
         t.caps &= !flags::FI_RMA_EVENT;
+        // Remote CQ data is the MSG endpoints' own business (rdm.rst).
+        t.mode &= !abi::FI_RX_CQ_DATA;
         (*t.ep_attr).type_ = abi::fi_ep_type_FI_EP_RDM;
         let ep = &mut *t.ep_attr;
         ep.protocol_version = ep.protocol;
@@ -476,6 +479,8 @@ fn provider_infos(
         // SAFETY: `hints` is valid when non-null (ABI), its attrs null or
         // valid; `info` is well formed.
         unsafe {
+            let hinted_mode = hints.as_ref().map_or(0, |h| h.mode);
+            info.mode = info_match::offered_mode(hinted_mode, info.mode);
             let hinted = hints
                 .as_ref()
                 .and_then(|h| h.domain_attr.as_ref())

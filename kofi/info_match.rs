@@ -73,12 +73,18 @@ pub(crate) mod abi_values {
     pub(crate) const FI_SEND: u64 = 1 << 11;
     pub(crate) const FI_REMOTE_READ: u64 = 1 << 12;
     pub(crate) const FI_REMOTE_WRITE: u64 = 1 << 13;
+    pub(crate) const FI_RX_CQ_DATA: u64 = 1 << 56;
 }
 use abi_values::*;
 
 /// Registration modes a provider can work with or without: they stay in an
 /// offer only when the consumer's hints list them (see [`offered_mr_mode`]).
 pub(crate) const MR_OPTIONAL: i32 = FI_MR_ENDPOINT;
+
+/// Modes a provider can work with or without: they stay in an offer (and
+/// the endpoints opened from it work in that mode) only when the consumer's
+/// hints list them (see [`offered_mode`]).
+pub(crate) const MODE_OPTIONAL: u64 = FI_RX_CQ_DATA;
 
 /// Why an offer does not satisfy hints.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
@@ -114,7 +120,7 @@ pub(crate) fn check(hints: &InfoView<'_>, offer: &InfoView<'_>) -> Result<(), Mi
     if missing != 0 {
         return Err(Mismatch::Caps(missing));
     }
-    let unsupported = offer.mode & !hints.mode;
+    let unsupported = offered_mode(hints.mode, offer.mode) & !hints.mode;
     if unsupported != 0 {
         return Err(Mismatch::Mode(unsupported));
     }
@@ -277,6 +283,12 @@ fn check_attrs(caps: u64, h: &Attrs, o: &Attrs) -> Result<(), &'static str> {
 /// consumer's hints list them (`hinted`: the hints' mr_mode, 0 without).
 pub(crate) fn offered_mr_mode(hinted: i32, offer: i32, optional: i32) -> i32 {
     offer & !(optional & !hinted)
+}
+
+/// The mode an offer keeps: the [`MODE_OPTIONAL`] bits it lists only when
+/// the consumer's (`hinted`) do too.
+pub(crate) fn offered_mode(hinted: u64, offer: u64) -> u64 {
+    offer & !(MODE_OPTIONAL & !hinted)
 }
 
 /// The order fi_getinfo lists providers in: higher priority first, then

@@ -358,6 +358,9 @@ pub(crate) struct PassiveEp {
     pub(crate) public: Opaque<abi::fid_pep>,
     pub(crate) fabric: Arc<Fabric>,
     pub(crate) listening: AtomicBool,
+    /// The optional modes (`info_match::MODE_OPTIONAL`) of the info it was
+    /// opened with: the infos of its connection requests keep those alone.
+    pub(crate) mode: u64,
     #[pin]
     pub(crate) eq: BhSpinLock<Option<Arc<Eq>>>,
 }
@@ -373,13 +376,18 @@ unsafe impl Send for PassiveEp {}
 unsafe impl Sync for PassiveEp {}
 
 impl PassiveEp {
-    pub(crate) fn new(fabric: Arc<Fabric>, context: *mut c_void) -> impl PinInit<Self, Error> {
+    pub(crate) fn new(
+        fabric: Arc<Fabric>,
+        context: *mut c_void,
+        mode: u64,
+    ) -> impl PinInit<Self, Error> {
         try_pin_init!(PassiveEp {
             public: Opaque::new(abi::fid_pep {
                 fid: fid_head(abi::FI_CLASS_PEP, context),
             }),
             fabric,
             listening: AtomicBool::new(false),
+            mode: mode & crate::info_match::MODE_OPTIONAL,
             eq <- new_bh_spinlock!(None, "kofi_pep_eq"),
         }? Error)
     }

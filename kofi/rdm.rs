@@ -549,6 +549,11 @@ fn msg_info_of(info: *const abi::fi_info) -> Result<InfoBox> {
 }
 
 fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::fid_ep) -> Result {
+    // SAFETY: The core checked the info.
+    if unsafe { (*info).mode } & abi::FI_RX_CQ_DATA != 0 {
+        // Its infos never offer the mode: refused, not ignored.
+        return Err(EINVAL);
+    }
     // SAFETY: The core passes its own live objects.
     let e = unsafe { crate::object::lookup::<Endpoint>(ep) }?;
     let msg_info = msg_info_of(info)?;

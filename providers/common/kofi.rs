@@ -695,6 +695,12 @@ impl<'a> InfoRef<'a> {
         self.raw.addr_format
     }
 
+    /// Whether the endpoint runs in FI_RX_CQ_DATA mode: remote CQ data
+    /// takes a posted receive and reports it.
+    pub(crate) fn rx_cq_data(&self) -> bool {
+        self.raw.mode & abi::FI_RX_CQ_DATA != 0
+    }
+
     /// The domain's memory registration modes (`domain_attr->mr_mode`).
     pub(crate) fn mr_mode(&self) -> i32 {
         // SAFETY: An info's attrs are null or valid for as long as the info.

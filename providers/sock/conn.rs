@@ -135,10 +135,16 @@ pub(crate) struct RmaPart {
     pub(crate) data: KVVec<u8>,
 }
 
-/// A message that arrived before a receive was posted for it.
-struct Unexpected {
-    data: KVVec<u8>,
-    cq_data: Option<u64>,
+/// What waits for a posted receive.
+enum Unexpected {
+    /// A message no receive was posted for.
+    Message {
+        data: KVVec<u8>,
+        cq_data: Option<u64>,
+    },
+    /// FI_RX_CQ_DATA mode: a remote write of `len` bytes carrying CQ data
+    /// `data`, waiting for the receive it takes.
+    WriteData { len: usize, data: u64 },
 }
 
 /// The frame being received: its header, then its payload.
@@ -215,6 +221,8 @@ struct Inner {
     ended: bool,
     /// Server: the CONNECT's private data, until FI_CONNREQ goes out.
     connreq_data: Option<KVVec<u8>>,
+    /// FI_RX_CQ_DATA mode: a write's CQ data takes a posted receive.
+    rx_cq_data: bool,
 }
 
 /// A connection.
@@ -279,6 +287,7 @@ impl Conn {
             next_id: 1,
             ended: false,
             connreq_data: None,
+            rx_cq_data: false,
         };
         let conn = Arc::pin_init(
             pin_init!(Conn {
@@ -297,12 +306,14 @@ impl Conn {
         Ok(conn)
     }
 
-    /// A client connection to `addr`, carrying `data` in its CONNECT.
+    /// A client connection to `addr`, carrying `data` in its CONNECT
+    /// (`rx_cq_data`: the endpoint's FI_RX_CQ_DATA mode).
     pub(crate) fn connect(
         addr: &SockAddr,
         data: &[u8],
         ep: EpRef,
         domain: DomainRef,
+        rx_cq_data: bool,
     ) -> Result<Arc<Conn>> {
         let connect_data = TxPayload::copy_of(data)?;
         let sock = Socket::new(addr.is_ipv6())?;
@@ -311,6 +322,7 @@ impl Conn {
         let started = {
             let mut g = conn.inner.lock();
             g.connect_data = connect_data;
+            g.rx_cq_data = rx_cq_data;
             g.ep = Some(ep);
             g.domain = Some(domain);
             g.sock
@@ -338,12 +350,14 @@ impl Conn {
         let _ = crate::queue().enqueue(self.clone());
     }
 
-    /// Binds the endpoint that accepts this (server) connection.
-    pub(crate) fn bind(&self, ep: EpRef, domain: DomainRef) -> Result {
+    /// Binds the endpoint that accepts this (server) connection
+    /// (`rx_cq_data`: its FI_RX_CQ_DATA mode).
+    pub(crate) fn bind(&self, ep: EpRef, domain: DomainRef, rx_cq_data: bool) -> Result {
         let mut g = self.inner.lock();
         if g.phase != Phase::AwaitDecision || g.ep.is_some() {
             return Err(EINVAL);
         }
+        g.rx_cq_data = rx_cq_data;
         g.ep = Some(ep);
         g.domain = Some(domain);
         Ok(())
@@ -553,8 +567,13 @@ impl Conn {
         let resume = {
             let mut g = self.inner.lock();
             if let Some(held) = g.unexpected.pop() {
-                g.unexpected_bytes -= held.data.len();
-                g.deliver(recv, &held.data, held.cq_data);
+                match held {
+                    Unexpected::Message { data, cq_data } => {
+                        g.unexpected_bytes -= data.len();
+                        g.deliver(recv, &data, cq_data);
+                    }
+                    Unexpected::WriteData { len, data } => g.report_write_data(recv, len, data),
+                }
                 true
             } else {
                 g.posted.push(recv).map_err(|_| fi_error(abi::FI_EAGAIN))?;
@@ -790,7 +809,7 @@ impl Inner {
                         continue;
                     }
                 }
-                if h.op == Some(Op::Send) && self.posted.len() == 0 && self.hold_full(h.len) {
+                if self.waits_for_hold(&h) {
                     // Keep the header, read the payload later.
                     self.rx.parsed = Some(h);
                     self.rx.payload = KVVec::new();
@@ -807,8 +826,8 @@ impl Inner {
             }
             let h = self.rx.parsed.ok_or(EINVAL)?;
             if !self.rx.started {
-                // A held-back Send: room now?
-                if self.posted.len() == 0 && self.hold_full(h.len) {
+                // A held-back frame: room now?
+                if self.waits_for_hold(&h) {
                     return Ok(moved);
                 }
                 self.start_payload(h)?;
@@ -894,11 +913,20 @@ impl Inner {
         Ok(true)
     }
 
-    /// Whether a message of `len` bytes with no receive posted for it would
-    /// overfill the hold (bytes or slots): then reading stops until a
-    /// receive is posted, and TCP holds the sender back.
-    fn hold_full(&self, len: u64) -> bool {
-        self.unexpected_bytes + len as usize > UNEXPECTED_MAX || self.unexpected.len() == RX_DEPTH
+    /// Whether frame `h` takes a receive, none is posted, and holding it
+    /// would overfill the hold (bytes or slots): then reading stops until a
+    /// receive is posted, and TCP holds the sender back. A message takes a
+    /// receive, and in FI_RX_CQ_DATA mode a write carrying CQ data (held
+    /// without its bytes, which go to the region).
+    fn waits_for_hold(&self, h: &Header) -> bool {
+        let held_bytes = match h.op {
+            Some(Op::Send) => h.len as usize,
+            Some(Op::Write) if self.rx_cq_data && h.flags & wire::FLAG_CQ_DATA != 0 => 0,
+            _ => return false,
+        };
+        self.posted.len() == 0
+            && (self.unexpected_bytes + held_bytes > UNEXPECTED_MAX
+                || self.unexpected.len() == RX_DEPTH)
     }
 
     /// Reads header bytes from `at`; None when nothing is there.
@@ -950,11 +978,11 @@ impl Inner {
                     Some(recv) => self.deliver(recv, &payload, cq_data),
                     None => {
                         self.unexpected_bytes += payload.len();
-                        let held = Unexpected {
+                        let held = Unexpected::Message {
                             data: payload,
                             cq_data,
                         };
-                        // Cannot fail: `hold_full` kept a slot free.
+                        // Cannot fail: `waits_for_hold` kept a slot free.
                         if self.unexpected.push(held).is_err() {
                             return Err(proto());
                         }
@@ -965,13 +993,31 @@ impl Inner {
                 let written = self.rma_write(&h, &payload);
                 // The target's report first (a CQ entry for remote CQ data,
                 // a count for a counter: FI_RMA_EVENT), then the answer.
-                if let (Ok(()), Some(ep)) = (&written, &self.ep) {
-                    let (flags, data) = if h.flags & wire::FLAG_CQ_DATA != 0 {
-                        (FI_REMOTE_WRITE | FI_RMA | FI_REMOTE_CQ_DATA, h.data)
-                    } else {
-                        (FI_REMOTE_WRITE | FI_RMA, 0)
-                    };
-                    let _ = ep.complete(flags, Context::NONE, payload.len(), data);
+                let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
+                match (&written, cq_data) {
+                    (Ok(()), Some(data)) if self.rx_cq_data => match self.posted.pop() {
+                        Some(recv) => self.report_write_data(recv, payload.len(), data),
+                        None => {
+                            let len = payload.len();
+                            // Cannot fail: `waits_for_hold` kept a slot free.
+                            if self
+                                .unexpected
+                                .push(Unexpected::WriteData { len, data })
+                                .is_err()
+                            {
+                                return Err(proto());
+                            }
+                        }
+                    },
+                    (Ok(()), _) => {
+                        if let Some(ep) = &self.ep {
+                            let flags = FI_REMOTE_WRITE | FI_RMA;
+                            let flags = flags | cq_data.map_or(0, |_| FI_REMOTE_CQ_DATA);
+                            let len = payload.len();
+                            let _ = ep.complete(flags, Context::NONE, len, cq_data.unwrap_or(0));
+                        }
+                    }
+                    _ => {}
                 }
                 let ack = Header {
                     status: status_of(written),
@@ -1106,6 +1152,20 @@ impl Inner {
             flags |= FI_REMOTE_CQ_DATA;
         }
         let _ = ep.complete(flags, recv.context, data.len(), cq_data.unwrap_or(0));
+    }
+
+    /// FI_RX_CQ_DATA mode: a remote write of `len` bytes with CQ data
+    /// `data` took `recv`, which reports it.
+    fn report_write_data(&self, recv: PostedRecv, len: usize, data: u64) {
+        if let Some(ep) = &self.ep {
+            let flags = FI_REMOTE_WRITE | FI_RMA | FI_REMOTE_CQ_DATA;
+            let _ = ep.complete(
+                flags | (recv.flags & FI_COMPLETION),
+                recv.context,
+                len,
+                data,
+            );
+        }
     }
 
     /// The connection failed (`e`): report and close.

@@ -133,6 +133,8 @@ pub(crate) fn msg_info(
         } else {
             abi::FI_SOCKADDR_IN
         };
+        // To consumers that list it: remote CQ data takes a posted receive.
+        f.info.mode = abi::FI_RX_CQ_DATA;
         f.ep.type_ = abi::fi_ep_type_FI_EP_MSG;
         f.ep.protocol = abi::FI_PROTO_SOCK_TCP;
         f.ep.max_msg_size = conn::MAX_MSG;
@@ -227,7 +229,7 @@ impl kofi::Provider for Sock {
         let conn = match unsafe { info.request::<Request>() } {
             Some(req) => {
                 let conn = req.conn.clone();
-                conn.bind(ep.clone(), domain.clone())?;
+                conn.bind(ep.clone(), domain.clone(), info.rx_cq_data())?;
                 Some(conn)
             }
             None => None,
@@ -238,6 +240,7 @@ impl kofi::Provider for Sock {
             domain: domain.clone(),
             ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
             dest,
+            rx_cq_data: info.rx_cq_data(),
             conn: ConnSlot::new(conn, conn::RX_DEPTH)?,
         })
     }
@@ -261,6 +264,8 @@ struct SockEp {
     domain: DomainRef,
     ipv6: bool,
     dest: Option<SockAddr>,
+    /// FI_RX_CQ_DATA mode (from its info).
+    rx_cq_data: bool,
     conn: ConnSlot<Conn>,
 }
 
@@ -297,7 +302,10 @@ impl kofi::Endpoint for SockEp {
             return Err(EINVAL);
         }
         self.conn.connect(
-            || Conn::connect(&dest, param, self.ep.clone(), self.domain.clone()),
+            || {
+                let (ep, domain) = (self.ep.clone(), self.domain.clone());
+                Conn::connect(&dest, param, ep, domain, self.rx_cq_data)
+            },
             Conn::post_recv,
         )
     }

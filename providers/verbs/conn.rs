@@ -270,6 +270,14 @@ struct Inner {
     /// disconnect or our fi_shutdown (moving the QP to error sooner would
     /// flush work requests not yet out, or whose ACK is on its way).
     answer_disconnect: bool,
+    /// FI_RX_CQ_DATA mode: a write's CQ data takes a posted receive.
+    rx_cq_data: bool,
+    /// The device is iWARP: its MPA initiator must send the first frame
+    /// (siw fails a connection whose first frame comes with the MPA reply).
+    iwarp: bool,
+    /// iWARP server: nothing is posted on the send queue until the
+    /// client's first message came (the client sends one at once).
+    peer_speaks_first: bool,
 }
 
 /// A connection (client or server side).
@@ -349,6 +357,9 @@ impl Conn {
                     sq_error: None,
                     shutdown_reported: false,
                     answer_disconnect: false,
+                    rx_cq_data: false,
+                    iwarp: false,
+                    peer_speaks_first: false,
                 }, "kofi_verbs_conn"),
                 entry,
                 reporting <- new_mutex!(Reporting::default(), "kofi_verbs_reporting"),
@@ -368,6 +379,7 @@ impl Conn {
         param: &[u8],
         ep: EpRef,
         domain: Arc<VDomain>,
+        rx_cq_data: bool,
     ) -> Result<Arc<Conn>> {
         let data = CmData::encode(param).ok_or(EINVAL)?;
         let conn = Conn::new(domain.entry().clone(), Phase::Resolving, Some(ep))?;
@@ -376,6 +388,7 @@ impl Conn {
             let mut owner = conn.id.lock();
             let mut g = conn.inner.lock();
             g.connect_data = Some(data);
+            g.rx_cq_data = rx_cq_data;
             g.domain = Some(domain);
             id.resolve_addr(dest)?;
             g.res = Some(Resources {
@@ -450,12 +463,19 @@ impl Conn {
 
     /// fi_endpoint on a request: the endpoint and domain it now belongs
     /// to, and the request's id.
-    pub(crate) fn bind(&self, ep: EpRef, domain: Arc<VDomain>, id: &CmIdSlot) -> Result {
+    pub(crate) fn bind(
+        &self,
+        ep: EpRef,
+        domain: Arc<VDomain>,
+        id: &CmIdSlot,
+        rx_cq_data: bool,
+    ) -> Result {
         let mut owner = self.id.lock();
         let mut g = self.inner.lock();
         if g.phase != Phase::Requested || self.bound.swap(true, Ordering::AcqRel) {
             return Err(fi_error(abi::FI_EOPBADSTATE));
         }
+        g.rx_cq_data = rx_cq_data;
         *owner = Some(id.take().ok_or(EINVAL)?);
         g.ep = Some(ep);
         g.domain = Some(domain);
@@ -484,6 +504,7 @@ impl Conn {
         g.dev = Some(dev);
         g.lkey = lkey;
         g.max_inline = inline as usize;
+        g.iwarp = limits.iwarp;
         g.max_sge = (limits.max_sge.min(16) as usize).max(2);
         g.max_sge_rd = (limits.max_sge_rd.min(limits.max_sge).min(16) as usize).max(1);
         for i in 0..RX_DEPTH {
@@ -508,6 +529,7 @@ impl Conn {
             };
             self.setup(&mut g)?;
             g.phase = Phase::Accepting;
+            g.peer_speaks_first = g.iwarp;
             reads
         };
         // rdma_accept takes the id's handler lock, under which the CM

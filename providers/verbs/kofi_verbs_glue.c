@@ -56,6 +56,7 @@ void kverbs_dev_limits(struct ib_device *dev, struct kverbs_limits *out)
 	out->max_cq = dev->attrs.max_cq;
 	out->max_mr = dev->attrs.max_mr;
 	out->active = false;
+	out->iwarp = rdma_protocol_iwarp(dev, rdma_start_port(dev));
 	out->max_msg = 0;
 	if (!ib_query_port(dev, rdma_start_port(dev), &pattr)) {
 		out->active = pattr.state == IB_PORT_ACTIVE;

@@ -27,6 +27,8 @@ struct kverbs_limits {
 	u32 max_cq;
 	u32 max_mr;
 	bool active;
+	/* iWARP: the MPA initiator must send the first frame. */
+	bool iwarp;
 };
 
 /* The ib_client: calls kofi_verbs_device_add/remove (Rust) per device. */

@@ -87,6 +87,9 @@ pub(crate) fn msg_info(
         } else {
             abi::FI_SOCKADDR_IN
         };
+        // To consumers that list it: remote CQ data takes a posted receive,
+        // as a verbs write with immediate data does.
+        f.info.mode = abi::FI_RX_CQ_DATA;
         f.ep.type_ = abi::fi_ep_type_FI_EP_MSG;
         f.ep.protocol = abi::FI_PROTO_RDMA_CM_IB_RC;
         // Messages go in segments; an RMA goes in one work request per
@@ -209,7 +212,7 @@ impl kofi::Provider for Verbs {
         let conn = match unsafe { info.request::<Request>() } {
             Some(req) => {
                 let conn = req.conn.clone();
-                conn.bind(ep.clone(), domain.inner.clone(), &req.id)?;
+                conn.bind(ep.clone(), domain.inner.clone(), &req.id, info.rx_cq_data())?;
                 Some(conn)
             }
             None => None,
@@ -220,6 +223,7 @@ impl kofi::Provider for Verbs {
             domain: domain.inner.clone(),
             ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
             dest,
+            rx_cq_data: info.rx_cq_data(),
             conn: ConnSlot::new(conn, conn::RECV_DEPTH)?,
         })
     }
@@ -243,6 +247,8 @@ struct VerbsEp {
     domain: Arc<VDomain>,
     ipv6: bool,
     dest: Option<SockAddr>,
+    /// FI_RX_CQ_DATA mode (from its info).
+    rx_cq_data: bool,
     conn: ConnSlot<Conn>,
 }
 
@@ -279,7 +285,10 @@ impl kofi::Endpoint for VerbsEp {
             return Err(EINVAL);
         }
         self.conn.connect(
-            || Conn::connect(&dest, param, self.ep.clone(), self.domain.clone()),
+            || {
+                let (ep, domain) = (self.ep.clone(), self.domain.clone());
+                Conn::connect(&dest, param, ep, domain, self.rx_cq_data)
+            },
             |conn, recv| conn.post_recv(recv),
         )
     }

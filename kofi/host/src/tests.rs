@@ -1,5 +1,6 @@
 use crate::info_match::{
-    abi_values::*, check, mr_mode_ok, offered_mr_mode, provider_order, Attrs, InfoView, Mismatch,
+    abi_values::*, check, mr_mode_ok, offered_mode, offered_mr_mode, provider_order, Attrs,
+    InfoView, Mismatch,
 };
 use crate::ring::{CompletionRing, Overrun, Ring, Slot};
 use std::cmp::Ordering;
@@ -398,6 +399,24 @@ fn caps_must_be_a_subset() {
 fn required_modes_must_be_supported() {
     let hints = InfoView::default();
     assert_eq!(check(&hints, &offer()), Err(Mismatch::Mode(CONTEXT)));
+}
+
+#[test]
+fn optional_modes_stay_only_when_hinted() {
+    // FI_RX_CQ_DATA offered: no mismatch without it in the hints, and the
+    // offer keeps it only for hints that list it.
+    let mut o = offer();
+    o.mode = FI_RX_CQ_DATA;
+    let mut hints = InfoView::default();
+    assert_eq!(check(&hints, &o), Ok(()));
+    assert_eq!(offered_mode(hints.mode, o.mode), 0);
+    hints.mode = FI_RX_CQ_DATA;
+    assert_eq!(check(&hints, &o), Ok(()));
+    assert_eq!(offered_mode(hints.mode, o.mode), FI_RX_CQ_DATA);
+    // A required mode beside it still counts.
+    o.mode |= CONTEXT;
+    assert_eq!(check(&hints, &o), Err(Mismatch::Mode(CONTEXT)));
+    assert_eq!(offered_mode(0, CONTEXT), CONTEXT);
 }
 
 #[test]

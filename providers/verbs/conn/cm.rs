@@ -47,6 +47,10 @@ impl Conn {
                     };
                     let _ = ep.event(abi::FI_CONNECTED, data);
                 }
+                if client && g.iwarp {
+                    // The server waits for our first frame (`peer_speaks_first`).
+                    let _ = g.queue.push(TxOp::Credit);
+                }
                 self.pump(&mut g);
             }
             CmEvent::Rejected(data) => {

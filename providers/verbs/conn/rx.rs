@@ -80,6 +80,8 @@ impl Conn {
             Self::fail_rndv_sends(g, abi::FI_ECONNRESET);
             return;
         }
+        // The client spoke: the server may send (pumped below).
+        g.peer_speaks_first = false;
         let len = (wc.byte_len as usize).min(RX_BUF);
         let header = match &g.res {
             Some(res) => {
@@ -100,29 +102,28 @@ impl Conn {
             .credits
             .saturating_add(u32::from(h.credits))
             .min(RX_DEPTH as u32);
-        match h.op {
-            wire::OP_MSG | wire::OP_RTS => {
-                if g.held.len() != 0 || !self.deliver(g, i, &h, len) {
-                    let _ = g.held.push((i, len));
-                    self.pump(g);
-                    return;
+        // Messages take a receive, and in FI_RX_CQ_DATA mode so does a
+        // write's CQ data, in order with them.
+        let takes_recv = matches!(h.op, wire::OP_MSG | wire::OP_RTS)
+            || (h.op == wire::OP_WRITE_DATA && g.rx_cq_data);
+        if takes_recv {
+            if g.held.len() != 0 || !self.deliver(g, i, &h, len) {
+                let _ = g.held.push((i, len));
+                self.pump(g);
+                return;
+            }
+        } else if h.op == wire::OP_FIN {
+            if let Some(i) = g.rndv_sends.iter().position(|r| r.cookie == h.data) {
+                let send = swap_remove(&mut g.rndv_sends, i);
+                if let (Some(r), Some(ep)) = (&send.report, &g.ep) {
+                    let _ = ep.complete(r.flags, r.ctx, r.len, 0);
                 }
             }
-            wire::OP_FIN => {
-                if let Some(i) = g.rndv_sends.iter().position(|r| r.cookie == h.data) {
-                    let send = swap_remove(&mut g.rndv_sends, i);
-                    if let (Some(r), Some(ep)) = (&send.report, &g.ep) {
-                        let _ = ep.complete(r.flags, r.ctx, r.len, 0);
-                    }
-                }
+        } else if h.op == wire::OP_WRITE_DATA {
+            if let Some(ep) = &g.ep {
+                let flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+                let _ = ep.complete(flags, Context::NONE, h.len as usize, h.data);
             }
-            wire::OP_WRITE_DATA => {
-                if let Some(ep) = &g.ep {
-                    let flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
-                    let _ = ep.complete(flags, Context::NONE, h.len as usize, h.data);
-                }
-            }
-            _ => {}
         }
         self.repost(g, i);
         self.pump(g);
@@ -157,6 +158,9 @@ impl Conn {
         if h.op == wire::OP_RTS {
             return self.deliver_rts(g, i, h, len);
         }
+        if h.op == wire::OP_WRITE_DATA {
+            return Self::deliver_write_data(g, h);
+        }
         if g.cur.is_none() {
             let Some(recv) = g.recvs.pop() else {
                 return false;
@@ -183,6 +187,24 @@ impl Conn {
         }
         if let Some(done) = g.cur.take() {
             report_recv(g.ep.as_ref(), &done, true);
+        }
+        true
+    }
+
+    /// FI_RX_CQ_DATA mode: a remote write's CQ data (an OP_WRITE_DATA)
+    /// takes the next receive, which reports it; false when none is posted
+    /// (it is held). A message's segments come together, so none is being
+    /// assembled here but one being read (waited for above).
+    fn deliver_write_data(g: &mut Inner, h: &Header) -> bool {
+        if g.cur.is_some() {
+            return false;
+        }
+        let Some(recv) = g.recvs.pop() else {
+            return false;
+        };
+        if let Some(ep) = &g.ep {
+            let flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA | (recv.flags & FI_COMPLETION);
+            let _ = ep.complete(flags, recv.context, h.len as usize, h.data);
         }
         true
     }

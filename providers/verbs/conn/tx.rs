@@ -225,6 +225,9 @@ impl Conn {
 
     /// Posts what the credits and free slots allow, in order.
     pub(super) fn pump(&self, g: &mut Inner) {
+        if g.peer_speaks_first {
+            return;
+        }
         while g.phase == Phase::Connected || g.phase == Phase::Closing {
             if g.tx_free.is_empty() {
                 return;

@@ -32,6 +32,9 @@ MODULE_PARM_DESC(port_base, "first of the ports the cases listen on");
 static char *label = "sock_ipv4";
 module_param(label, charp, 0444);
 MODULE_PARM_DESC(label, "provider and device, for the suite's name");
+static char *only = "";
+module_param(only, charp, 0444);
+MODULE_PARM_DESC(only, "run only the cases whose name starts with this (debugging)");
 
 /* The port of case @n, as a string in @buf. */
 static const char *port_of(char *buf, int n)
@@ -388,6 +391,71 @@ static void cq_data(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
 	pair_close(test, &p);
+	vfree(region);
+}
+
+/*
+ * FI_RX_CQ_DATA, offered to a consumer that lists it (the listener's info
+ * chooses it for the endpoints of its requests): a write's remote CQ data
+ * takes the next posted receive, in order with messages, and reports its
+ * context; with none posted it waits for one. Not hinted, not offered.
+ */
+static void rx_cq_data_takes_a_receive(struct kunit *test)
+{
+	struct pair p = { .prov = prov, .mode = FI_RX_CQ_DATA };
+	struct fi_info *plain;
+	struct fi_cq_data_entry e;
+	u8 *region = vzalloc(4096), src[32], rx[2][32] = {};
+	struct fid_mr *mr;
+	u64 key;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	plain = test_info(test, prov, node, NULL, 0);
+	KUNIT_EXPECT_EQ(test, plain->mode & FI_RX_CQ_DATA, 0ULL);
+	fi_freeinfo(plain);
+
+	conf_open(test, &p, 26);
+	KUNIT_EXPECT_TRUE(test, p.client.info->mode & FI_RX_CQ_DATA);
+	KUNIT_EXPECT_TRUE(test, p.server.info->mode & FI_RX_CQ_DATA);
+	fill(src, sizeof(src), 3);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
+			0);
+	key = fi_mr_key(mr);
+
+	/* Posted first: the write's data takes rx[0], the message rx[1]. */
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, rx[0], 32, NULL, 0, rx[0]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, rx[1], 32, NULL, 0, rx[1]), 0);
+	KUNIT_ASSERT_EQ(test, fi_writedata(p.client.ep, src, 16, NULL, 0xabc, 0, 64, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, 32, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[0]);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0xabcULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)16);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 64, src, 16), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[1]);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)32);
+	KUNIT_EXPECT_EQ(test, memcmp(rx[1], src, 32), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+
+	/* None posted: the write is done, its data waits for a receive. */
+	KUNIT_ASSERT_EQ(test, fi_writedata(p.client.ep, src + 16, 16, NULL, 0xdef, 0, 128, key,
+					   NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
+	msleep(100);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &e, 1), (ssize_t)-FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 128, src + 16, 16), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, rx[0], 32, NULL, 0, rx[0]), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[0]);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.data, 0xdefULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)16);
+	pair_close_with(test, &p, mr);
 	vfree(region);
 }
 
@@ -918,7 +986,9 @@ static void recv_posted_before_connect(struct kunit *test)
 	struct cm_event ev;
 	struct fi_cq_data_entry e;
 	char port[8];
+	struct fi_eq_err_entry err = {};
 	u8 early[2][64] = {}, out[2][64];
+	ssize_t ret;
 	int i;
 
 	port_of(port, 14);
@@ -934,13 +1004,66 @@ static void recv_posted_before_connect(struct kunit *test)
 		fill(out[i], 64, 40 + i);
 		KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, out[i], 64, NULL, 0, NULL), 0);
 	}
-	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	ret = cm_wait(p.client.eq, FI_CONNECTED, &ev);
+	if (ret == -FI_EAVAIL) {
+		KUNIT_EXPECT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
+		KUNIT_FAIL(test, "connecting failed: %d (provider: %d)", err.err, err.prov_errno);
+	}
+	KUNIT_ASSERT_EQ(test, ret, (ssize_t)sizeof(ev.entry));
 	for (i = 0; i < 2; i++) {
 		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
 		/* In the order they were posted. */
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)early[i]);
 		KUNIT_EXPECT_EQ(test, memcmp(early[i], out[i], 64), 0);
 	}
+	pair_close(test, &p);
+}
+
+/*
+ * A server that sends the moment it is connected, round after round: the
+ * client connects every time and gets the message. (An iWARP device fails
+ * the connection of a client that reads a frame with the MPA reply, so
+ * kofi_verbs' server waits there for its client's first frame.)
+ */
+static void server_sends_at_once(struct kunit *test)
+{
+	enum { ROUNDS = 24 };
+	struct pair p = { .prov = prov };
+	struct fi_eq_err_entry err = {};
+	struct fi_cq_data_entry e;
+	struct cm_event ev;
+	char port[8];
+	u8 rx[32], msg[32];
+	ssize_t ret;
+	int i, connected = 0;
+
+	pair_listen(test, &p, node, port_of(port, 27));
+	for (i = 0; i < ROUNDS; i++) {
+		fill(msg, sizeof(msg), i);
+		memset(rx, 0, sizeof(rx));
+		side_open(test, &p, &p.client, node, port);
+		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, rx, sizeof(rx), NULL, 0, rx), 0);
+		KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, NULL, 0), 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+		side_accept(test, &p, &p.server, &ev, NULL, 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev),
+				(ssize_t)sizeof(ev.entry));
+		KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, msg, sizeof(msg), NULL, 0, NULL), 0);
+		ret = cm_wait(p.client.eq, FI_CONNECTED, &ev);
+		if (ret == -FI_EAVAIL) {
+			KUNIT_EXPECT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0),
+					(ssize_t)sizeof(err));
+			KUNIT_FAIL(test, "round %d: connecting failed: %d (provider: %d)", i,
+				   err.err, err.prov_errno);
+		} else if (ret == (ssize_t)sizeof(ev.entry) && cq_wait(p.client.cq, &e) == 1) {
+			connected++;
+			KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx);
+			KUNIT_EXPECT_EQ(test, memcmp(rx, msg, sizeof(msg)), 0);
+		}
+		side_close(test, &p.client);
+		side_close(test, &p.server);
+	}
+	KUNIT_EXPECT_EQ(test, connected, (int)ROUNDS);
 	pair_close(test, &p);
 }
 
@@ -1463,6 +1586,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(msg_vectors),
 	KUNIT_CASE(cm_data_and_refusals),
 	KUNIT_CASE(cq_data),
+	KUNIT_CASE(rx_cq_data_takes_a_receive),
 	KUNIT_CASE(inject),
 	KUNIT_CASE(unexpected_messages),
 	KUNIT_CASE(unexpected_large_messages),
@@ -1474,6 +1598,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(shutdown_mid_traffic),
 	KUNIT_CASE(peer_gone),
 	KUNIT_CASE(recv_posted_before_connect),
+	KUNIT_CASE(server_sends_at_once),
 	KUNIT_CASE(cancel_receives),
 	KUNIT_CASE(receives_released_when_the_connection_ends),
 	KUNIT_CASE(counters),
@@ -1483,8 +1608,16 @@ static struct kunit_case conformance_cases[] = {
 	{}
 };
 
+static int conformance_case_init(struct kunit *test)
+{
+	if (strncmp(test->name, only, strlen(only)))
+		kunit_skip(test, "not selected by only=%s", only);
+	return 0;
+}
+
 static struct kunit_suite conformance_suite = {
 	.name = "conformance",
+	.init = conformance_case_init,
 	.test_cases = conformance_cases,
 };
 kunit_test_suite(conformance_suite);

@@ -43,6 +43,8 @@ struct pair {
 	const char *prov;
 	/* Registration modes the domain's hints list (FI_MR_ENDPOINT, say). */
 	int mr_mode;
+	/* Modes the hints list (FI_RX_CQ_DATA, say). */
+	u64 mode;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_pep *pep;
@@ -52,22 +54,30 @@ struct pair {
 
 /*
  * The first info @prov offers for FI_EP_MSG with messages and RMA, to a
- * consumer supporting registration modes @mr_mode.
+ * consumer supporting registration modes @mr_mode and modes @mode.
  */
-static inline struct fi_info *test_info_mr(struct kunit *test, const char *prov,
-					   const char *node, const char *service, u64 flags,
-					   int mr_mode)
+static inline struct fi_info *test_info_modes(struct kunit *test, const char *prov,
+					      const char *node, const char *service, u64 flags,
+					      int mr_mode, u64 mode)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
 
 	KUNIT_ASSERT_NOT_NULL(test, hints);
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->caps = FI_MSG | FI_RMA;
+	hints->mode = mode;
 	hints->domain_attr->mr_mode = mr_mode;
 	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
 	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, service, flags, hints, &info), 0);
 	fi_freeinfo(hints);
 	return info;
+}
+
+static inline struct fi_info *test_info_mr(struct kunit *test, const char *prov,
+					   const char *node, const char *service, u64 flags,
+					   int mr_mode)
+{
+	return test_info_modes(test, prov, node, service, flags, mr_mode, 0);
 }
 
 static inline struct fi_info *test_info(struct kunit *test, const char *prov, const char *node,
@@ -115,7 +125,8 @@ static inline void pair_listen(struct kunit *test, struct pair *p, const char *n
 			       const char *port)
 {
 	struct fi_eq_attr eq_attr = { .size = 256 };
-	struct fi_info *src = test_info_mr(test, p->prov, node, port, FI_SOURCE, p->mr_mode);
+	struct fi_info *src = test_info_modes(test, p->prov, node, port, FI_SOURCE, p->mr_mode,
+					      p->mode);
 
 	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p->fabric, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, src, &p->domain, NULL), 0);
@@ -130,7 +141,7 @@ static inline void pair_listen(struct kunit *test, struct pair *p, const char *n
 static inline void side_open(struct kunit *test, struct pair *p, struct side *s,
 			     const char *node, const char *port)
 {
-	s->info = test_info(test, p->prov, node, port, 0);
+	s->info = test_info_modes(test, p->prov, node, port, 0, 0, p->mode);
 	open_queues(test, p, s);
 	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, s->info, &s->ep, NULL), 0);
 	bind_enable(test, s);
