@@ -258,6 +258,7 @@ unsafe fn view<'a>(info: &'a abi::fi_info) -> InfoView<'a> {
         if let Some(tx) = info.tx_attr.as_ref() {
             a.tx_msg_order = tx.msg_order;
             a.tx_comp_order = tx.comp_order;
+            a.tx_op_flags = tx.op_flags;
             a.inject_size = tx.inject_size;
             a.tx_size = tx.size;
             a.tx_iov_limit = tx.iov_limit;
@@ -266,6 +267,7 @@ unsafe fn view<'a>(info: &'a abi::fi_info) -> InfoView<'a> {
         if let Some(rx) = info.rx_attr.as_ref() {
             a.rx_msg_order = rx.msg_order;
             a.rx_comp_order = rx.comp_order;
+            a.rx_op_flags = rx.op_flags;
             a.total_buffered_recv = rx.total_buffered_recv;
             a.rx_size = rx.size;
             a.rx_iov_limit = rx.iov_limit;
@@ -365,6 +367,9 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
         tx.iov_limit = tx.iov_limit.saturating_sub(1).max(1);
         tx.inject_size = tx.inject_size.min(crate::rdm::SEG);
         tx.msg_order = abi::FI_ORDER_SAS as u64;
+        // What an RDM operation refuses (rdm/tx.rs) is no default either.
+        tx.op_flags &=
+            !(flags::FI_TRANSMIT_COMPLETE | flags::FI_DELIVERY_COMPLETE | flags::FI_FENCE);
         (*t.rx_attr).msg_order = abi::FI_ORDER_SAS as u64;
         let d = &mut *t.domain_attr;
         // Regions cannot be bound to an RDM endpoint (see mr.rs).
@@ -388,6 +393,10 @@ pub(crate) fn msg_twin(info: *mut abi::fi_info) {
         ep.protocol = ep.protocol_version;
         ep.protocol_version = 0;
         (*t.tx_attr).iov_limit += 1;
+        // The RDM layer says what each of its operations wants; the
+        // consumer's defaults are the RDM endpoint's alone.
+        (*t.tx_attr).op_flags = 0;
+        (*t.rx_attr).op_flags = 0;
         t.handle = ptr::null_mut();
         free(t.dest_addr);
         t.dest_addr = ptr::null_mut();
@@ -481,6 +490,12 @@ fn provider_infos(
         unsafe {
             let hinted_mode = hints.as_ref().map_or(0, |h| h.mode);
             info.mode = info_match::offered_mode(hinted_mode, info.mode);
+            // An offer lists the default op_flags its provider honours; the
+            // info the consumer gets has the ones it hinted (none without):
+            // they become its endpoints' defaults.
+            let h = hints.as_ref();
+            (*info.tx_attr).op_flags = h.and_then(|h| h.tx_attr.as_ref()).map_or(0, |a| a.op_flags);
+            (*info.rx_attr).op_flags = h.and_then(|h| h.rx_attr.as_ref()).map_or(0, |a| a.op_flags);
             let hinted = hints
                 .as_ref()
                 .and_then(|h| h.domain_attr.as_ref())

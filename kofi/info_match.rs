@@ -26,12 +26,16 @@ pub(crate) struct Attrs {
     pub(crate) max_msg_size: usize,
     pub(crate) tx_msg_order: u64,
     pub(crate) tx_comp_order: u64,
+    /// The default flags of transmits: the hints' must be among those the
+    /// offer lists (its provider honours as defaults).
+    pub(crate) tx_op_flags: u64,
     pub(crate) inject_size: usize,
     pub(crate) tx_size: usize,
     pub(crate) tx_iov_limit: usize,
     pub(crate) rma_iov_limit: usize,
     pub(crate) rx_msg_order: u64,
     pub(crate) rx_comp_order: u64,
+    pub(crate) rx_op_flags: u64,
     pub(crate) total_buffered_recv: usize,
     pub(crate) rx_size: usize,
     pub(crate) rx_iov_limit: usize,
@@ -251,6 +255,8 @@ fn check_attrs(caps: u64, h: &Attrs, o: &Attrs) -> Result<(), &'static str> {
         ("tx_attr.comp_order", h.tx_comp_order, o.tx_comp_order),
         ("rx_attr.msg_order", h.rx_msg_order, o.rx_msg_order),
         ("rx_attr.comp_order", h.rx_comp_order, o.rx_comp_order),
+        ("tx_attr.op_flags", h.tx_op_flags, o.tx_op_flags),
+        ("rx_attr.op_flags", h.rx_op_flags, o.rx_op_flags),
     ];
     for (name, hint, offer) in subsets {
         if hint & !offer != 0 {

@@ -142,6 +142,9 @@ pub(crate) fn msg_info(
         f.tx.rma_iov_limit = RMA_IOV_LIMIT;
         f.tx.inject_size = INJECT_SIZE;
         f.tx.size = conn::TX_DEPTH;
+        // The defaults it honours: a send refuses the stronger levels.
+        f.tx.op_flags = FI_COMPLETION | FI_INJECT | FI_MORE | FI_FENCE | FI_INJECT_COMPLETE;
+        f.rx.op_flags = FI_COMPLETION | FI_MORE;
         f.tx.msg_order = (abi::FI_ORDER_SAS
             | abi::FI_ORDER_RAW
             | abi::FI_ORDER_WAW

@@ -100,6 +100,14 @@ pub(crate) fn msg_info(
         f.tx.rma_iov_limit = RMA_IOV_LIMIT;
         f.tx.inject_size = INJECT_SIZE;
         f.tx.size = conn::TX_DEPTH;
+        // The defaults it honours: all but FI_DELIVERY_COMPLETE.
+        f.tx.op_flags = FI_COMPLETION
+            | FI_INJECT
+            | FI_MORE
+            | FI_FENCE
+            | FI_INJECT_COMPLETE
+            | FI_TRANSMIT_COMPLETE;
+        f.rx.op_flags = FI_COMPLETION | FI_MORE;
         f.tx.msg_order = (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS) as u64;
         f.rx.iov_limit = RECV_IOV_LIMIT;
         f.rx.size = conn::RECV_DEPTH;

@@ -159,6 +159,10 @@ fn offered_attrs() -> Attrs {
         control_progress: FI_PROGRESS_AUTO,
         data_progress: FI_PROGRESS_AUTO,
         mr_mode: FI_MR_PROV_KEY | FI_MR_ENDPOINT,
+        // FI_COMPLETION, FI_MORE, FI_INJECT_COMPLETE (not
+        // FI_DELIVERY_COMPLETE, 1 << 28, nor FI_MULTI_RECV, 1 << 16).
+        tx_op_flags: (1 << 24) | (1 << 18) | (1 << 26),
+        rx_op_flags: (1 << 24) | (1 << 18),
         cq_data_size: 8,
         mr_iov_limit: 16,
         ..Attrs::default()
@@ -191,7 +195,7 @@ fn attributes_are_minimums_or_choices() {
     };
     assert_eq!(check(&hinting(less), &offer()), Ok(()));
     let d = Attrs::default();
-    let too_much: [(Attrs, &str); 14] = [
+    let too_much: [(Attrs, &str); 16] = [
         (
             Attrs {
                 max_msg_size: (4 << 20) + 1,
@@ -235,6 +239,20 @@ fn attributes_are_minimums_or_choices() {
                 ..d
             },
             "tx_attr.comp_order",
+        ),
+        (
+            Attrs {
+                tx_op_flags: 1 << 28,
+                ..d
+            },
+            "tx_attr.op_flags",
+        ),
+        (
+            Attrs {
+                rx_op_flags: 1 << 16,
+                ..d
+            },
+            "rx_attr.op_flags",
         ),
         (
             Attrs {

@@ -95,12 +95,13 @@ static int getinfo_with(struct fi_info *hints)
  * Hints bound what fi_getinfo offers, as libfabric's providers check them:
  * every limit a hint names is a minimum the offer must reach, registration
  * modes the provider requires must be ones the consumer lists, threading
- * and progress models are served by safer and more automatic ones.
+ * and progress models are served by safer and more automatic ones, default
+ * op_flags must be ones the provider honours.
  */
 static void getinfo_hints_bound_the_offer(struct kunit *test)
 {
 	struct fi_info *offer = test_info(test, prov, node, NULL, 0);
-	struct fi_info *h = fi_dupinfo(offer);
+	struct fi_info *h = fi_dupinfo(offer), *got = NULL;
 
 	KUNIT_ASSERT_NOT_NULL(test, h);
 	KUNIT_EXPECT_EQ(test, offer->domain_attr->mr_key_size, sizeof(u64));
@@ -149,6 +150,27 @@ static void getinfo_hints_bound_the_offer(struct kunit *test)
 	h->domain_attr->threading = FI_THREAD_SAFE;
 	h->domain_attr->data_progress = FI_PROGRESS_AUTO;
 	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
+
+	/* Default op_flags: an offer lists none (none hinted); hinted ones
+	 * the provider honours become the info's, others match nothing. */
+	KUNIT_EXPECT_EQ(test, offer->tx_attr->op_flags, 0ULL);
+	KUNIT_EXPECT_EQ(test, offer->rx_attr->op_flags, 0ULL);
+	h->tx_attr->op_flags = FI_COMPLETION | FI_INJECT_COMPLETE;
+	h->rx_attr->op_flags = FI_COMPLETION;
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, node, NULL, 0, h, &got), 0);
+	if (got) {
+		KUNIT_EXPECT_EQ(test, got->tx_attr->op_flags, FI_COMPLETION | FI_INJECT_COMPLETE);
+		KUNIT_EXPECT_EQ(test, got->rx_attr->op_flags, (u64)FI_COMPLETION);
+		fi_freeinfo(got);
+	}
+	/* No provider promises delivery; kofi_sock's sends not transmission. */
+	h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
+	h->tx_attr->op_flags = FI_TRANSMIT_COMPLETE;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), strcmp(prov, "sock") ? 0 : -FI_ENODATA);
+	h->tx_attr->op_flags = 0;
+	h->rx_attr->op_flags = FI_MULTI_RECV;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
 	fi_freeinfo(h);
 	fi_freeinfo(offer);
 }
