@@ -64,6 +64,18 @@ if [ $rc = 0 ] && echo "$out" | grep -q 'warning:'; then rc=1; echo "check: the 
 record "modules build with CLIPPY=1, no warnings" $rc
 [ $rc = 0 ] || finish
 
+step "DKMS: dkms.conf against the kernel tree"
+out=$(scripts/dkms-test.sh "$KDIR" 2>&1)
+echo "$out" | grep -v '^ok - '
+n=0
+while read -r line; do
+	case "$line" in
+	"ok - "*) record "dkms: ${line#ok - }" 0; n=$((n + 1)) ;;
+	"not ok - "*) record "dkms: ${line#not ok - }" 1; n=$((n + 1)) ;;
+	esac
+done <<<"$out"
+[ $n -gt 0 ] || record "dkms: the test ran" 1
+
 # The guests get two CPUs, so races between softirq, work items and
 # consumer threads can happen in the tests (KOFI_VM_CPUS=1 for one).
 export KOFI_VM_CPUS=${KOFI_VM_CPUS:-2}
