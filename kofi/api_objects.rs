@@ -233,12 +233,9 @@ fn passive_ep(
 ) -> Result<*mut abi::fid_pep> {
     // SAFETY: `fabric` is null or a kofi fid the consumer keeps open.
     let f = unsafe { lookup::<Fabric>(fabric) }?;
-    let mode = check_info(info, f)?.mode;
+    let i = check_info(info, f)?;
     // SAFETY: `f` was published.
-    let pep = Arc::pin_init(
-        PassiveEp::new(unsafe { arc_of(f) }, context, mode),
-        GFP_KERNEL,
-    )?;
+    let pep = Arc::pin_init(PassiveEp::new(unsafe { arc_of(f) }, context, i), GFP_KERNEL)?;
     let open = pep.ops().and_then(|o| o.open).ok_or_else(errno::enosys)?;
     // SAFETY: The module is pinned by the fabric; the objects are valid.
     op_result(unsafe { open(fabric, info, pep.public()) })?;

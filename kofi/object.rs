@@ -358,9 +358,12 @@ pub(crate) struct PassiveEp {
     pub(crate) public: Opaque<abi::fid_pep>,
     pub(crate) fabric: Arc<Fabric>,
     pub(crate) listening: AtomicBool,
-    /// The optional modes (`info_match::MODE_OPTIONAL`) of the info it was
-    /// opened with: the infos of its connection requests keep those alone.
+    /// What the consumer chose in the info it was opened with, which the
+    /// infos of its connection requests carry: its optional modes
+    /// (`info_match::MODE_OPTIONAL`) and its default op_flags.
     pub(crate) mode: u64,
+    pub(crate) tx_op_flags: u64,
+    pub(crate) rx_op_flags: u64,
     #[pin]
     pub(crate) eq: BhSpinLock<Option<Arc<Eq>>>,
 }
@@ -376,18 +379,25 @@ unsafe impl Send for PassiveEp {}
 unsafe impl Sync for PassiveEp {}
 
 impl PassiveEp {
+    /// A passive endpoint of `fabric` for `info` (checked: its attrs set).
     pub(crate) fn new(
         fabric: Arc<Fabric>,
         context: *mut c_void,
-        mode: u64,
+        info: &abi::fi_info,
     ) -> impl PinInit<Self, Error> {
+        // SAFETY: The caller checked the attrs are set.
+        let (tx_op_flags, rx_op_flags) =
+            unsafe { ((*info.tx_attr).op_flags, (*info.rx_attr).op_flags) };
+        let mode = info.mode & crate::info_match::MODE_OPTIONAL;
         try_pin_init!(PassiveEp {
             public: Opaque::new(abi::fid_pep {
                 fid: fid_head(abi::FI_CLASS_PEP, context),
             }),
             fabric,
             listening: AtomicBool::new(false),
-            mode: mode & crate::info_match::MODE_OPTIONAL,
+            mode,
+            tx_op_flags,
+            rx_op_flags,
             eq <- new_bh_spinlock!(None, "kofi_pep_eq"),
         }? Error)
     }

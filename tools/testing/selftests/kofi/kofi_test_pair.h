@@ -180,6 +180,9 @@ static inline void pair_open(struct kunit *test, struct pair *p, const char *pro
 	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "from client");
 	side_accept(test, p, &p->server, &ev, "from server", 12);
 	KUNIT_EXPECT_NOT_NULL(test, p->server.info->dest_addr);
+	/* The request's info has the listener's default op_flags (none). */
+	KUNIT_EXPECT_EQ(test, p->server.info->tx_attr->op_flags, 0ULL);
+	KUNIT_EXPECT_EQ(test, p->server.info->rx_attr->op_flags, 0ULL);
 	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
 	KUNIT_EXPECT_PTR_EQ(test, ev.entry.fid, &p->server.ep->fid);
 	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev),
