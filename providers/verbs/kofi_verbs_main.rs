@@ -108,6 +108,10 @@ pub(crate) fn msg_info(
             | FI_INJECT_COMPLETE
             | FI_TRANSMIT_COMPLETE;
         f.rx.op_flags = FI_COMPLETION | FI_MORE;
+        if limits.is_some_and(|l| l.iwarp) {
+            // Its sends keep no more than FI_INJECT_COMPLETE (verbs.rst).
+            f.tx.op_flags &= !FI_TRANSMIT_COMPLETE;
+        }
         f.tx.msg_order = (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS) as u64;
         f.rx.iov_limit = RECV_IOV_LIMIT;
         f.rx.size = conn::RECV_DEPTH;

@@ -13,6 +13,10 @@ struct SendCaps {
     max_sge: usize,
     max_sge_rd: usize,
     max_inline: usize,
+    /// iWARP: a write completes locally once TCP has its bytes (siw), so a
+    /// zero-length READ follows it and completes it: its answer comes after
+    /// the write is placed.
+    placement_read: bool,
 }
 
 impl SendCaps {
@@ -23,6 +27,7 @@ impl SendCaps {
             max_sge: g.max_sge,
             max_sge_rd: g.max_sge_rd,
             max_inline: g.max_inline,
+            placement_read: g.iwarp,
         })
     }
 }
@@ -126,6 +131,12 @@ impl Conn {
         }
         let mut g = self.inner.lock();
         Self::ensure_connected(&g)?;
+        let flags = done.map_or(0, |(_, f)| f);
+        if g.iwarp && flags & FI_TRANSMIT_COMPLETE != 0 {
+            // An iWARP SEND completes once TCP has its bytes (siw): no more
+            // than FI_INJECT_COMPLETE (a write waits for its placement READ).
+            return Err(fi_error(abi::FI_EBADFLAGS));
+        }
         let rndv = if lent.is_some() && len > RNDV_MIN {
             Rndv::Try
         } else {
@@ -512,8 +523,11 @@ impl Conn {
                     len: *len,
                     errors: true,
                 };
-                if *next == parts.len() {
-                    // The remote CQ data of a write, after the write.
+                // The parts, the remote CQ data of a write after them, and
+                // on iWARP the READ that completes a write once placed.
+                let placement = *write && caps.placement_read && !parts.is_empty();
+                let steps = parts.len() + usize::from(data.is_some()) + usize::from(placement);
+                if *next == parts.len() && data.is_some() {
                     let h = Header {
                         op: wire::OP_WRITE_DATA,
                         credits: grant,
@@ -522,10 +536,32 @@ impl Conn {
                         ..Default::default()
                     };
                     let mut wr = self.post_head(resources(res)?, slot, caps, &h, None, None)?;
-                    if let TxWr::Send { report: r, .. } = &mut wr {
+                    *next += 1;
+                    let last = *next == steps;
+                    if let (true, TxWr::Send { report: r, .. }) = (last, &mut wr) {
                         *r = Some(report);
                     }
-                    (wr, true, true)
+                    (wr, last, true)
+                } else if *next >= parts.len() {
+                    // RDMAP answers a READ after the writes (and the SEND of
+                    // their CQ data) before it: no bytes, no access checked
+                    // (iWARP wants the one SGE of a READ even so).
+                    let p = &parts[0];
+                    let addr = p.addr.wrapping_add(p.key >> 32);
+                    let opcode = abi::ib_wr_opcode_IB_WR_RDMA_READ;
+                    let none = [abi::ib_sge {
+                        addr: 0,
+                        length: 0,
+                        lkey,
+                    }];
+                    self.post_send(resources(res)?, slot, opcode, &none, (addr, p.key as u32))?;
+                    *next += 1;
+                    let wr = TxWr::Rma {
+                        _map: Mapping::empty(dev, false),
+                        _buf: KVec::new(),
+                        report: Some(report),
+                    };
+                    (wr, true, false)
                 } else {
                     let p = &parts[*next];
                     // A write sends from local memory; a read lands in it. An
@@ -551,7 +587,7 @@ impl Conn {
                     let addr = p.addr.wrapping_add(p.key >> 32);
                     self.post_send(resources(res)?, slot, opcode, map.sges(), (addr, rkey))?;
                     *next += 1;
-                    let last = *next == parts.len() && data.is_none();
+                    let last = *next == steps;
                     (
                         TxWr::Rma {
                             _map: map,

@@ -81,6 +81,13 @@ static void getinfo_describes_the_provider(struct kunit *test)
 	fi_freeinfo(hints);
 }
 
+/* Whether the transport's sends complete once the bytes are handed to TCP
+ * (kofi_sock, and iWARP's siw): FI_INJECT_COMPLETE, no more. */
+static bool inject_complete_sends(void)
+{
+	return !strcmp(prov, "sock") || strstr(label, "siw");
+}
+
 /* fi_getinfo with @hints, which it keeps; its result (0 or an error). */
 static int getinfo_with(struct fi_info *hints)
 {
@@ -163,11 +170,12 @@ static void getinfo_hints_bound_the_offer(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, got->rx_attr->op_flags, (u64)FI_COMPLETION);
 		fi_freeinfo(got);
 	}
-	/* No provider promises delivery; kofi_sock's sends not transmission. */
+	/* No provider promises delivery; kofi_sock's sends, and iWARP's,
+	 * not transmission. */
 	h->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
 	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
 	h->tx_attr->op_flags = FI_TRANSMIT_COMPLETE;
-	KUNIT_EXPECT_EQ(test, getinfo_with(h), strcmp(prov, "sock") ? 0 : -FI_ENODATA);
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), inject_complete_sends() ? -FI_ENODATA : 0);
 	h->tx_attr->op_flags = 0;
 	h->rx_attr->op_flags = FI_MULTI_RECV;
 	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
@@ -478,6 +486,53 @@ static void rx_cq_data_takes_a_receive(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e.data, 0xdefULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)16);
 	pair_close_with(test, &p, mr);
+	vfree(region);
+}
+
+/*
+ * A key is good from fi_mr_reg on: a region registered in a fresh domain,
+ * before any connection, its key sent in the accept's private data and
+ * written to by the peer the moment it is connected, a hundred times in a
+ * row (each round its own fabric, domain and region), never refused.
+ */
+static void key_in_accept_data_good_at_once(struct kunit *test)
+{
+	enum { ROUNDS = 100 };
+	struct fi_cq_data_entry e;
+	struct cm_event ev;
+	struct fid_mr *mr;
+	char port[8];
+	u8 *region = vzalloc(4096), src[64];
+	u64 key;
+	int i, written = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	port_of(port, 28);
+	for (i = 0; i < ROUNDS; i++) {
+		struct pair p = { .prov = prov };
+
+		fill(src, sizeof(src), i);
+		pair_listen(test, &p, node, port);
+		KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0,
+						&mr, NULL), 0);
+		key = fi_mr_key(mr);
+		side_connect(test, &p, &p.client, node, port, NULL, 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+		side_accept(test, &p, &p.server, &ev, &key, sizeof(key));
+		KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev),
+				(ssize_t)(sizeof(ev.entry) + sizeof(key)));
+		memcpy(&key, ev.data, sizeof(key));
+		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, sizeof(src), NULL, 0, 128 + i, key,
+					       src), 0);
+		if (cq_wait(p.client.cq, &e) == 1 && !memcmp(region + 128 + i, src, sizeof(src)))
+			written++;
+		else
+			KUNIT_FAIL(test, "round %d: the write with the accept's key failed", i);
+		KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev),
+				(ssize_t)sizeof(ev.entry));
+		pair_close_with(test, &p, mr);
+	}
+	KUNIT_EXPECT_EQ(test, written, (int)ROUNDS);
 	vfree(region);
 }
 
@@ -1435,8 +1490,9 @@ static void getinfo_addresses_in_the_hints(struct kunit *test)
 
 /*
  * Completion levels and FI_FENCE mean what they say, or are refused: a
- * kofi_sock send completes when TCP has its bytes (FI_INJECT_COMPLETE), a
- * kofi_verbs one on the peer's acknowledgement (FI_TRANSMIT_COMPLETE too);
+ * kofi_sock send completes when TCP has its bytes (FI_INJECT_COMPLETE), as
+ * an iWARP one does, a kofi_verbs one over RoCE on the peer's
+ * acknowledgement (FI_TRANSMIT_COMPLETE too);
  * a kofi_sock write completes on the target's answer, its bytes in place
  * (FI_DELIVERY_COMPLETE), which kofi_verbs does not promise. A fenced
  * operation starts after every earlier one has completed. The endpoint's
@@ -1464,8 +1520,8 @@ static void completion_levels_and_fence(struct kunit *test)
 	msg = (struct fi_msg){ .msg_iov = &iov, .iov_count = 1, .context = src };
 	KUNIT_EXPECT_EQ(test, fi_sendmsg(p.client.ep, &msg, FI_DELIVERY_COMPLETE), -FI_EBADFLAGS);
 	KUNIT_EXPECT_EQ(test, fi_sendmsg(p.client.ep, &msg, FI_TRANSMIT_COMPLETE),
-			sock ? -FI_EBADFLAGS : 0);
-	if (!sock) {
+			inject_complete_sends() ? -FI_EBADFLAGS : 0);
+	if (!inject_complete_sends()) {
 		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
 		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, back, 64, NULL, 0, NULL), 0);
 		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
@@ -1609,6 +1665,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(cm_data_and_refusals),
 	KUNIT_CASE(cq_data),
 	KUNIT_CASE(rx_cq_data_takes_a_receive),
+	KUNIT_CASE_SLOW(key_in_accept_data_good_at_once),
 	KUNIT_CASE(inject),
 	KUNIT_CASE(unexpected_messages),
 	KUNIT_CASE(unexpected_large_messages),
