@@ -109,7 +109,8 @@ pub(crate) fn msg_info(
             | FI_TRANSMIT_COMPLETE;
         f.rx.op_flags = FI_COMPLETION | FI_MORE;
         if limits.is_some_and(|l| l.iwarp) {
-            // Its sends keep no more than FI_INJECT_COMPLETE (verbs.rst).
+            // Its sends and writes keep no more than FI_INJECT_COMPLETE
+            // (verbs.rst).
             f.tx.op_flags &= !FI_TRANSMIT_COMPLETE;
         }
         f.tx.msg_order = (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS) as u64;

@@ -13,10 +13,6 @@ struct SendCaps {
     max_sge: usize,
     max_sge_rd: usize,
     max_inline: usize,
-    /// iWARP: a write completes locally once TCP has its bytes (siw), so a
-    /// zero-length READ follows it and completes it: its answer comes after
-    /// the write is placed.
-    placement_read: bool,
 }
 
 impl SendCaps {
@@ -27,7 +23,6 @@ impl SendCaps {
             max_sge: g.max_sge,
             max_sge_rd: g.max_sge_rd,
             max_inline: g.max_inline,
-            placement_read: g.iwarp,
         })
     }
 }
@@ -117,6 +112,18 @@ impl Conn {
         Ok(())
     }
 
+    /// Refuses FI_TRANSMIT_COMPLETE on iWARP: siw completes a SEND or an
+    /// RDMA WRITE once TCP has its bytes, before the peer has them, so no
+    /// more than FI_INJECT_COMPLETE is kept there (a zero-length READ after
+    /// a write, which would wait for its placement, upset siw's read
+    /// responses when other READs were in flight: verbs.rst).
+    fn refuse_on_iwarp(g: &Inner, flags: u64) -> Result {
+        if g.iwarp && flags & FI_TRANSMIT_COMPLETE != 0 {
+            return Err(fi_error(abi::FI_EBADFLAGS));
+        }
+        Ok(())
+    }
+
     /// A send from the consumer's buffers (`lent`) or of a copy (inject).
     pub(crate) fn send(
         &self,
@@ -131,12 +138,7 @@ impl Conn {
         }
         let mut g = self.inner.lock();
         Self::ensure_connected(&g)?;
-        let flags = done.map_or(0, |(_, f)| f);
-        if g.iwarp && flags & FI_TRANSMIT_COMPLETE != 0 {
-            // An iWARP SEND completes once TCP has its bytes (siw): no more
-            // than FI_INJECT_COMPLETE (a write waits for its placement READ).
-            return Err(fi_error(abi::FI_EBADFLAGS));
-        }
+        Self::refuse_on_iwarp(&g, done.map_or(0, |(_, f)| f))?;
         let rndv = if lent.is_some() && len > RNDV_MIN {
             Rndv::Try
         } else {
@@ -171,6 +173,9 @@ impl Conn {
         }
         let mut g = self.inner.lock();
         Self::ensure_connected(&g)?;
+        if write {
+            Self::refuse_on_iwarp(&g, flags)?;
+        }
         // A READ lands in at most max_sge_rd local pieces (one on iWARP):
         // split each remote buffer's read to fit.
         let parts = match (&local, write) {
@@ -523,11 +528,8 @@ impl Conn {
                     len: *len,
                     errors: true,
                 };
-                // The parts, the remote CQ data of a write after them, and
-                // on iWARP the READ that completes a write once placed.
-                let placement = *write && caps.placement_read && !parts.is_empty();
-                let steps = parts.len() + usize::from(data.is_some()) + usize::from(placement);
-                if *next == parts.len() && data.is_some() {
+                if *next == parts.len() {
+                    // The remote CQ data of a write, after the write.
                     let h = Header {
                         op: wire::OP_WRITE_DATA,
                         credits: grant,
@@ -536,32 +538,10 @@ impl Conn {
                         ..Default::default()
                     };
                     let mut wr = self.post_head(resources(res)?, slot, caps, &h, None, None)?;
-                    *next += 1;
-                    let last = *next == steps;
-                    if let (true, TxWr::Send { report: r, .. }) = (last, &mut wr) {
+                    if let TxWr::Send { report: r, .. } = &mut wr {
                         *r = Some(report);
                     }
-                    (wr, last, true)
-                } else if *next >= parts.len() {
-                    // RDMAP answers a READ after the writes (and the SEND of
-                    // their CQ data) before it: no bytes, no access checked
-                    // (iWARP wants the one SGE of a READ even so).
-                    let p = &parts[0];
-                    let addr = p.addr.wrapping_add(p.key >> 32);
-                    let opcode = abi::ib_wr_opcode_IB_WR_RDMA_READ;
-                    let none = [abi::ib_sge {
-                        addr: 0,
-                        length: 0,
-                        lkey,
-                    }];
-                    self.post_send(resources(res)?, slot, opcode, &none, (addr, p.key as u32))?;
-                    *next += 1;
-                    let wr = TxWr::Rma {
-                        _map: Mapping::empty(dev, false),
-                        _buf: KVec::new(),
-                        report: Some(report),
-                    };
-                    (wr, true, false)
+                    (wr, true, true)
                 } else {
                     let p = &parts[*next];
                     // A write sends from local memory; a read lands in it. An
@@ -587,7 +567,7 @@ impl Conn {
                     let addr = p.addr.wrapping_add(p.key >> 32);
                     self.post_send(resources(res)?, slot, opcode, map.sges(), (addr, rkey))?;
                     *next += 1;
-                    let last = *next == steps;
+                    let last = *next == parts.len() && data.is_none();
                     (
                         TxWr::Rma {
                             _map: map,

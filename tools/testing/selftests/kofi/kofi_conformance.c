@@ -493,7 +493,9 @@ static void rx_cq_data_takes_a_receive(struct kunit *test)
  * A key is good from fi_mr_reg on: a region registered in a fresh domain,
  * before any connection, its key sent in the accept's private data and
  * written to by the peer the moment it is connected, a hundred times in a
- * row (each round its own fabric, domain and region), never refused.
+ * row (each round its own fabric, domain and region), never refused. (The
+ * bytes are read back: a read after a write sees it on every transport,
+ * while a write's completion on iWARP does not wait for them.)
  */
 static void key_in_accept_data_good_at_once(struct kunit *test)
 {
@@ -502,7 +504,7 @@ static void key_in_accept_data_good_at_once(struct kunit *test)
 	struct cm_event ev;
 	struct fid_mr *mr;
 	char port[8];
-	u8 *region = vzalloc(4096), src[64];
+	u8 *region = vzalloc(4096), src[64], back[64];
 	u64 key;
 	int i, written = 0;
 
@@ -513,8 +515,8 @@ static void key_in_accept_data_good_at_once(struct kunit *test)
 
 		fill(src, sizeof(src), i);
 		pair_listen(test, &p, node, port);
-		KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0,
-						&mr, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096,
+						FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
 		key = fi_mr_key(mr);
 		side_connect(test, &p, &p.client, node, port, NULL, 0);
 		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
@@ -524,7 +526,11 @@ static void key_in_accept_data_good_at_once(struct kunit *test)
 		memcpy(&key, ev.data, sizeof(key));
 		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, sizeof(src), NULL, 0, 128 + i, key,
 					       src), 0);
-		if (cq_wait(p.client.cq, &e) == 1 && !memcmp(region + 128 + i, src, sizeof(src)))
+		memset(back, 0, sizeof(back));
+		if (cq_wait(p.client.cq, &e) == 1 &&
+		    !fi_read(p.client.ep, back, sizeof(back), NULL, 0, 128 + i, key, back) &&
+		    cq_wait(p.client.cq, &e) == 1 && !memcmp(back, src, sizeof(src)) &&
+		    !memcmp(region + 128 + i, src, sizeof(src)))
 			written++;
 		else
 			KUNIT_FAIL(test, "round %d: the write with the accept's key failed", i);
@@ -1546,6 +1552,12 @@ static void completion_levels_and_fence(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
 	}
+	/* Transmit-complete: refused where a write completes once TCP has
+	 * it (iWARP). */
+	ret = fi_writemsg(p.client.ep, &rmsg, FI_TRANSMIT_COMPLETE | FI_COMPLETION);
+	KUNIT_EXPECT_EQ(test, ret, strstr(label, "siw") ? -FI_EBADFLAGS : 0);
+	if (!ret)
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
 
 	/* Fence: a read fenced after a write sees it; a write fenced after a
 	 * read does not overtake it. */
