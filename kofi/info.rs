@@ -340,6 +340,48 @@ pub(crate) fn well_formed(info: &abi::fi_info) -> bool {
         && !info.fabric_attr.is_null()
 }
 
+/// What a consumer chose for the endpoints of an info, beyond matching:
+/// the optional modes they work in (`info_match::MODE_OPTIONAL`) and their
+/// default op_flags. A provider's info lists the optional modes and op_flags
+/// it can honour; the info the consumer gets carries the chosen ones, from
+/// its hints (fi_getinfo) or from its listener's info (an FI_CONNREQ).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Choices {
+    mode: u64,
+    tx_op_flags: u64,
+    rx_op_flags: u64,
+}
+
+impl Choices {
+    /// The choices `info` states (none without one).
+    ///
+    /// # Safety
+    ///
+    /// `info`'s attrs are null or valid.
+    pub(crate) unsafe fn of(info: Option<&abi::fi_info>) -> Choices {
+        let Some(i) = info else {
+            return Choices::default();
+        };
+        // SAFETY: The caller's guarantee.
+        let (tx, rx) = unsafe { (i.tx_attr.as_ref(), i.rx_attr.as_ref()) };
+        Choices {
+            mode: i.mode & info_match::MODE_OPTIONAL,
+            tx_op_flags: tx.map_or(0, |a| a.op_flags),
+            rx_op_flags: rx.map_or(0, |a| a.op_flags),
+        }
+    }
+
+    /// Gives a provider's well-formed `info` these choices.
+    pub(crate) fn apply(self, info: &mut abi::fi_info) {
+        info.mode = info_match::offered_mode(self.mode, info.mode);
+        // SAFETY: A well-formed info's attrs are set.
+        unsafe {
+            (*info.tx_attr).op_flags = self.tx_op_flags;
+            (*info.rx_attr).op_flags = self.rx_op_flags;
+        }
+    }
+}
+
 /// Capabilities an RDM endpoint adds to its MSG endpoints'.
 const RDM_CAPS: u64 = flags::FI_SOURCE | flags::FI_DIRECTED_RECV;
 
@@ -488,14 +530,7 @@ fn provider_infos(
         // SAFETY: `hints` is valid when non-null (ABI), its attrs null or
         // valid; `info` is well formed.
         unsafe {
-            let hinted_mode = hints.as_ref().map_or(0, |h| h.mode);
-            info.mode = info_match::offered_mode(hinted_mode, info.mode);
-            // An offer lists the default op_flags its provider honours; the
-            // info the consumer gets has the ones it hinted (none without):
-            // they become its endpoints' defaults.
-            let h = hints.as_ref();
-            (*info.tx_attr).op_flags = h.and_then(|h| h.tx_attr.as_ref()).map_or(0, |a| a.op_flags);
-            (*info.rx_attr).op_flags = h.and_then(|h| h.rx_attr.as_ref()).map_or(0, |a| a.op_flags);
+            Choices::of(hints.as_ref()).apply(info);
             let hinted = hints
                 .as_ref()
                 .and_then(|h| h.domain_attr.as_ref())

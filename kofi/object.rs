@@ -359,11 +359,8 @@ pub(crate) struct PassiveEp {
     pub(crate) fabric: Arc<Fabric>,
     pub(crate) listening: AtomicBool,
     /// What the consumer chose in the info it was opened with, which the
-    /// infos of its connection requests carry: its optional modes
-    /// (`info_match::MODE_OPTIONAL`) and its default op_flags.
-    pub(crate) mode: u64,
-    pub(crate) tx_op_flags: u64,
-    pub(crate) rx_op_flags: u64,
+    /// infos of its connection requests carry.
+    pub(crate) choices: crate::info::Choices,
     #[pin]
     pub(crate) eq: BhSpinLock<Option<Arc<Eq>>>,
 }
@@ -385,19 +382,15 @@ impl PassiveEp {
         context: *mut c_void,
         info: &abi::fi_info,
     ) -> impl PinInit<Self, Error> {
-        // SAFETY: The caller checked the attrs are set.
-        let (tx_op_flags, rx_op_flags) =
-            unsafe { ((*info.tx_attr).op_flags, (*info.rx_attr).op_flags) };
-        let mode = info.mode & crate::info_match::MODE_OPTIONAL;
+        // SAFETY: The caller checked the info, its attrs set.
+        let choices = unsafe { crate::info::Choices::of(Some(info)) };
         try_pin_init!(PassiveEp {
             public: Opaque::new(abi::fid_pep {
                 fid: fid_head(abi::FI_CLASS_PEP, context),
             }),
             fabric,
             listening: AtomicBool::new(false),
-            mode,
-            tx_op_flags,
-            rx_op_flags,
+            choices,
             eq <- new_bh_spinlock!(None, "kofi_pep_eq"),
         }? Error)
     }

@@ -293,15 +293,8 @@ pub(crate) extern "C" fn kofi_pep_connreq(
         // SAFETY: The fabric's head was written at its creation.
         let api_version = unsafe { (*p.fabric.public()).api_version };
         crate::info::stamp(i, p.fabric.provider(), api_version)?;
-        // Its endpoint works in the optional modes the listener's info
-        // chose, and takes its default op_flags (the provider's info lists
-        // those it honours, which are no defaults).
-        i.mode = crate::info_match::offered_mode(p.mode, i.mode);
-        // SAFETY: `well_formed` checked the attrs are set.
-        unsafe {
-            (*i.tx_attr).op_flags = p.tx_op_flags;
-            (*i.rx_attr).op_flags = p.rx_op_flags;
-        }
+        // Its endpoint takes what the listener's info chose.
+        p.choices.apply(i);
         // From here the event owns `info`, on success or failure.
         let head = cm_head(p.fid(), info);
         let r = eq.post_event(abi::FI_CONNREQ, p.fid(), &head, bytes, info);

@@ -993,31 +993,9 @@ impl Inner {
                 let written = self.rma_write(&h, &payload);
                 // The target's report first (a CQ entry for remote CQ data,
                 // a count for a counter: FI_RMA_EVENT), then the answer.
-                let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
-                match (&written, cq_data) {
-                    (Ok(()), Some(data)) if self.rx_cq_data => match self.posted.pop() {
-                        Some(recv) => self.report_write_data(recv, payload.len(), data),
-                        None => {
-                            let len = payload.len();
-                            // Cannot fail: `waits_for_hold` kept a slot free.
-                            if self
-                                .unexpected
-                                .push(Unexpected::WriteData { len, data })
-                                .is_err()
-                            {
-                                return Err(proto());
-                            }
-                        }
-                    },
-                    (Ok(()), _) => {
-                        if let Some(ep) = &self.ep {
-                            let flags = FI_REMOTE_WRITE | FI_RMA;
-                            let flags = flags | cq_data.map_or(0, |_| FI_REMOTE_CQ_DATA);
-                            let len = payload.len();
-                            let _ = ep.complete(flags, Context::NONE, len, cq_data.unwrap_or(0));
-                        }
-                    }
-                    _ => {}
+                if written.is_ok() {
+                    let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
+                    self.report_write(payload.len(), cq_data)?;
                 }
                 let ack = Header {
                     status: status_of(written),
@@ -1152,6 +1130,29 @@ impl Inner {
             flags |= FI_REMOTE_CQ_DATA;
         }
         let _ = ep.complete(flags, recv.context, data.len(), cq_data.unwrap_or(0));
+    }
+
+    /// Reports a peer's write of `len` bytes, done: with remote CQ data,
+    /// in FI_RX_CQ_DATA mode through the next receive (held until one is
+    /// posted), otherwise on its own.
+    fn report_write(&mut self, len: usize, cq_data: Option<u64>) -> Result {
+        match cq_data {
+            Some(data) if self.rx_cq_data => match self.posted.pop() {
+                Some(recv) => self.report_write_data(recv, len, data),
+                // Cannot fail: `waits_for_hold` kept a slot free.
+                None => self
+                    .unexpected
+                    .push(Unexpected::WriteData { len, data })
+                    .map_err(|_| fi_error(abi::FI_EPROTO))?,
+            },
+            _ => {
+                if let Some(ep) = &self.ep {
+                    let flags = FI_REMOTE_WRITE | FI_RMA | cq_data.map_or(0, |_| FI_REMOTE_CQ_DATA);
+                    let _ = ep.complete(flags, Context::NONE, len, cq_data.unwrap_or(0));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// FI_RX_CQ_DATA mode: a remote write of `len` bytes with CQ data
