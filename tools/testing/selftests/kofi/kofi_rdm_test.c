@@ -54,6 +54,9 @@ static struct fi_info *rdm_info(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, hints);
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV;
+	/* A consumer able to work in FI_RX_CQ_DATA mode: RDM infos keep
+	 * without it all the same (rdm_bad_arguments). */
+	hints->mode = FI_RX_CQ_DATA;
 	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
 	/* Port 0: each endpoint's listener takes a free one. */
 	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, "0", FI_SOURCE, hints, &info), 0);
@@ -329,6 +332,11 @@ static void rdm_bad_arguments(struct kunit *test)
 	KUNIT_EXPECT_LT(test, fi_send(ep, buf, 8, NULL, 0, NULL), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), 0);
+	/* RDM infos do not offer FI_RX_CQ_DATA, hinted or not, and refuse it. */
+	KUNIT_EXPECT_EQ(test, t.info->mode & FI_RX_CQ_DATA, 0ULL);
+	t.info->mode |= FI_RX_CQ_DATA;
+	KUNIT_EXPECT_EQ(test, fi_endpoint(t.domain, t.info, &ep, NULL), -EINVAL);
+	t.info->mode &= ~FI_RX_CQ_DATA;
 	/* An AV goes with RDM endpoints only. */
 	KUNIT_ASSERT_EQ(test, fi_endpoint(t.domain, msg_info, &msg_ep, NULL), 0);
 	KUNIT_EXPECT_EQ(test, fi_ep_bind(msg_ep, &t.av->fid, 0), -EINVAL);
