@@ -20,7 +20,7 @@ use kernel::prelude::*;
 /// # Safety
 ///
 /// `ep` is null or a kofi fid the caller keeps open.
-unsafe fn ready<'a>(ep: *mut abi::fid_ep, cap: u64) -> Result<&'a Endpoint> {
+pub(crate) unsafe fn ready<'a>(ep: *mut abi::fid_ep, cap: u64) -> Result<&'a Endpoint> {
     // SAFETY: The caller's guarantee.
     let e = unsafe { lookup::<Endpoint>(ep) }?;
     if !e.is_enabled() {
@@ -77,7 +77,7 @@ fn iov_total(
 
 /// The completion flag for a call: wanted unless the CQ is selective and the
 /// consumer did not ask (by flags, or the endpoint's default op_flags).
-fn completion(e: &Endpoint, rx: bool, asked: u64) -> u64 {
+pub(crate) fn completion(e: &Endpoint, rx: bool, asked: u64) -> u64 {
     let b = e.bindings.lock();
     let selective = if rx { b.rx_selective } else { b.tx_selective };
     if !selective || asked & FI_COMPLETION != 0 {
@@ -87,15 +87,18 @@ fn completion(e: &Endpoint, rx: bool, asked: u64) -> u64 {
     }
 }
 
-fn sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<usize> {
-    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_MSG) }?;
-    // SAFETY: `msg` is null or valid (ABI).
-    let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
+/// Checks a send's buffers and flags against endpoint `e`'s limits.
+pub(crate) fn check_send(
+    e: &Endpoint,
+    iov: *const abi::kvec,
+    bvec: *const abi::bio_vec,
+    count: usize,
+    flags: u64,
+) -> Result {
     if flags & !TX_OP_FLAGS != 0 {
         return Err(errno::ebadflags());
     }
-    let total = iov_total(m.msg_iov, m.msg_bvec, m.iov_count, e.limits.tx_iov_limit)?;
+    let total = iov_total(iov, bvec, count, e.limits.tx_iov_limit)?;
     if total > e.limits.max_msg_size {
         return Err(errno::emsgsize());
     }
@@ -105,18 +108,41 @@ fn sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<
     if flags & FI_REMOTE_CQ_DATA != 0 && e.domain.cq_data_size == 0 {
         return Err(errno::ebadflags());
     }
-    let op = e.ops().sendmsg.ok_or_else(errno::enosys)?;
-    // SAFETY: The provider's endpoint; the message is the consumer's.
-    let ret = unsafe { op(ep, msg, flags) };
+    Ok(())
+}
+
+/// Checks a receive's buffers against endpoint `e`'s limits.
+pub(crate) fn check_recv(
+    e: &Endpoint,
+    iov: *const abi::kvec,
+    bvec: *const abi::bio_vec,
+    count: usize,
+) -> Result {
+    iov_total(iov, bvec, count, e.limits.rx_iov_limit).map(|_| ())
+}
+
+/// A provider op's return as a result.
+pub(crate) fn op_result(ret: isize) -> Result<usize> {
     if ret < 0 {
         return Err(Error::from_errno(ret as i32));
     }
     Ok(0)
 }
 
+fn sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<usize> {
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let e = unsafe { ready(ep, FI_MSG) }?;
+    // SAFETY: `msg` is null or valid (ABI).
+    let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
+    check_send(e, m.msg_iov, m.msg_bvec, m.iov_count, flags)?;
+    let op = e.ops().sendmsg.ok_or_else(errno::enosys)?;
+    // SAFETY: The provider's endpoint; the message is the consumer's.
+    op_result(unsafe { op(ep, msg, flags) })
+}
+
 /// The flags of a plain call (fi_send, ...): the endpoint's default
 /// op_flags (checked at fi_endpoint), with a completion when wanted.
-fn plain(e: *mut abi::fid_ep, rx: bool) -> u64 {
+pub(crate) fn plain(e: *mut abi::fid_ep, rx: bool) -> u64 {
     // SAFETY: `e` is null or a kofi fid the consumer keeps open.
     match unsafe { lookup::<Endpoint>(e) } {
         Ok(ep) => {
@@ -146,7 +172,7 @@ pub(crate) extern "C" fn fi_sendmsg(
     to_c_ssize(sendmsg(ep, msg, (flags & !FI_COMPLETION) | wanted))
 }
 
-fn one_kvec(buf: *const c_void, len: usize) -> Result<abi::kvec> {
+pub(crate) fn one_kvec(buf: *const c_void, len: usize) -> Result<abi::kvec> {
     if buf.is_null() && len != 0 {
         return Err(EINVAL);
     }
@@ -287,14 +313,10 @@ fn recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<
     if flags & !RX_OP_FLAGS != 0 {
         return Err(errno::ebadflags());
     }
-    iov_total(m.msg_iov, m.msg_bvec, m.iov_count, e.limits.rx_iov_limit)?;
+    check_recv(e, m.msg_iov, m.msg_bvec, m.iov_count)?;
     let op = e.ops().recvmsg.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
-    let ret = unsafe { op(ep, msg, flags) };
-    if ret < 0 {
-        return Err(Error::from_errno(ret as i32));
-    }
-    Ok(0)
+    op_result(unsafe { op(ep, msg, flags) })
 }
 
 /// `fi_recvmsg()`.

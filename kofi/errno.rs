@@ -46,6 +46,7 @@ fi_errors! {
     eacces => FI_EACCES,
     enospc => FI_ENOSPC,
     enoent => FI_ENOENT,
+    enomsg => FI_ENOMSG,
     enoav => FI_ENOAV,
     eaddrnotavail => FI_EADDRNOTAVAIL,
     etimedout => FI_ETIMEDOUT,

@@ -41,6 +41,8 @@ bits!(
     FI_SELECTIVE_COMPLETION,
     FI_DIRECTED_RECV,
     FI_RMA_EVENT,
+    FI_CLAIM,
+    FI_DISCARD,
 );
 
 /// `FI_ADDR_UNSPEC` (bindgen cannot evaluate its cast).

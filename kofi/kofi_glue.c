@@ -236,6 +236,16 @@ EXPORT_SYMBOL_NS_GPL(fi_recvmsg, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cancel, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_sendto, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvfrom, KOFI);
+/* Tagged messages */
+EXPORT_SYMBOL_NS_GPL(fi_tsend, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_tsendv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_tsendmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_tinject, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_tsenddata, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_tinjectdata, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_trecv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_trecvv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_trecvmsg, KOFI);
 /* Address vectors */
 EXPORT_SYMBOL_NS_GPL(fi_av_open, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_av_insert, KOFI);

@@ -15,6 +15,7 @@ mod api_cm;
 mod api_data;
 mod api_objects;
 mod api_queues;
+mod api_tagged;
 mod av;
 mod cntr;
 mod errno;

@@ -226,6 +226,10 @@ impl Domain {
     }
 }
 
+/// A provider's tsendmsg or trecvmsg op.
+pub(crate) type TaggedOp =
+    Option<unsafe extern "C" fn(*mut abi::fid_ep, *const abi::fi_msg_tagged, u64) -> isize>;
+
 /// What an endpoint is bound to. Set before fi_enable, fixed after.
 #[derive(Default)]
 pub(crate) struct Bindings {
@@ -323,6 +327,19 @@ impl Endpoint {
             self.domain.ep_ops().cancel
         } else {
             None
+        }
+    }
+
+    /// The ops of tagged messages: the core's for RDM, else the provider's
+    /// when its ABI (1.3 on) has them at all.
+    pub(crate) fn tagged_ops(&self) -> (TaggedOp, TaggedOp) {
+        if self.is_rdm() {
+            (crate::rdm::EP_OPS.tsendmsg, crate::rdm::EP_OPS.trecvmsg)
+        } else if self.domain.fabric.provider().abi_minor >= 3 {
+            let ops = self.domain.ep_ops();
+            (ops.tsendmsg, ops.trecvmsg)
+        } else {
+            (None, None)
         }
     }
 

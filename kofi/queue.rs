@@ -22,7 +22,7 @@ use kernel::sync::{new_condvar, Arc, CondVar, CondVarTimeoutResult};
 use kernel::time::msecs_to_jiffies;
 use kernel::types::Opaque;
 
-/// A successful completion, in the richest format (FI_CQ_FORMAT_DATA).
+/// A successful completion, in the richest format (FI_CQ_FORMAT_TAGGED).
 #[derive(Clone, Copy)]
 pub(crate) struct Completion {
     pub(crate) op_context: *mut c_void,
@@ -30,6 +30,8 @@ pub(crate) struct Completion {
     pub(crate) len: usize,
     pub(crate) buf: *mut c_void,
     pub(crate) data: u64,
+    /// A tagged message's tag (0 for the rest).
+    pub(crate) tag: u64,
     /// The sender's address in the receiving RDM endpoint's AV (FI_SOURCE),
     /// or FI_ADDR_NOTAVAIL.
     pub(crate) src: u64,
@@ -161,8 +163,8 @@ impl Cq {
             abi::fi_cq_format_FI_CQ_FORMAT_UNSPEC => abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT,
             f @ (abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT
             | abi::fi_cq_format_FI_CQ_FORMAT_MSG
-            | abi::fi_cq_format_FI_CQ_FORMAT_DATA) => f,
-            abi::fi_cq_format_FI_CQ_FORMAT_TAGGED => return Err(errno::enosys()),
+            | abi::fi_cq_format_FI_CQ_FORMAT_DATA
+            | abi::fi_cq_format_FI_CQ_FORMAT_TAGGED) => f,
             _ => return Err(EINVAL),
         };
         let can_wait = can_wait(attr.wait_obj)?;
@@ -195,6 +197,9 @@ impl Cq {
         match self.format {
             abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT => core::mem::size_of::<abi::fi_cq_entry>(),
             abi::fi_cq_format_FI_CQ_FORMAT_MSG => core::mem::size_of::<abi::fi_cq_msg_entry>(),
+            abi::fi_cq_format_FI_CQ_FORMAT_TAGGED => {
+                core::mem::size_of::<abi::fi_cq_tagged_entry>()
+            }
             _ => core::mem::size_of::<abi::fi_cq_data_entry>(),
         }
     }
@@ -222,6 +227,17 @@ impl Cq {
                         op_context: c.op_context,
                         flags: c.flags,
                         len: c.len,
+                    },
+                ),
+                abi::fi_cq_format_FI_CQ_FORMAT_TAGGED => ptr::write_unaligned(
+                    at.cast(),
+                    abi::fi_cq_tagged_entry {
+                        op_context: c.op_context,
+                        flags: c.flags,
+                        len: c.len,
+                        buf: c.buf,
+                        data: c.data,
+                        tag: c.tag,
                     },
                 ),
                 _ => ptr::write_unaligned(

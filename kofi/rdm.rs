@@ -175,6 +175,49 @@ impl Iovs {
     }
 }
 
+/// What the RDM layer takes of a consumer's message (`fi_msg` or
+/// `fi_msg_tagged`); the core checked its arrays.
+#[derive(Clone, Copy)]
+pub(crate) struct Parts {
+    pub(crate) iov: *const abi::kvec,
+    pub(crate) bvec: *const abi::bio_vec,
+    pub(crate) count: usize,
+    pub(crate) addr: u64,
+    pub(crate) context: *mut c_void,
+    pub(crate) data: u64,
+}
+
+/// `Parts` from each message type that has those fields.
+macro_rules! parts_from {
+    ($($msg:ty),*) => {
+        $(
+            impl From<&$msg> for Parts {
+                fn from(m: &$msg) -> Self {
+                    Parts {
+                        iov: m.msg_iov,
+                        bvec: m.msg_bvec,
+                        count: m.iov_count,
+                        addr: m.addr,
+                        context: m.context,
+                        data: m.data,
+                    }
+                }
+            }
+        )*
+    };
+}
+
+parts_from!(abi::fi_msg, abi::fi_msg_tagged);
+
+impl Parts {
+    /// A copy of its buffers and their total length.
+    pub(crate) fn buffers(&self) -> Result<(Iovs, usize)> {
+        // SAFETY: The core checked that the one non-null array holds
+        // `count` entries (`api_data::iov_total`).
+        unsafe { Iovs::copy(self.iov, self.bvec, self.count) }
+    }
+}
+
 /// A peer: the other end of connections, by name.
 pub(crate) struct Peer {
     pub(crate) name: Name,
@@ -271,6 +314,37 @@ pub(crate) struct TxOp {
     pub(crate) all_posted: bool,
 }
 
+/// Which messages a receive takes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Wants {
+    /// Untagged ones (fi_recv).
+    Untagged,
+    /// Tagged ones whose tag equals `tag` in the bits not in `ignore`.
+    Tagged { tag: u64, ignore: u64 },
+}
+
+impl Wants {
+    /// Whether a message with `tag` (`None`: untagged) is wanted.
+    pub(crate) fn takes(self, tag: Option<u64>) -> bool {
+        match (self, tag) {
+            (Wants::Untagged, None) => true,
+            (Wants::Tagged { tag, ignore }, Some(t)) => (t | ignore) == (tag | ignore),
+            _ => false,
+        }
+    }
+}
+
+/// What a receive does with the message it took.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Take {
+    /// Copies it into the consumer's buffers and completes.
+    Copy,
+    /// The same, for the message an FI_PEEK | FI_CLAIM reserved.
+    Claimed,
+    /// Drops it (FI_DISCARD); completes with no bytes when `report`.
+    Discard { report: bool },
+}
+
 /// A consumer's receive.
 pub(crate) struct Recv {
     pub(crate) context: *mut c_void,
@@ -278,6 +352,15 @@ pub(crate) struct Recv {
     pub(crate) iov: Iovs,
     pub(crate) cap: usize,
     pub(crate) from: Option<Name>,
+    pub(crate) wants: Wants,
+    pub(crate) take: Take,
+}
+
+impl Recv {
+    /// Whether it takes a message with `tag` from the peer named `sender`.
+    pub(crate) fn takes(&self, tag: Option<u64>, sender: &Name) -> bool {
+        self.wants.takes(tag) && self.from.map_or(true, |f| f == *sender)
+    }
 }
 
 /// A message arriving or arrived, matched to a receive or not yet.
@@ -288,6 +371,10 @@ pub(crate) struct Inbound {
     pub(crate) total: usize,
     pub(crate) got: usize,
     pub(crate) data: Option<u64>,
+    /// The tag of a tagged message.
+    pub(crate) tag: Option<u64>,
+    /// The context of the FI_PEEK | FI_CLAIM that reserved it.
+    pub(crate) claimed: Option<*mut c_void>,
     pub(crate) recv: Option<Recv>,
     /// (buffer index, payload length) of segments waiting for a receive.
     pub(crate) held: KVec<(usize, usize)>,
@@ -712,7 +799,7 @@ unsafe extern "C" fn rdm_sendmsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the message.
     let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(tx::sendmsg(&rdm, m, flags).map(|()| 0))
+    errno::to_c_ssize(tx::sendmsg(&rdm, m.into(), None, flags).map(|()| 0))
 }
 
 /// # Safety
@@ -725,7 +812,33 @@ unsafe extern "C" fn rdm_recvmsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the message.
     let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(rx::recvmsg(&rdm, m, flags).map(|()| 0))
+    errno::to_c_ssize(rx::recvmsg(&rdm, m.into(), flags).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_tsendmsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg_tagged,
+    flags: u64,
+) -> isize {
+    // SAFETY: The core checked the endpoint and the message.
+    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
+    errno::to_c_ssize(tx::sendmsg(&rdm, m.into(), Some(m.tag), flags).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_trecvmsg(
+    ep: *mut abi::fid_ep,
+    msg: *const abi::fi_msg_tagged,
+    flags: u64,
+) -> isize {
+    // SAFETY: The core checked the endpoint and the message.
+    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
+    errno::to_c_ssize(rx::trecvmsg(&rdm, m, flags).map(|()| 0))
 }
 
 /// # Safety
@@ -843,4 +956,6 @@ pub(crate) static EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
     readmsg: Some(rdm_readmsg),
     writemsg: Some(rdm_writemsg),
     cancel: Some(rdm_cancel),
+    tsendmsg: Some(rdm_tsendmsg),
+    trecvmsg: Some(rdm_trecvmsg),
 };

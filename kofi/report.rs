@@ -19,6 +19,7 @@ use kernel::types::Opaque;
 /// The flags a CQ entry shows the consumer.
 const CQ_FLAGS: u64 = FI_MSG
     | FI_RMA
+    | FI_TAGGED
     | FI_SEND
     | FI_RECV
     | FI_READ
@@ -99,6 +100,7 @@ pub(crate) extern "C" fn kofi_ep_complete(
         len,
         buf,
         data,
+        tag: 0,
         src: FI_ADDR_NOTAVAIL,
     };
     to_c(complete(ep, Slot::Done(c), flags))

@@ -95,6 +95,16 @@ struct fi_cq_data_entry {
 	u64 data;
 };
 
+/* FI_CQ_FORMAT_TAGGED (fi_tagged.h): @tag is a tagged message's. */
+struct fi_cq_tagged_entry {
+	void *op_context;
+	u64 flags;
+	size_t len;
+	void *buf;
+	u64 data;
+	u64 tag;
+};
+
 struct fi_cq_err_entry {
 	void *op_context;
 	u64 flags;

@@ -7,4 +7,5 @@
 #include <kofi/fi_cm.h>
 #include <kofi/fi_eq.h>
 #include <kofi/fi_rma.h>
+#include <kofi/fi_tagged.h>
 #include <kofi/kofi_provider.h>

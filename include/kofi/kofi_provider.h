@@ -30,6 +30,7 @@
 #include <kofi/fi_endpoint.h>
 #include <kofi/fi_cm.h>
 #include <kofi/fi_rma.h>
+#include <kofi/fi_tagged.h>
 #include <kofi/fi_eq.h>
 
 struct kofi_domain_ops {
@@ -81,6 +82,15 @@ struct kofi_ep_ops {
 	 * none waits. The core calls it only for providers built for 1.1 on.
 	 */
 	ssize_t (*cancel)(struct fid_ep *ep, void *context);
+	/*
+	 * ABI 1.3, optional: tagged messages (fi_tagged.h), for endpoints whose
+	 * info offers FI_TAGGED. The forms reach the provider as these two, as
+	 * the untagged ones do; trecvmsg gets FI_PEEK, FI_CLAIM and FI_DISCARD
+	 * as the consumer gave them (checked to be a valid combination). The
+	 * core calls them only for providers built for 1.3 on.
+	 */
+	ssize_t (*tsendmsg)(struct fid_ep *ep, const struct fi_msg_tagged *msg, u64 flags);
+	ssize_t (*trecvmsg)(struct fid_ep *ep, const struct fi_msg_tagged *msg, u64 flags);
 };
 
 struct kofi_pep_ops {

@@ -4,8 +4,9 @@
 //! messages assembled from their segments, matched in arrival order against
 //! the consumer's receives.
 
-use super::{wire, Conn, Inbound, Iovs, Phase, Rdm, Recv, State, Token};
+use super::{wire, Conn, Inbound, Iovs, Parts, Phase, Rdm, Recv, State, Take, Token, Wants};
 use crate::abi;
+use crate::addr::Name;
 use crate::api_data::fi_recv;
 use crate::api_queues::{fi_cq_read, fi_cq_readerr};
 use crate::errno;
@@ -102,40 +103,177 @@ fn release_buffer(s: &mut State, slot: usize, index: usize, was_held: bool) -> R
     }
 }
 
+/// The source a receive takes messages from: any, or with
+/// FI_DIRECTED_RECV the AV entry `addr` names.
+fn source_of(rdm: &Rdm, s: &State, addr: u64) -> Result<Option<Name>> {
+    if !rdm.directed || addr == FI_ADDR_UNSPEC {
+        return Ok(None);
+    }
+    let av = s.av.as_ref().ok_or_else(errno::enoav)?;
+    Ok(Some(av.name_of(addr).ok_or(EINVAL)?))
+}
+
+/// The first message that arrived, that no receive took or claimed, and
+/// that a receive wanting `wants` from `from` takes.
+fn first_unexpected(s: &State, wants: Wants, from: Option<Name>) -> Option<usize> {
+    s.inbound.iter().position(|ib| {
+        ib.recv.is_none()
+            && ib.claimed.is_none()
+            && wants.takes(ib.tag)
+            && from.map_or(true, |f| s.peers[ib.peer].name == f)
+    })
+}
+
+/// Gives `recv` the first message waiting that it takes, or posts it.
+fn post(rdm: &Rdm, s: &mut State, recv: Recv) -> Result {
+    if s.recvs.len() >= RECVS_MAX {
+        return Err(errno::eagain());
+    }
+    match first_unexpected(s, recv.wants, recv.from) {
+        Some(i) => rdm.take_inbound(s, i, recv),
+        None => s.recvs.push(recv, GFP_KERNEL)?,
+    }
+    Ok(())
+}
+
 /// `fi_recvmsg` and the other receives.
-pub(super) fn recvmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
+pub(super) fn recvmsg(rdm: &Rdm, m: Parts, flags: u64) -> Result {
     let mut s = rdm.state.lock();
     if s.closing {
         return Err(errno::eopbadstate());
     }
-    let from = if rdm.directed && m.addr != FI_ADDR_UNSPEC {
-        let av = s.av.as_ref().ok_or_else(errno::enoav)?;
-        Some(av.name_of(m.addr).ok_or(EINVAL)?)
-    } else {
-        None
-    };
-    if s.recvs.len() >= RECVS_MAX {
-        return Err(errno::eagain());
-    }
-    // SAFETY: The core checked the message's arrays.
-    let (iov, cap) = unsafe { Iovs::copy(m.msg_iov, m.msg_bvec, m.iov_count) }?;
+    let from = source_of(rdm, &s, m.addr)?;
+    let (iov, cap) = m.buffers()?;
     let recv = Recv {
         context: m.context,
         flags: FI_MSG | FI_RECV | (flags & FI_COMPLETION),
         iov,
         cap,
         from,
+        wants: Wants::Untagged,
+        take: Take::Copy,
     };
-    // The first message that arrived and that this receive may take.
-    let found = s
+    post(rdm, &mut s, recv)
+}
+
+/// `fi_trecvmsg` and the other tagged receives (fi_tagged.h says what
+/// FI_PEEK, FI_CLAIM and FI_DISCARD do; the core checked the combination).
+pub(super) fn trecvmsg(rdm: &Rdm, m: &abi::fi_msg_tagged, flags: u64) -> Result {
+    let mut s = rdm.state.lock();
+    if s.closing {
+        return Err(errno::eopbadstate());
+    }
+    let parts = Parts::from(m);
+    let from = source_of(rdm, &s, m.addr)?;
+    let wants = Wants::Tagged {
+        tag: m.tag,
+        ignore: m.ignore,
+    };
+    if flags & FI_PEEK != 0 {
+        return peek(rdm, &mut s, m, wants, from, flags);
+    }
+    let take = if flags & FI_DISCARD != 0 {
+        Take::Discard { report: true }
+    } else if flags & FI_CLAIM != 0 {
+        Take::Claimed
+    } else {
+        Take::Copy
+    };
+    let (iov, cap) = match take {
+        // The buffers are not used (fi_tagged.h).
+        Take::Discard { .. } => (Iovs::Kvec(KVec::new()), 0),
+        _ => parts.buffers()?,
+    };
+    let recv = Recv {
+        context: m.context,
+        flags: FI_TAGGED | FI_RECV | (flags & FI_COMPLETION),
+        iov,
+        cap,
+        from,
+        wants,
+        take,
+    };
+    if flags & FI_CLAIM == 0 {
+        return post(rdm, &mut s, recv);
+    }
+    let i = s
         .inbound
         .iter()
-        .position(|ib| ib.recv.is_none() && recv.from.map_or(true, |f| s.peers[ib.peer].name == f));
-    match found {
-        Some(i) => rdm.take_inbound(&mut s, i, recv),
-        None => s.recvs.push(recv, GFP_KERNEL)?,
-    }
+        .position(|ib| ib.claimed == Some(m.context) && ib.recv.is_none())
+        .ok_or_else(errno::enomsg)?;
+    s.inbound[i].claimed = None;
+    rdm.take_inbound(&mut s, i, recv);
     Ok(())
+}
+
+/// FI_PEEK: reports the first message waiting that `m` would take (its
+/// length, tag and data; FI_ENOMSG when there is none), and claims or drops
+/// it as `flags` say.
+fn peek(
+    rdm: &Rdm,
+    s: &mut State,
+    m: &abi::fi_msg_tagged,
+    wants: Wants,
+    from: Option<Name>,
+    flags: u64,
+) -> Result {
+    if flags & FI_CLAIM != 0 && s.inbound.iter().any(|ib| ib.claimed == Some(m.context)) {
+        // A context names one claim.
+        return Err(EINVAL);
+    }
+    // The answer is the completion: always written.
+    let rflags = FI_TAGGED | FI_RECV | FI_COMPLETION;
+    let Some(i) = first_unexpected(s, wants, from) else {
+        let entry = abi::fi_cq_err_entry {
+            op_context: m.context,
+            flags: rflags,
+            tag: m.tag,
+            err: abi::FI_ENOMSG as i32,
+            ..Default::default()
+        };
+        return crate::report::complete_error_of(rdm.endpoint(), entry);
+    };
+    let (peer, total, data, tag) = {
+        let ib = &s.inbound[i];
+        (ib.peer, ib.total, ib.data, ib.tag)
+    };
+    let src = s.source(peer);
+    let data_flag = if data.is_some() { FI_REMOTE_CQ_DATA } else { 0 };
+    let reported = crate::report::complete_from(
+        rdm.endpoint(),
+        Completion {
+            op_context: m.context,
+            flags: rflags | data_flag,
+            len: total,
+            buf: ptr::null_mut(),
+            data: data.unwrap_or(0),
+            tag: tag.unwrap_or(0),
+            src,
+        },
+    );
+    if flags & FI_DISCARD != 0 {
+        let recv = Recv {
+            context: m.context,
+            flags: rflags,
+            iov: Iovs::Kvec(KVec::new()),
+            cap: 0,
+            from,
+            wants,
+            take: Take::Discard { report: false },
+        };
+        rdm.take_inbound(s, i, recv);
+    } else if flags & FI_CLAIM != 0 {
+        s.inbound[i].claimed = Some(m.context);
+    }
+    reported
+}
+
+/// The tag a receive's error entry carries.
+fn tag_of(r: &Recv) -> u64 {
+    match r.wants {
+        Wants::Tagged { tag, .. } => tag,
+        Wants::Untagged => 0,
+    }
 }
 
 /// fi_cancel: takes back the oldest receive posted with `context` that no
@@ -148,6 +286,7 @@ pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
             op_context: r.context,
             flags: r.flags,
             buf: r.iov.base(),
+            tag: tag_of(&r),
             err: abi::FI_ECANCELED as i32,
             ..Default::default()
         };
@@ -232,6 +371,7 @@ impl Rdm {
                 len,
                 buf: ptr::null_mut(),
                 data,
+                tag: 0,
                 src,
             },
         );
@@ -321,6 +461,9 @@ impl Rdm {
                 if ib.total != h.total as usize || ib.got + payload > ib.total || payload == 0 {
                     return Err(SegmentError::Length);
                 }
+                if ib.tag != h.tag {
+                    return Err(SegmentError::Header);
+                }
                 id
             }
             None => {
@@ -337,6 +480,8 @@ impl Rdm {
                     total,
                     got: 0,
                     data: h.data,
+                    tag: h.tag,
+                    claimed: None,
                     recv: None,
                     held: KVec::new(),
                 };
@@ -346,11 +491,7 @@ impl Rdm {
                 let i = s.inbound.len() - 1;
                 // The first receive that may take it, in posting order.
                 let name = s.peers[peer].name;
-                if let Some(r) = s
-                    .recvs
-                    .iter()
-                    .position(|r| r.from.map_or(true, |f| f == name))
-                {
+                if let Some(r) = s.recvs.iter().position(|r| r.takes(h.tag, &name)) {
                     let recv = s.recvs.remove(r);
                     s.inbound[i].recv = Some(recv);
                 }
@@ -443,37 +584,45 @@ impl Rdm {
         } else {
             0
         };
-        if ib.total > r.cap {
-            let _ = crate::report::complete_error_of(
-                self.endpoint(),
-                abi::fi_cq_err_entry {
-                    op_context: r.context,
-                    flags: r.flags | data_flag,
-                    len: r.cap,
-                    buf: r.iov.base(),
-                    data: ib.data.unwrap_or(0),
-                    olen: ib.total - r.cap,
-                    err: abi::FI_ETRUNC as i32,
-                    ..Default::default()
-                },
-            );
-            return;
-        }
+        let len = match r.take {
+            Take::Discard { report: false } => return,
+            Take::Discard { report: true } => 0,
+            Take::Copy | Take::Claimed if ib.total > r.cap => {
+                let _ = crate::report::complete_error_of(
+                    self.endpoint(),
+                    abi::fi_cq_err_entry {
+                        op_context: r.context,
+                        flags: r.flags | data_flag,
+                        len: r.cap,
+                        buf: r.iov.base(),
+                        data: ib.data.unwrap_or(0),
+                        tag: ib.tag.unwrap_or(0),
+                        olen: ib.total - r.cap,
+                        err: abi::FI_ETRUNC as i32,
+                        ..Default::default()
+                    },
+                );
+                return;
+            }
+            Take::Copy | Take::Claimed => ib.total,
+        };
         let _ = crate::report::complete_from(
             self.endpoint(),
             Completion {
                 op_context: r.context,
                 flags: r.flags | data_flag,
-                len: ib.total,
+                len,
                 buf: r.iov.base(),
                 data: ib.data.unwrap_or(0),
+                tag: ib.tag.unwrap_or(0),
                 src,
             },
         );
     }
 
     /// Forgets what connection `slot` was assembling: a receive it had
-    /// taken goes back to the front of the posted ones.
+    /// taken goes back to the front of the posted ones; one that took a
+    /// claimed message fails, and a discard is done.
     pub(super) fn drop_inbound_of(&self, s: &mut State, slot: usize) {
         let Some(Some(c)) = s.conns.get_mut(slot) else {
             return;
@@ -488,9 +637,41 @@ impl Rdm {
         if let Some(Some(c)) = s.conns.get_mut(slot) {
             c.held -= ib.held.len();
         }
-        if let Some(r) = ib.recv {
-            let _ = s.recvs.insert(0, r, GFP_KERNEL);
-        }
+        let Some(r) = ib.recv else {
+            return;
+        };
+        let err = match r.take {
+            Take::Copy => {
+                let _ = s.recvs.insert(0, r, GFP_KERNEL);
+                return;
+            }
+            Take::Discard { report: false } => return,
+            Take::Discard { report: true } => 0,
+            Take::Claimed => abi::FI_ECONNRESET as i32,
+        };
+        let entry = abi::fi_cq_err_entry {
+            op_context: r.context,
+            flags: r.flags,
+            tag: ib.tag.unwrap_or(0),
+            err,
+            ..Default::default()
+        };
+        let _ = if err == 0 {
+            crate::report::complete_from(
+                self.endpoint(),
+                Completion {
+                    op_context: r.context,
+                    flags: r.flags,
+                    len: 0,
+                    buf: ptr::null_mut(),
+                    data: 0,
+                    tag: entry.tag,
+                    src: FI_ADDR_NOTAVAIL,
+                },
+            )
+        } else {
+            crate::report::complete_error_of(self.endpoint(), entry)
+        };
     }
 }
 

@@ -3,7 +3,9 @@
 //! The transmit side of an RDM endpoint: sends cut into segments and RMA,
 //! queued per peer and posted in order on the peer's connection.
 
-use super::{wire, Iovs, OpKind, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG, TX_INFLIGHT_MAX};
+use super::{
+    wire, Iovs, OpKind, Parts, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG, TX_INFLIGHT_MAX,
+};
 use crate::abi;
 use crate::api_data::{fi_readmsg, fi_sendmsg, fi_writemsg};
 use crate::errno;
@@ -49,16 +51,15 @@ fn refuse_unkept(flags: u64) -> Result {
     Ok(())
 }
 
-/// `fi_sendmsg` and the other sends.
-pub(super) fn sendmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
+/// `fi_sendmsg` and the other sends; `tag` for a tagged one (fi_tsendmsg).
+pub(super) fn sendmsg(rdm: &Rdm, m: Parts, tag: Option<u64>, flags: u64) -> Result {
     refuse_unkept(flags)?;
     let mut s = rdm.state.lock();
     if s.closing {
         return Err(errno::eopbadstate());
     }
     let peer = peer_for(&mut s, m.addr)?;
-    // SAFETY: The core checked the message's arrays.
-    let (mut iov, total) = unsafe { Iovs::copy(m.msg_iov, m.msg_bvec, m.iov_count) }?;
+    let (mut iov, total) = m.buffers()?;
     if total > u32::MAX as usize {
         return Err(errno::emsgsize());
     }
@@ -74,17 +75,19 @@ pub(super) fn sendmsg(rdm: &Rdm, m: &abi::fi_msg, flags: u64) -> Result {
         wire::Header {
             total: total as u32,
             data,
+            tag,
         }
         .encode(),
         GFP_KERNEL,
     )?;
     let gen = s.next_gen();
+    let kind = if tag.is_some() { FI_TAGGED } else { FI_MSG };
     let op = TxOp {
         gen,
         peer,
         conn: None,
         context: m.context,
-        flags: FI_MSG | FI_SEND | (flags & FI_COMPLETION),
+        flags: kind | FI_SEND | (flags & FI_COMPLETION),
         len: total,
         iov,
         _copy: copy,
@@ -371,6 +374,7 @@ impl Rdm {
                 len: 0,
                 buf: ptr::null_mut(),
                 data: 0,
+                tag: 0,
                 src: FI_ADDR_NOTAVAIL,
             },
         );

@@ -13,7 +13,7 @@
 use crate::addr::Name;
 
 /// Bytes of a segment header.
-pub(crate) const HDR_LEN: usize = 16;
+pub(crate) const HDR_LEN: usize = 24;
 const MAGIC: u8 = 0xd7;
 /// The segment is part of a message.
 pub(crate) const OP_MSG: u8 = 1;
@@ -23,14 +23,19 @@ pub(crate) const OP_BYE: u8 = 2;
 pub(crate) const OP_BYE_ACK: u8 = 3;
 /// The message carries remote CQ data.
 pub(crate) const FLAG_DATA: u8 = 1;
+/// The message is tagged (fi_tagged): only tagged receives match it.
+pub(crate) const FLAG_TAG: u8 = 2;
 
-/// A segment header.
+/// A segment header: magic, op, flags, a zero byte, the message's length
+/// (le32), remote CQ data (le64), the tag (le64).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Header {
     /// The message's length in bytes.
     pub(crate) total: u32,
     /// Remote CQ data, when the sender gave some.
     pub(crate) data: Option<u64>,
+    /// The tag of a tagged message.
+    pub(crate) tag: Option<u64>,
 }
 
 /// Why a segment is refused; the connection is then dropped.
@@ -42,14 +47,22 @@ pub(crate) enum Malformed {
     Flags,
 }
 
+fn le64(b: &[u8]) -> u64 {
+    let mut v = [0u8; 8];
+    v.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(v)
+}
+
 impl Header {
     pub(crate) fn encode(&self) -> [u8; HDR_LEN] {
         let mut b = [0u8; HDR_LEN];
         b[0] = MAGIC;
         b[1] = OP_MSG;
-        b[2] = if self.data.is_some() { FLAG_DATA } else { 0 };
+        b[2] = if self.data.is_some() { FLAG_DATA } else { 0 }
+            | if self.tag.is_some() { FLAG_TAG } else { 0 };
         b[4..8].copy_from_slice(&self.total.to_le_bytes());
         b[8..16].copy_from_slice(&self.data.unwrap_or(0).to_le_bytes());
+        b[16..24].copy_from_slice(&self.tag.unwrap_or(0).to_le_bytes());
         b
     }
 
@@ -63,14 +76,13 @@ impl Header {
         if b[1] != OP_MSG {
             return Err(Malformed::Op);
         }
-        if b[2] & !FLAG_DATA != 0 || b[3] != 0 {
+        if b[2] & !(FLAG_DATA | FLAG_TAG) != 0 || b[3] != 0 {
             return Err(Malformed::Flags);
         }
         let total = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
-        let mut d = [0u8; 8];
-        d.copy_from_slice(&b[8..16]);
-        let data = (b[2] & FLAG_DATA != 0).then_some(u64::from_le_bytes(d));
-        Ok(Header { total, data })
+        let data = (b[2] & FLAG_DATA != 0).then_some(le64(&b[8..16]));
+        let tag = (b[2] & FLAG_TAG != 0).then_some(le64(&b[16..24]));
+        Ok(Header { total, data, tag })
     }
 }
 

@@ -1606,6 +1606,9 @@ impl<P: Provider> Adapter<P> {
         } else {
             None
         },
+        // Tagged messages are the core's RDM layer's (rdm.rst).
+        tsendmsg: None,
+        trecvmsg: None,
     };
 
     const PEP_OPS: abi::kofi_pep_ops = abi::kofi_pep_ops {

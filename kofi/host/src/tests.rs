@@ -576,14 +576,22 @@ fn headers_round_trip() {
         Header {
             total: 0,
             data: None,
+            tag: None,
         },
         Header {
             total: u32::MAX,
             data: Some(0x1234_5678_9abc_def0),
+            tag: None,
         },
         Header {
-            total: 16368,
+            total: 16360,
             data: Some(0),
+            tag: Some(0),
+        },
+        Header {
+            total: 1,
+            data: None,
+            tag: Some(u64::MAX - 1),
         },
     ] {
         let b = h.encode();
@@ -597,6 +605,7 @@ fn malformed_headers_are_refused() {
     let good = Header {
         total: 5,
         data: None,
+        tag: Some(3),
     }
     .encode();
     assert_eq!(Header::decode(&good[..HDR_LEN - 1]), Err(Malformed::Short));
@@ -654,7 +663,8 @@ fn control_segments_are_exact() {
         control_op(
             &Header {
                 total: 0,
-                data: None
+                data: None,
+                tag: None,
             }
             .encode()
         ),

@@ -226,6 +226,12 @@ static void bad_arguments(struct kunit *test)
 	bind_enable(test, &p.client);
 	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOTCONN);
 	KUNIT_EXPECT_EQ(test, fi_recv(p.client.ep, NULL, sizeof(buf), NULL, 0, NULL), -EINVAL);
+	/* Tagged messages are the core's RDM endpoints' (rdm_tagged_*), not MSG ones'. */
+	KUNIT_EXPECT_EQ(test, info->caps & FI_TAGGED, 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_tsend(p.client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
+			-FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_trecv(p.client.ep, buf, sizeof(buf), NULL, 0, 1, 0, NULL),
+			-FI_EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, fi_connect(p.client.ep, NULL, big, sizeof(big)), -EINVAL);
 	/* An endpoint of no connection request has nothing to accept. */
 	KUNIT_EXPECT_EQ(test, fi_accept(p.client.ep, NULL, 0), -FI_ENOTCONN);

@@ -45,6 +45,8 @@ struct net {
 	/* A counter bound for the kinds in cntr_flags[i], when not 0. */
 	u64 cntr_flags[EPS_MAX];
 	struct fid_cntr *cntr[EPS_MAX];
+	/* The CQs' format: FI_CQ_FORMAT_DATA unless set. */
+	enum fi_cq_format cq_format;
 };
 
 static struct fi_info *rdm_info(struct kunit *test)
@@ -66,7 +68,7 @@ static struct fi_info *rdm_info(struct kunit *test)
 
 static void ep_open(struct kunit *test, struct net *t, int i)
 {
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 1024 };
+	struct fi_cq_attr cq_attr = { .format = t->cq_format ?: FI_CQ_FORMAT_DATA, .size = 1024 };
 	u8 name[128];
 	size_t len = sizeof(name);
 
@@ -85,12 +87,14 @@ static void ep_open(struct kunit *test, struct net *t, int i)
 	KUNIT_ASSERT_EQ(test, fi_av_insert(t->av, name, 1, &t->addr[i], 0, NULL), 1);
 }
 
-static void net_open(struct kunit *test, struct net *t, int n, enum fi_av_type type)
+static void net_open_format(struct kunit *test, struct net *t, int n, enum fi_av_type type,
+			    enum fi_cq_format format)
 {
 	struct fi_av_attr av_attr = { .type = type };
 	int i;
 
 	memset(t, 0, sizeof(*t));
+	t->cq_format = format;
 	t->info = rdm_info(test);
 	KUNIT_ASSERT_EQ(test, fi_fabric(t->info->fabric_attr, &t->fabric, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_domain(t->fabric, t->info, &t->domain, NULL), 0);
@@ -98,6 +102,11 @@ static void net_open(struct kunit *test, struct net *t, int n, enum fi_av_type t
 	t->n = n;
 	for (i = 0; i < n; i++)
 		ep_open(test, t, i);
+}
+
+static void net_open(struct kunit *test, struct net *t, int n, enum fi_av_type type)
+{
+	net_open_format(test, t, n, type, FI_CQ_FORMAT_DATA);
 }
 
 static void ep_close(struct kunit *test, struct net *t, int i)
@@ -176,6 +185,7 @@ static void getinfo_offers_rdm(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, info->fabric_attr->prov_name, prov);
 	KUNIT_EXPECT_EQ(test, info->caps & (FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV),
 			FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV);
+	KUNIT_EXPECT_TRUE(test, info->caps & FI_TAGGED);
 	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_SAS);
 	KUNIT_EXPECT_NE(test, info->domain_attr->av_type, FI_AV_UNSPEC);
 	KUNIT_EXPECT_GE(test, info->ep_attr->max_msg_size, (size_t)(1 << 20));
@@ -199,6 +209,15 @@ static void getinfo_offers_rdm(struct kunit *test)
 	for (i = all; i; i = i->next)
 		KUNIT_EXPECT_EQ(test, i->ep_attr->type, FI_EP_MSG);
 	fi_freeinfo(all);
+	/* Tagged messages are the core's RDM endpoints', no MSG endpoint's. */
+	hints->caps = FI_TAGGED;
+	KUNIT_EXPECT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &all), -FI_ENODATA);
+	hints->ep_attr->type = FI_EP_UNSPEC;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &all), 0);
+	for (i = all; i; i = i->next)
+		KUNIT_EXPECT_EQ(test, i->ep_attr->type, FI_EP_RDM);
+	fi_freeinfo(all);
+	hints->caps = 0;
 	/* RDM with an AV type hinted: the core's AVs are both kinds. */
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->domain_attr->av_type = FI_AV_TABLE;
@@ -1271,7 +1290,7 @@ static void bad_peer(struct kunit *test)
 	struct cm_event *ev;
 	struct fi_eq_err_entry eqe = {};
 	u8 *name, *fake;
-	size_t len = 128, sizes[3] = { 32, 300, 20000 };
+	size_t len = 128, sizes[4] = { 32, 300, 20000, 124 };
 	u8 *bad;
 	int k;
 
@@ -1292,25 +1311,388 @@ static void bad_peer(struct kunit *test)
 
 	/* A name of this host (the only kind the endpoint accepts). */
 	fake = claimed_name(test, name, len, false);
-	for (k = 0; k < 3; k++) {
+	for (k = 0; k < 4; k++) {
 		raw_connect(test, &t, &raw, name, fake, 4 + len);
 		KUNIT_ASSERT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev),
 				(ssize_t)sizeof(ev->entry));
 		memset(bad, 0xd7, 20000);
-		if (k == 1) {
-			/* A well-formed header saying 100 bytes, then 284. */
-			memset(bad, 0, 16);
+		if (k == 1 || k == 3) {
+			/* A well-formed 24-byte header saying 100 bytes, then 276. */
+			memset(bad, 0, 24);
 			bad[0] = 0xd7;
 			bad[1] = 1;
 			bad[4] = 100;
 		}
-		KUNIT_ASSERT_EQ(test, fi_send(raw.ep, bad, sizes[k], NULL, 0, NULL), 0);
+		if (k == 3) {
+			/*
+			 * The first half of a message tagged 5, then the rest
+			 * tagged 6 (from another buffer: the first send may
+			 * still be reading its own).
+			 */
+			bad[2] = 2;
+			bad[4] = 200;
+			bad[16] = 5;
+			memcpy(bad + 10000, bad, sizes[k]);
+			bad[10000 + 16] = 6;
+			KUNIT_ASSERT_EQ(test, fi_send(raw.ep, bad, sizes[k], NULL, 0, NULL), 0);
+			KUNIT_ASSERT_EQ(test, fi_send(raw.ep, bad + 10000, sizes[k], NULL, 0, NULL),
+					0);
+		} else {
+			KUNIT_ASSERT_EQ(test, fi_send(raw.ep, bad, sizes[k], NULL, 0, NULL), 0);
+		}
 		KUNIT_EXPECT_EQ_MSG(test, cm_wait(raw.eq, FI_SHUTDOWN, ev),
 				    (ssize_t)sizeof(ev->entry), "case %d: not dropped", k);
 		side_close(test, &raw);
 
 		still_serves(test, &t, k);
 	}
+	net_close(test, &t);
+}
+
+/* The next completion of a tagged-format @cq (an error entry as -err). */
+static ssize_t next_tagged(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
+			   struct fi_cq_err_entry *err)
+{
+	ssize_t ret = fi_cq_sread(cq, e, 1, NULL, WAIT_MS);
+
+	if (ret == -FI_EAVAIL) {
+		if (fi_cq_readerr(cq, err, 0) != 1)
+			return -EIO;
+		return -err->err;
+	}
+	return ret;
+}
+
+/* Waits for @n send completions of endpoint @i: the messages reached the peer's buffers. */
+static void sends_done(struct kunit *test, struct net *t, int i, int n)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+
+	while (n--) {
+		KUNIT_ASSERT_EQ(test, next_tagged(t->cq[i], &e, &err), 1);
+		KUNIT_EXPECT_TRUE(test, e.flags & FI_SEND);
+	}
+}
+
+/* A receive completion: its context, flags, length, tag, data, and the bytes. */
+static void expect_tagged(struct kunit *test, struct net *t, void *ctx, u64 flags, size_t len,
+			  u64 tag, u64 data, u32 seq)
+{
+	struct fi_cq_tagged_entry e = {};
+	struct fi_cq_err_entry err = {};
+
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, ctx);
+	KUNIT_EXPECT_EQ(test, e.flags, flags);
+	KUNIT_EXPECT_EQ(test, e.len, len);
+	KUNIT_EXPECT_EQ(test, e.tag, tag);
+	if (flags & FI_REMOTE_CQ_DATA)
+		KUNIT_EXPECT_EQ(test, e.data, data);
+	if (ctx && len)
+		KUNIT_EXPECT_TRUE_MSG(test, check_msg(ctx, len, 1, seq), "message %u", seq);
+}
+
+/*
+ * Tags match outside the ignore bits; tagged and untagged messages never
+ * match each other; a tagged message no receive wants waits for one.
+ */
+static void tagged_matching(struct kunit *test)
+{
+	struct net t;
+	u8 *a, *b, *c, *d, *e, *msg;
+	struct fi_cq_tagged_entry ce;
+	struct fi_cq_err_entry err = {};
+	const size_t n = 100;
+
+	a = kunit_kzalloc(test, 5 * n, GFP_KERNEL);
+	msg = kunit_kzalloc(test, n, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, msg);
+	b = a + n;
+	c = b + n;
+	d = c + n;
+	e = d + n;
+	net_open_format(test, &t, 2, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], a, n, NULL, FI_ADDR_UNSPEC, 0x1200, 0xff, a), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], b, n, NULL, FI_ADDR_UNSPEC, 0x5000, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], c, n, NULL, FI_ADDR_UNSPEC, c), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], e, n, NULL, FI_ADDR_UNSPEC, 0x9998, 0, e), 0);
+
+	/* fi_tsend's buffer stays the consumer's until its completion. */
+	fill_msg(msg, 10, 1, 1);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[1], msg, 10, NULL, t.addr[0], 0x5000, msg), 0);
+	fill_msg(d, 20, 1, 2);
+	KUNIT_ASSERT_EQ(test, fi_tinjectdata(t.ep[1], d, 20, 0xdd, t.addr[0], 0x12ab), 0);
+	fill_msg(d, 30, 1, 3);
+	KUNIT_ASSERT_EQ(test, fi_inject(t.ep[1], d, 30, t.addr[0]), 0);
+	fill_msg(d, 40, 1, 4);
+	KUNIT_ASSERT_EQ(test, fi_tinject(t.ep[1], d, 40, t.addr[0], 0x9999), 0);
+	/* Only fi_tsend asked for a completion; it says it was tagged. */
+	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[1], &ce, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, ce.op_context, (void *)msg);
+	KUNIT_EXPECT_EQ(test, ce.flags, FI_TAGGED | FI_SEND);
+
+	/* In arrival order, each to the receive whose tag it matches. */
+	expect_tagged(test, &t, b, FI_TAGGED | FI_RECV, 10, 0x5000, 0, 1);
+	expect_tagged(test, &t, a, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 20, 0x12ab, 0xdd, 2);
+	expect_tagged(test, &t, c, FI_MSG | FI_RECV, 30, 0, 0, 3);
+	/* 0x9999 is no 0x9998: it waits, and the next receive wanting it takes it. */
+	KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[0], &ce, 1), -FI_EAGAIN);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], d, n, NULL, FI_ADDR_UNSPEC, 0x9990, 0xf, d), 0);
+	expect_tagged(test, &t, d, FI_TAGGED | FI_RECV, 40, 0x9999, 0, 4);
+	/* The receive for 0x9998 is still posted: cancelled, it says its tag. */
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, e), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t.cq[0], &ce, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)e);
+	KUNIT_EXPECT_EQ(test, err.flags, FI_TAGGED | FI_RECV);
+	KUNIT_EXPECT_EQ(test, err.tag, 0x9998ULL);
+	/* An untagged receive does not take a tagged message. */
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], c, n, NULL, FI_ADDR_UNSPEC, c), 0);
+	fill_msg(e, 50, 1, 5);
+	KUNIT_ASSERT_EQ(test, fi_tinject(t.ep[1], e, 50, t.addr[0], 7), 0);
+	fill_msg(e, 60, 1, 6);
+	KUNIT_ASSERT_EQ(test, fi_inject(t.ep[1], e, 60, t.addr[0]), 0);
+	expect_tagged(test, &t, c, FI_MSG | FI_RECV, 60, 0, 0, 6);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], a, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, a), 0);
+	expect_tagged(test, &t, a, FI_TAGGED | FI_RECV, 50, 7, 0, 5);
+	net_close(test, &t);
+}
+
+/*
+ * Tagged messages that arrived before any receive, one in several segments,
+ * taken in the order the receives ask for them (kvecs and pages), each from
+ * the sender a directed receive names.
+ */
+static void tagged_unexpected(struct kunit *test)
+{
+	struct net t;
+	const size_t big = 40000;
+	u8 *msg, *small, *out;
+	struct page *page = alloc_pages(GFP_KERNEL, 4);
+	struct bio_vec bv[2];
+	struct fi_msg_tagged m = {};
+	struct fi_cq_tagged_entry e = {};
+	struct fi_cq_err_entry err = {};
+	fi_addr_t src;
+
+	msg = kunit_kzalloc(test, big, GFP_KERNEL);
+	small = kunit_kzalloc(test, 200, GFP_KERNEL);
+	out = kunit_kzalloc(test, big, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	KUNIT_ASSERT_NOT_NULL(test, msg);
+	KUNIT_ASSERT_NOT_NULL(test, small);
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	net_open_format(test, &t, 3, FI_AV_TABLE, FI_CQ_FORMAT_TAGGED);
+	fill_msg(msg, 100, 1, 1);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[1], msg, 100, NULL, t.addr[0], 1, NULL), 0);
+	sends_done(test, &t, 1, 1);
+	fill_msg(msg, big, 1, 2);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[1], msg, big, NULL, t.addr[0], 2, NULL), 0);
+	sends_done(test, &t, 1, 1);
+	fill_msg(msg, 100, 1, 3);
+	KUNIT_ASSERT_EQ(test, fi_tsenddata(t.ep[1], msg, 100, NULL, 33, t.addr[0], 3, NULL), 0);
+	sends_done(test, &t, 1, 1);
+	/* The same tag from endpoint 2, which a receive directed at 1 skips. */
+	fill_msg(msg, 100, 2, 3);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[2], msg, 100, NULL, t.addr[0], 3, NULL), 0);
+	sends_done(test, &t, 2, 1);
+
+	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ small, 200 }, .iov_count = 1,
+				    .addr = t.addr[1], .tag = 3, .context = small };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_sreadfrom(t.cq[0], &e, 1, &src, NULL, WAIT_MS), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)small);
+	KUNIT_EXPECT_EQ(test, e.tag, 3ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)100);
+	KUNIT_EXPECT_EQ(test, e.data, 33ULL);
+	KUNIT_EXPECT_EQ(test, src, t.addr[1]);
+	KUNIT_EXPECT_TRUE(test, check_msg(small, 100, 1, 3));
+
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], small, 200, NULL, FI_ADDR_UNSPEC, 1, 0, small), 0);
+	expect_tagged(test, &t, small, FI_TAGGED | FI_RECV, 100, 1, 0, 1);
+
+	/* Into two runs of pages at odd offsets. */
+	bvec_set_page(&bv[0], page, 30001, 7);
+	bvec_set_page(&bv[1], page, big - 30001, 7 + 30001 + 99);
+	m = (struct fi_msg_tagged){ .msg_bvec = bv, .iov_count = 2, .addr = FI_ADDR_UNSPEC,
+				    .tag = 2, .context = out };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)out);
+	KUNIT_EXPECT_EQ(test, e.len, big);
+	KUNIT_EXPECT_EQ(test, e.tag, 2ULL);
+	memcpy(out, page_address(page) + 7, 30001);
+	memcpy(out + 30001, page_address(page) + 7 + 30001 + 99, big - 30001);
+	KUNIT_EXPECT_TRUE(test, check_msg(out, big, 1, 2));
+
+	/* Endpoint 2's is still there. */
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], small, 200, NULL, FI_ADDR_UNSPEC, 3, 0, small), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_sreadfrom(t.cq[0], &e, 1, &src, NULL, WAIT_MS), 1);
+	KUNIT_EXPECT_EQ(test, src, t.addr[2]);
+	KUNIT_EXPECT_TRUE(test, check_msg(small, 100, 2, 3));
+	net_close(test, &t);
+	__free_pages(page, 4);
+}
+
+/* Peeks until a message tagged @tag has reached endpoint 0 (up to 5 s). */
+static void wait_arrived(struct kunit *test, struct net *t, u64 tag)
+{
+	struct fi_msg_tagged m = { .addr = FI_ADDR_UNSPEC, .tag = tag, .context = t };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int k;
+
+	for (k = 0; k < 250; k++) {
+		KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK), 0);
+		if (next_tagged(t->cq[0], &e, &err) == 1)
+			return;
+		KUNIT_ASSERT_EQ(test, err.err, FI_ENOMSG);
+		msleep(20);
+	}
+	KUNIT_FAIL(test, "tag %llu never arrived", tag);
+}
+
+/* fi_trecvmsg with FI_PEEK, FI_PEEK | FI_CLAIM, FI_CLAIM and FI_DISCARD. */
+static void tagged_peek_claim_discard(struct kunit *test)
+{
+	struct net t;
+	u8 *msg, *rx1, *rx2, *rx3;
+	int peek_ctx, claim_ctx, claim2_ctx, unknown_ctx;
+	struct fi_msg_tagged m = {};
+	struct fi_cq_tagged_entry e = {};
+	struct fi_cq_err_entry err = {};
+	const size_t n = 64;
+	u64 tag;
+
+	msg = kunit_kzalloc(test, n, GFP_KERNEL);
+	rx1 = kunit_kzalloc(test, 3 * n, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, msg);
+	KUNIT_ASSERT_NOT_NULL(test, rx1);
+	rx2 = rx1 + n;
+	rx3 = rx2 + n;
+	net_open_format(test, &t, 2, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
+	for (tag = 7; tag <= 11; tag++) {
+		fill_msg(msg, 10 + tag, 1, tag);
+		if (tag == 7)
+			KUNIT_ASSERT_EQ(test, fi_tsenddata(t.ep[1], msg, 10 + tag, NULL, 0x77,
+							   t.addr[0], tag, NULL), 0);
+		else
+			KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[1], msg, 10 + tag, NULL, t.addr[0],
+						       tag, NULL), 0);
+		sends_done(test, &t, 1, 1);
+	}
+	/* In order on one connection: 11 there, all there. */
+	wait_arrived(test, &t, 11);
+	m.addr = FI_ADDR_UNSPEC;
+
+	/* Nothing tagged 6: FI_ENOMSG, with the peek's context. */
+	m.tag = 6;
+	m.context = &peek_ctx;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t.cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)&peek_ctx);
+	/* Tagged 7: its length, tag and data, no bytes; it stays. */
+	m.tag = 7;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&peek_ctx);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)17);
+	KUNIT_EXPECT_EQ(test, e.tag, 7ULL);
+	KUNIT_EXPECT_EQ(test, e.data, 0x77ULL);
+	KUNIT_EXPECT_NULL(test, e.buf);
+	/* Claim 8. */
+	m.tag = 8;
+	m.context = &claim_ctx;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)18);
+	/* One claim per context. */
+	m.tag = 9;
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_CLAIM), -EINVAL);
+	/* Receives for any tag take 7 then 9: 8 is claimed. */
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], rx1, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx1), 0);
+	expect_tagged(test, &t, rx1, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 17, 7, 0x77, 7);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], rx2, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx2), 0);
+	expect_tagged(test, &t, rx2, FI_TAGGED | FI_RECV, 19, 9, 0, 9);
+	/* The claim's receive gets 8, whatever tag it names. */
+	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ rx3, n }, .iov_count = 1,
+				    .addr = FI_ADDR_UNSPEC, .tag = 1234, .context = &claim_ctx };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim_ctx);
+	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)18);
+	KUNIT_EXPECT_TRUE(test, check_msg(rx3, 18, 1, 8));
+	/* A claim nothing was claimed with. */
+	m.context = &unknown_ctx;
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_CLAIM), -FI_ENOMSG);
+	/* Peek and drop 10: a peek finds it no more. */
+	m = (struct fi_msg_tagged){ .addr = FI_ADDR_UNSPEC, .tag = 10, .context = &peek_ctx };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.tag, 10ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)20);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t.cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
+	/* Claim 11, then drop it through its claim: a completion of no bytes. */
+	m.tag = 11;
+	m.context = &claim2_ctx;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_CLAIM | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim2_ctx);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)0);
+	KUNIT_EXPECT_EQ(test, e.tag, 11ULL);
+	m.context = &peek_ctx;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t.cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
+	/* The endpoint still works: nothing of the dropped ones is left. */
+	fill_msg(msg, 30, 1, 12);
+	KUNIT_ASSERT_EQ(test, fi_tinject(t.ep[1], msg, 30, t.addr[0], 12), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], rx1, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx1), 0);
+	expect_tagged(test, &t, rx1, FI_TAGGED | FI_RECV, 30, 12, 0, 12);
+	net_close(test, &t);
+}
+
+/* What the tagged calls refuse. */
+static void tagged_bad_arguments(struct kunit *test)
+{
+	struct net t;
+	u8 buf[16] = {};
+	int ctx;
+	struct kvec iov = { buf, 8 };
+	struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .context = &ctx };
+
+	net_open_format(test, &t, 1, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
+	m.addr = t.addr[0];
+	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t.ep[0], NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_tsendmsg(NULL, &m, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(NULL, &m, 0), -EINVAL);
+	/* Receive flags on a send, and the reverse. */
+	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t.ep[0], &m, FI_PEEK), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t.ep[0], &m, FI_CLAIM), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_INJECT), -FI_EBADFLAGS);
+	/* A discard of what was neither peeked at nor claimed. */
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_DISCARD), -FI_EBADFLAGS);
+	/* A claim needs its context. */
+	m.context = NULL;
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_CLAIM), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_CLAIM), -EINVAL);
+	/* Addresses not in the AV; buffers that are not there. */
+	KUNIT_EXPECT_EQ(test, fi_tsend(t.ep[0], buf, 8, NULL, 42, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecv(t.ep[0], NULL, 8, NULL, FI_ADDR_UNSPEC, 1, 0, NULL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_tsendv(t.ep[0], NULL, NULL, 1, t.addr[0], 1, NULL), -EINVAL);
+	/* Beyond the inject size and the iov limit. */
+	KUNIT_EXPECT_EQ(test, fi_tinject(t.ep[0], buf, t.info->tx_attr->inject_size + 1,
+					 t.addr[0], 1), -FI_EMSGSIZE);
+	KUNIT_EXPECT_EQ(test, fi_trecvv(t.ep[0], &iov, NULL, t.info->rx_attr->iov_limit + 1,
+					FI_ADDR_UNSPEC, 1, 0, NULL), -EINVAL);
 	net_close(test, &t);
 }
 
@@ -1332,6 +1714,10 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(bad_peer),
 	KUNIT_CASE(spoofed_name_refused),
 	KUNIT_CASE(cancel_receive),
+	KUNIT_CASE(tagged_matching),
+	KUNIT_CASE(tagged_unexpected),
+	KUNIT_CASE(tagged_peek_claim_discard),
+	KUNIT_CASE(tagged_bad_arguments),
 	KUNIT_CASE(peer_records_reused),
 	KUNIT_CASE_SLOW(held_connections_make_room),
 	{}

@@ -20,6 +20,7 @@
 #include <kofi/fi_endpoint.h>
 #include <kofi/fi_eq.h>
 #include <kofi/fi_rma.h>
+#include <kofi/fi_tagged.h>
 
 #define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define WAIT_MS 10000
