@@ -278,6 +278,18 @@ struct Inner {
     /// iWARP server: nothing is posted on the send queue until the
     /// client's first message came (the client sends one at once).
     peer_speaks_first: bool,
+    /// The greeting (see `greet`): whether ours may go (our regions are
+    /// valid), went, and whether the peer's came. Nothing of the consumer's
+    /// goes out before the peer's: its regions may not be valid yet.
+    greeting: Greeting,
+}
+
+/// Where a connection's exchange of greetings stands.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Greeting {
+    pub(crate) ready: bool,
+    pub(crate) sent: bool,
+    pub(crate) heard: bool,
 }
 
 /// A connection (client or server side).
@@ -360,6 +372,7 @@ impl Conn {
                     rx_cq_data: false,
                     iwarp: false,
                     peer_speaks_first: false,
+                    greeting: Greeting::default(),
                 }, "kofi_verbs_conn"),
                 entry,
                 reporting <- new_mutex!(Reporting::default(), "kofi_verbs_reporting"),

@@ -336,6 +336,24 @@ impl VDomain {
         }
     }
 
+    /// Waits for the registrations in flight (on any connection of the
+    /// domain) to complete.
+    pub(crate) fn settle_registrations(&self) {
+        let posted = {
+            let regs = self.regs.lock();
+            let mut posted = KVec::new();
+            for r in regs.iter() {
+                if posted.push(r.clone(), GFP_KERNEL).is_err() {
+                    break;
+                }
+            }
+            posted
+        };
+        for r in posted.iter() {
+            r.settle();
+        }
+    }
+
     /// fi_mr_reg with remote access: the region, fast-registered through
     /// a connection of the domain now or when the first one comes up; in an
     /// FI_MR_ENDPOINT domain through its endpoint at fi_mr_enable.

@@ -33,10 +33,13 @@ impl Conn {
                 let client = g.phase == Phase::Connecting;
                 g.phase = Phase::Connected;
                 // Regions registered before any connection become valid
-                // through this one, ahead of anything the consumer sends.
+                // through this one, and every registration in flight
+                // completes, before our greeting tells the peer it may use
+                // their keys.
                 if let Some(domain) = g.domain.clone() {
                     drop(g);
                     domain.register_pending(self);
+                    domain.settle_registrations();
                     g = self.inner.lock();
                 }
                 if let Some(ep) = &g.ep {
@@ -47,10 +50,8 @@ impl Conn {
                     };
                     let _ = ep.event(abi::FI_CONNECTED, data);
                 }
-                if client && g.iwarp {
-                    // The server waits for our first frame (`peer_speaks_first`).
-                    let _ = g.queue.push(TxOp::Credit);
-                }
+                g.greeting.ready = true;
+                self.greet(&mut g);
                 self.pump(&mut g);
             }
             CmEvent::Rejected(data) => {

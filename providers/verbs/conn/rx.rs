@@ -80,8 +80,11 @@ impl Conn {
             Self::fail_rndv_sends(g, abi::FI_ECONNRESET);
             return;
         }
-        // The client spoke: the server may send (pumped below).
+        // The peer spoke: an iWARP server may send, and the peer's regions
+        // are valid (its greeting is its first frame; pumped below).
         g.peer_speaks_first = false;
+        g.greeting.heard = true;
+        self.greet(g);
         let len = (wc.byte_len as usize).min(RX_BUF);
         let header = match &g.res {
             Some(res) => {

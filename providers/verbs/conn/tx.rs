@@ -239,9 +239,27 @@ impl Conn {
         }
     }
 
-    /// Posts what the credits and free slots allow, in order.
+    /// Sends our greeting, a credit frame, once our regions are valid and
+    /// the peer may hear it (an iWARP server speaks after the client). The
+    /// peer sends nothing before it: a key it had from the connection's
+    /// private data can be used at once. A greeting that cannot be posted
+    /// ends the connection, which would wait for it forever.
+    pub(super) fn greet(&self, g: &mut Inner) {
+        if !g.greeting.ready || g.greeting.sent || g.peer_speaks_first {
+            return;
+        }
+        g.greeting.sent = true;
+        if self.post_credit(g).is_err() {
+            if let Some(res) = &g.res {
+                res.id.disconnect();
+            }
+        }
+    }
+
+    /// Posts what the credits and free slots allow, in order, once the
+    /// peer greeted us.
     pub(super) fn pump(&self, g: &mut Inner) {
-        if g.peer_speaks_first {
+        if g.peer_speaks_first || !g.greeting.heard {
             return;
         }
         while g.phase == Phase::Connected || g.phase == Phase::Closing {

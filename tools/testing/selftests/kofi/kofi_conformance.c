@@ -548,6 +548,58 @@ static void key_in_accept_data_good_at_once(struct kunit *test)
 	vfree(region);
 }
 
+/*
+ * The reverse: the client sends the key of a region registered before any
+ * connection in its connect's private data, and the server writes to it as
+ * soon as it is connected. Neither side sends before the other's greeting
+ * (verbs.rst), so the region is valid by then, every time.
+ */
+static void key_in_connect_data_good_at_once(struct kunit *test)
+{
+	enum { ROUNDS = 100 };
+	struct fi_cq_data_entry e;
+	struct cm_event ev;
+	struct fid_mr *mr;
+	char port[8];
+	u8 *region = vzalloc(4096), src[64], back[64];
+	u64 key;
+	int i, written = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	port_of(port, 29);
+	for (i = 0; i < ROUNDS; i++) {
+		struct pair p = { .prov = prov };
+
+		fill(src, sizeof(src), i + 1);
+		pair_listen(test, &p, node, port);
+		KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096,
+						FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
+		key = fi_mr_key(mr);
+		side_connect(test, &p, &p.client, node, port, &key, sizeof(key));
+		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev),
+				(ssize_t)(sizeof(ev.entry) + sizeof(key)));
+		memcpy(&key, ev.data, sizeof(key));
+		side_accept(test, &p, &p.server, &ev, NULL, 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev),
+				(ssize_t)sizeof(ev.entry));
+		KUNIT_ASSERT_EQ(test, fi_write(p.server.ep, src, sizeof(src), NULL, 0, 256 + i, key,
+					       src), 0);
+		memset(back, 0, sizeof(back));
+		if (cq_wait(p.server.cq, &e) == 1 &&
+		    !fi_read(p.server.ep, back, sizeof(back), NULL, 0, 256 + i, key, back) &&
+		    cq_wait(p.server.cq, &e) == 1 && !memcmp(back, src, sizeof(src)) &&
+		    !memcmp(region + 256 + i, src, sizeof(src)))
+			written++;
+		else
+			KUNIT_FAIL(test, "round %d: the write with the connect's key failed", i);
+		KUNIT_EXPECT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev),
+				(ssize_t)sizeof(ev.entry));
+		pair_close_with(test, &p, mr);
+	}
+	KUNIT_EXPECT_EQ(test, written, (int)ROUNDS);
+	vfree(region);
+}
+
 /* Injects: the buffer is the caller's on return; no send completion. */
 static void inject(struct kunit *test)
 {
@@ -1684,6 +1736,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(cq_data),
 	KUNIT_CASE(rx_cq_data_takes_a_receive),
 	KUNIT_CASE_SLOW(key_in_accept_data_good_at_once),
+	KUNIT_CASE_SLOW(key_in_connect_data_good_at_once),
 	KUNIT_CASE(inject),
 	KUNIT_CASE(unexpected_messages),
 	KUNIT_CASE(unexpected_large_messages),
