@@ -122,7 +122,7 @@ pub(crate) fn check_recv(
 }
 
 /// A provider op's return as a result.
-pub(crate) fn op_result(ret: isize) -> Result<usize> {
+pub(crate) fn op_posted(ret: isize) -> Result<usize> {
     if ret < 0 {
         return Err(Error::from_errno(ret as i32));
     }
@@ -137,7 +137,7 @@ fn sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<
     check_send(e, m.msg_iov, m.msg_bvec, m.iov_count, flags)?;
     let op = e.ops().sendmsg.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
-    op_result(unsafe { op(ep, msg, flags) })
+    op_posted(unsafe { op(ep, msg, flags) })
 }
 
 /// The flags of a plain call (fi_send, ...): the endpoint's default
@@ -310,13 +310,18 @@ fn recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<
     let e = unsafe { ready(ep, FI_MSG) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
-    if flags & !RX_OP_FLAGS != 0 {
+    let multi = if e.limits.caps & FI_MULTI_RECV != 0 {
+        FI_MULTI_RECV
+    } else {
+        0
+    };
+    if flags & !(RX_OP_FLAGS | multi) != 0 {
         return Err(errno::ebadflags());
     }
     check_recv(e, m.msg_iov, m.msg_bvec, m.iov_count)?;
     let op = e.ops().recvmsg.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
-    op_result(unsafe { op(ep, msg, flags) })
+    op_posted(unsafe { op(ep, msg, flags) })
 }
 
 /// `fi_recvmsg()`.

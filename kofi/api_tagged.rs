@@ -5,7 +5,7 @@
 //! one op each way: tsendmsg and trecvmsg.
 
 use crate::abi;
-use crate::api_data::{check_recv, check_send, completion, one_kvec, op_result, plain, ready};
+use crate::api_data::{check_recv, check_send, completion, one_kvec, op_posted, plain, ready};
 use crate::errno::{self, to_c_ssize};
 use crate::flags::*;
 use crate::object::{lookup, Endpoint};
@@ -24,7 +24,7 @@ fn tsendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) ->
     check_send(e, m.msg_iov, m.msg_bvec, m.iov_count, flags)?;
     let op = e.tagged_ops().0.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
-    op_result(unsafe { op(ep, msg, flags) })
+    op_posted(unsafe { op(ep, msg, flags) })
 }
 
 fn trecvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) -> Result<usize> {
@@ -48,7 +48,7 @@ fn trecvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) ->
     }
     let op = e.tagged_ops().1.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
-    op_result(unsafe { op(ep, msg, flags) })
+    op_posted(unsafe { op(ep, msg, flags) })
 }
 
 /// A completion flag for a `*msg` call, as `fi_sendmsg`/`fi_recvmsg` do.

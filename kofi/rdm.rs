@@ -53,6 +53,8 @@ const TX_INFLIGHT_MAX: usize = 32;
 const CONNECT_TRIES: u8 = 3;
 /// Operations in flight or queued at most (-FI_EAGAIN beyond).
 const OPS_MAX: usize = 4096;
+/// FI_OPT_MIN_MULTI_RECV until the consumer sets it: a segment's payload.
+const MIN_MULTI_RECV_DEFAULT: usize = 16 * 1024;
 
 /// Tells of a peer that broke the protocol or lied about its name; a peer
 /// can repeat that at will, so only the first few times are said.
@@ -345,6 +347,27 @@ pub(crate) enum Take {
     Discard { report: bool },
 }
 
+/// The buffer of a posted FI_MULTI_RECV receive: messages take its bytes
+/// one after another.
+pub(crate) struct Multi {
+    /// Names the buffer's `MultiState`.
+    pub(crate) id: u64,
+    pub(crate) base: *mut u8,
+    pub(crate) len: usize,
+    /// Bytes given to messages so far (each message's share 8-aligned).
+    pub(crate) used: usize,
+}
+
+/// A multi-receive buffer's messages in progress, and whether it was
+/// released (taken off the posted receives): its release completion comes
+/// when both say it is done.
+pub(crate) struct MultiState {
+    pub(crate) id: u64,
+    pub(crate) context: *mut c_void,
+    pub(crate) outstanding: usize,
+    pub(crate) released: bool,
+}
+
 /// A consumer's receive.
 pub(crate) struct Recv {
     pub(crate) context: *mut c_void,
@@ -354,6 +377,10 @@ pub(crate) struct Recv {
     pub(crate) from: Option<Name>,
     pub(crate) wants: Wants,
     pub(crate) take: Take,
+    /// A posted FI_MULTI_RECV receive: its buffer.
+    pub(crate) multi: Option<Multi>,
+    /// A message's share of a multi-receive buffer: that buffer's id.
+    pub(crate) parent: Option<u64>,
 }
 
 impl Recv {
@@ -389,6 +416,11 @@ pub(crate) struct State {
     pub(crate) conns: KVec<Option<Conn>>,
     pub(crate) ops: KVec<Option<TxOp>>,
     pub(crate) recvs: KVec<Recv>,
+    /// Multi-receive buffers with messages in progress or not released.
+    pub(crate) multis: KVec<MultiState>,
+    /// FI_OPT_MIN_MULTI_RECV: a multi-receive buffer with less left is
+    /// released.
+    pub(crate) min_multi_recv: usize,
     pub(crate) inbound: KVec<Inbound>,
     pub(crate) gen: u32,
     pub(crate) next_id: u64,
@@ -661,6 +693,8 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
                     conns: KVec::new(),
                     ops: KVec::new(),
                     recvs: KVec::new(),
+                    multis: KVec::new(),
+                    min_multi_recv: MIN_MULTI_RECV_DEFAULT,
                     inbound: KVec::new(),
                     gen: 0,
                     next_id: 0,
@@ -737,6 +771,7 @@ unsafe extern "C" fn rdm_close(ep: *mut abi::fid_ep) {
         // MSG endpoint; buffers go once the endpoints that use them are shut.
         s.ops.clear();
         s.recvs.clear();
+        s.multis.clear();
         s.inbound.clear();
         let conns = core::mem::take(&mut s.conns);
         (conns, s.pep.take(), s.cq.take(), s.eq.take())
@@ -894,6 +929,7 @@ unsafe extern "C" fn rdm_getopt(
         abi::KOFI_OPT_RDM_CONNS => s.conns.iter().flatten().filter(|c| c.ep.is_some()).count(),
         abi::KOFI_OPT_RDM_PEERS => s.peers_max,
         abi::FI_OPT_CM_DATA_SIZE => 0,
+        abi::FI_OPT_MIN_MULTI_RECV => s.min_multi_recv,
         _ => return -(abi::FI_ENOPROTOOPT as c_int),
     };
     if room < core::mem::size_of::<usize>() {
@@ -918,7 +954,12 @@ unsafe extern "C" fn rdm_setopt(
     len: usize,
 ) -> c_int {
     let name = name as u32;
-    if name != abi::KOFI_OPT_RDM_CONN_CACHE && name != abi::KOFI_OPT_RDM_PEERS {
+    let known = [
+        abi::KOFI_OPT_RDM_CONN_CACHE,
+        abi::KOFI_OPT_RDM_PEERS,
+        abi::FI_OPT_MIN_MULTI_RECV,
+    ];
+    if !known.contains(&name) {
         return -(abi::FI_ENOPROTOOPT as c_int);
     }
     if len != core::mem::size_of::<usize>() {
@@ -932,6 +973,7 @@ unsafe extern "C" fn rdm_setopt(
         abi::KOFI_OPT_RDM_PEERS if v != 0 && v <= abi::KOFI_RDM_PEERS_MAX as usize => {
             s.peers_max = v
         }
+        abi::FI_OPT_MIN_MULTI_RECV => s.min_multi_recv = v,
         _ => return EINVAL.to_errno(),
     }
     0

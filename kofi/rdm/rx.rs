@@ -4,7 +4,10 @@
 //! messages assembled from their segments, matched in arrival order against
 //! the consumer's receives.
 
-use super::{wire, Conn, Inbound, Iovs, Parts, Phase, Rdm, Recv, State, Take, Token, Wants};
+use super::{
+    wire, Conn, Inbound, Iovs, Multi, MultiState, Parts, Phase, Rdm, Recv, State, Take, Token,
+    Wants,
+};
 use crate::abi;
 use crate::addr::Name;
 use crate::api_data::fi_recv;
@@ -124,16 +127,80 @@ fn first_unexpected(s: &State, wants: Wants, from: Option<Name>) -> Option<usize
     })
 }
 
-/// Gives `recv` the first message waiting that it takes, or posts it.
+/// Gives `recv` the first message waiting that it takes, or posts it; a
+/// multi-receive buffer takes every waiting message it can.
 fn post(rdm: &Rdm, s: &mut State, recv: Recv) -> Result {
     if s.recvs.len() >= RECVS_MAX {
         return Err(errno::eagain());
     }
-    match first_unexpected(s, recv.wants, recv.from) {
-        Some(i) => rdm.take_inbound(s, i, recv),
-        None => s.recvs.push(recv, GFP_KERNEL)?,
+    let Some(id) = recv.multi.as_ref().map(|m| m.id) else {
+        match first_unexpected(s, recv.wants, recv.from) {
+            Some(i) => rdm.take_inbound(s, i, recv),
+            None => s.recvs.push(recv, GFP_KERNEL)?,
+        }
+        return Ok(());
+    };
+    let (wants, from) = (recv.wants, recv.from);
+    if let Err(e) = s.recvs.push(recv, GFP_KERNEL) {
+        if let Some(i) = s.multis.iter().position(|m| m.id == id) {
+            s.multis.remove(i);
+        }
+        return Err(e.into());
+    }
+    while let Some(i) = first_unexpected(s, wants, from) {
+        let Some(at) = s
+            .recvs
+            .iter()
+            .position(|r| r.multi.as_ref().is_some_and(|m| m.id == id))
+        else {
+            break;
+        };
+        let share = carve(s, at, s.inbound[i].total)?;
+        rdm.take_inbound(s, i, share);
     }
     Ok(())
+}
+
+/// A message of `total` bytes takes its share of the multi-receive buffer
+/// posted at `recvs[at]`: a receive over the buffer's next free bytes. The
+/// buffer is released (no longer posted) once less than the minimum is
+/// left; a message larger than what is left is truncated (FI_ETRUNC).
+fn carve(s: &mut State, at: usize, total: usize) -> Result<Recv> {
+    let min = s.min_multi_recv.max(1);
+    let r = &mut s.recvs[at];
+    let Some(m) = r.multi.as_mut() else {
+        return Err(EINVAL);
+    };
+    let room = m.len - m.used;
+    let mut one = KVec::with_capacity(1, GFP_KERNEL)?;
+    one.push(
+        abi::kvec {
+            iov_base: m.base.wrapping_add(m.used).cast(),
+            iov_len: room,
+        },
+        GFP_KERNEL,
+    )?;
+    m.used = (m.used + total.min(room)).next_multiple_of(8).min(m.len);
+    let (id, released) = (m.id, m.len - m.used < min);
+    let share = Recv {
+        context: r.context,
+        flags: r.flags,
+        iov: Iovs::Kvec(one),
+        cap: room,
+        from: r.from,
+        wants: r.wants,
+        take: Take::Copy,
+        multi: None,
+        parent: Some(id),
+    };
+    if released {
+        s.recvs.remove(at);
+    }
+    if let Some(st) = s.multis.iter_mut().find(|st| st.id == id) {
+        st.outstanding += 1;
+        st.released |= released;
+    }
+    Ok(share)
 }
 
 /// `fi_recvmsg` and the other receives.
@@ -144,6 +211,33 @@ pub(super) fn recvmsg(rdm: &Rdm, m: Parts, flags: u64) -> Result {
     }
     let from = source_of(rdm, &s, m.addr)?;
     let (iov, cap) = m.buffers()?;
+    let multi = if flags & FI_MULTI_RECV != 0 {
+        // One buffer of the kernel's address space: each message's
+        // completion points into it.
+        let base = match &iov {
+            Iovs::Kvec(v) if v.len() == 1 => v[0].iov_base.cast::<u8>(),
+            _ => return Err(EINVAL),
+        };
+        let id = s.next_id;
+        s.next_id += 1;
+        s.multis.push(
+            MultiState {
+                id,
+                context: m.context,
+                outstanding: 0,
+                released: false,
+            },
+            GFP_KERNEL,
+        )?;
+        Some(Multi {
+            id,
+            base,
+            len: cap,
+            used: 0,
+        })
+    } else {
+        None
+    };
     let recv = Recv {
         context: m.context,
         flags: FI_MSG | FI_RECV | (flags & FI_COMPLETION),
@@ -152,6 +246,8 @@ pub(super) fn recvmsg(rdm: &Rdm, m: Parts, flags: u64) -> Result {
         from,
         wants: Wants::Untagged,
         take: Take::Copy,
+        multi,
+        parent: None,
     };
     post(rdm, &mut s, recv)
 }
@@ -192,6 +288,8 @@ pub(super) fn trecvmsg(rdm: &Rdm, m: &abi::fi_msg_tagged, flags: u64) -> Result 
         from,
         wants,
         take,
+        multi: None,
+        parent: None,
     };
     if flags & FI_CLAIM == 0 {
         return post(rdm, &mut s, recv);
@@ -260,6 +358,8 @@ fn peek(
             from,
             wants,
             take: Take::Discard { report: false },
+            multi: None,
+            parent: None,
         };
         rdm.take_inbound(s, i, recv);
     } else if flags & FI_CLAIM != 0 {
@@ -282,9 +382,23 @@ pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
     let mut s = rdm.state.lock();
     if let Some(i) = s.recvs.iter().position(|r| r.context == context) {
         let r = s.recvs.remove(i);
+        let mut flags = r.flags;
+        if let Some(id) = r.multi.as_ref().map(|m| m.id) {
+            // A multi-receive buffer: released now, or by its release
+            // completion once the messages in it are done.
+            let Some(at) = s.multis.iter().position(|m| m.id == id) else {
+                return Ok(());
+            };
+            if s.multis[at].outstanding != 0 {
+                s.multis[at].released = true;
+                return Ok(());
+            }
+            s.multis.remove(at);
+            flags |= FI_MULTI_RECV;
+        }
         let entry = abi::fi_cq_err_entry {
             op_context: r.context,
-            flags: r.flags,
+            flags,
             buf: r.iov.base(),
             tag: tag_of(&r),
             err: abi::FI_ECANCELED as i32,
@@ -492,7 +606,11 @@ impl Rdm {
                 // The first receive that may take it, in posting order.
                 let name = s.peers[peer].name;
                 if let Some(r) = s.recvs.iter().position(|r| r.takes(h.tag, &name)) {
-                    let recv = s.recvs.remove(r);
+                    let recv = if s.recvs[r].multi.is_some() {
+                        carve(s, r, total).map_err(|_| SegmentError::Memory)?
+                    } else {
+                        s.recvs.remove(r)
+                    };
                     s.inbound[i].recv = Some(recv);
                 }
                 if let Some(Some(c)) = s.conns.get_mut(slot) {
@@ -585,8 +703,8 @@ impl Rdm {
             0
         };
         let len = match r.take {
-            Take::Discard { report: false } => return,
-            Take::Discard { report: true } => 0,
+            Take::Discard { report: false } => None,
+            Take::Discard { report: true } => Some(0),
             Take::Copy | Take::Claimed if ib.total > r.cap => {
                 let _ = crate::report::complete_error_of(
                     self.endpoint(),
@@ -602,20 +720,52 @@ impl Rdm {
                         ..Default::default()
                     },
                 );
-                return;
+                None
             }
-            Take::Copy | Take::Claimed => ib.total,
+            Take::Copy | Take::Claimed => Some(ib.total),
         };
+        if let Some(len) = len {
+            let _ = crate::report::complete_from(
+                self.endpoint(),
+                Completion {
+                    op_context: r.context,
+                    flags: r.flags | data_flag,
+                    len,
+                    buf: r.iov.base(),
+                    data: ib.data.unwrap_or(0),
+                    tag: ib.tag.unwrap_or(0),
+                    src,
+                },
+            );
+        }
+        if let Some(id) = r.parent {
+            self.share_done(s, id);
+        }
+    }
+
+    /// A message's share of multi-receive buffer `id` completed: once the
+    /// buffer is released and none is in progress, its release completion
+    /// (FI_MULTI_RECV alone in the flags) says the consumer has it back.
+    fn share_done(&self, s: &mut State, id: u64) {
+        let Some(i) = s.multis.iter().position(|m| m.id == id) else {
+            return;
+        };
+        let m = &mut s.multis[i];
+        m.outstanding -= 1;
+        if !m.released || m.outstanding != 0 {
+            return;
+        }
+        let m = s.multis.remove(i);
         let _ = crate::report::complete_from(
             self.endpoint(),
             Completion {
-                op_context: r.context,
-                flags: r.flags | data_flag,
-                len,
-                buf: r.iov.base(),
-                data: ib.data.unwrap_or(0),
-                tag: ib.tag.unwrap_or(0),
-                src,
+                op_context: m.context,
+                flags: FI_MULTI_RECV | FI_COMPLETION,
+                len: 0,
+                buf: ptr::null_mut(),
+                data: 0,
+                tag: 0,
+                src: FI_ADDR_NOTAVAIL,
             },
         );
     }

@@ -1696,6 +1696,126 @@ static void tagged_bad_arguments(struct kunit *test)
 	net_close(test, &t);
 }
 
+/* The next completion of @cq as a data entry, its source aside. */
+static ssize_t next_entry(struct fid_cq *cq, struct fi_cq_data_entry *e,
+			  struct fi_cq_err_entry *err)
+{
+	fi_addr_t src;
+
+	return next(cq, e, &src, err);
+}
+
+/*
+ * FI_MULTI_RECV: one buffer takes message after message (8-aligned), each
+ * completion pointing at its message; once less than FI_OPT_MIN_MULTI_RECV
+ * is left the buffer is released, said by a completion of FI_MULTI_RECV
+ * alone. A message larger than what is left is truncated.
+ */
+static void multi_recv(struct kunit *test)
+{
+	struct net t;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	const size_t sizes[4] = { 300, 200, 250, 180 }, at[4] = { 0, 304, 504, 760 };
+	size_t min = 100, len = sizeof(min);
+	u8 *buf, *msg, *rest;
+	struct kvec two[2];
+	struct fi_msg m = {};
+	int k, ctx;
+
+	buf = kunit_kzalloc(test, 1000, GFP_KERNEL);
+	msg = kunit_kzalloc(test, 4 * 1024, GFP_KERNEL);
+	rest = kunit_kzalloc(test, 1024, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_NOT_NULL(test, msg);
+	KUNIT_ASSERT_NOT_NULL(test, rest);
+	net_open(test, &t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_TRUE(test, t.info->caps & FI_MULTI_RECV);
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+					sizeof(min)), 0);
+	min = 0;
+	KUNIT_ASSERT_EQ(test, fi_getopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+					&len), 0);
+	KUNIT_EXPECT_EQ(test, min, (size_t)100);
+	KUNIT_EXPECT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+					1), -EINVAL);
+
+	/* The first two arrive before the buffer is posted, the rest after. */
+	for (k = 0; k < 2; k++) {
+		fill_msg(msg + k * 1024, sizes[k], 1, k);
+		KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg + k * 1024, sizes[k], NULL, t.addr[0],
+						NULL), 0);
+		KUNIT_ASSERT_EQ(test, next_entry(t.cq[1], &e, &err), 1);
+	}
+	m = (struct fi_msg){ .msg_iov = &(struct kvec){ buf, 1000 }, .iov_count = 1,
+			     .addr = FI_ADDR_UNSPEC, .context = &ctx };
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_MULTI_RECV), 0);
+	for (k = 2; k < 4; k++) {
+		fill_msg(msg + k * 1024, sizes[k], 1, k);
+		KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg + k * 1024, sizes[k], NULL, t.addr[0],
+						NULL), 0);
+	}
+	for (k = 0; k < 4; k++) {
+		KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&ctx);
+		KUNIT_EXPECT_EQ(test, e.flags, FI_MSG | FI_RECV);
+		KUNIT_EXPECT_EQ(test, e.len, sizes[k]);
+		KUNIT_EXPECT_PTR_EQ(test, e.buf, (void *)(buf + at[k]));
+		KUNIT_EXPECT_TRUE_MSG(test, check_msg(buf + at[k], sizes[k], 1, k), "message %d", k);
+	}
+	/* 56 bytes left, below 100: released. */
+	KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&ctx);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_MULTI_RECV);
+	for (k = 0; k < 2; k++)
+		KUNIT_ASSERT_EQ(test, next_entry(t.cq[1], &e, &err), 1);
+	/* The next message waits for a receive of its own. */
+	fill_msg(msg, 50, 1, 9);
+	KUNIT_ASSERT_EQ(test, fi_inject(t.ep[1], msg, 50, t.addr[0]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rest, 1024, NULL, FI_ADDR_UNSPEC, rest), 0);
+	KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rest);
+	KUNIT_EXPECT_TRUE(test, check_msg(rest, 50, 1, 9));
+
+	/* Minimum 10: 900 bytes, then 300 of which 96 fit: truncated, and released. */
+	min = 10;
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+					sizeof(min)), 0);
+	memset(buf, 0, 1000);
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_MULTI_RECV), 0);
+	fill_msg(msg, 900, 1, 10);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg, 900, NULL, t.addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next_entry(t.cq[1], &e, &err), 1);
+	fill_msg(msg, 300, 1, 11);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg, 300, NULL, t.addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next_entry(t.cq[1], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)900);
+	KUNIT_EXPECT_TRUE(test, check_msg(buf, 900, 1, 10));
+	KUNIT_EXPECT_EQ(test, next_entry(t.cq[0], &e, &err), (ssize_t)-FI_ETRUNC);
+	KUNIT_EXPECT_PTR_EQ(test, err.buf, (void *)(buf + 904));
+	KUNIT_EXPECT_EQ(test, err.len, (size_t)96);
+	KUNIT_EXPECT_EQ(test, err.olen, (size_t)204);
+	KUNIT_EXPECT_TRUE(test, check_msg(buf + 904, 96, 1, 11));
+	KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_MULTI_RECV);
+
+	/* Cancelled while nothing is in it: released with FI_ECANCELED. */
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_MULTI_RECV), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, &ctx), 0);
+	KUNIT_EXPECT_EQ(test, next_entry(t.cq[0], &e, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_EXPECT_EQ(test, err.flags & FI_MULTI_RECV, FI_MULTI_RECV);
+
+	/* One kvec only; MSG-only flags stay refused. */
+	two[0] = (struct kvec){ buf, 500 };
+	two[1] = (struct kvec){ buf + 500, 500 };
+	m.msg_iov = two;
+	m.iov_count = 2;
+	KUNIT_EXPECT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_MULTI_RECV), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_PEEK), -FI_EBADFLAGS);
+	net_close(test, &t);
+}
+
 static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(getinfo_offers_rdm),
 	KUNIT_CASE(av_calls),
@@ -1718,6 +1838,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(tagged_unexpected),
 	KUNIT_CASE(tagged_peek_claim_discard),
 	KUNIT_CASE(tagged_bad_arguments),
+	KUNIT_CASE(multi_recv),
 	KUNIT_CASE(peer_records_reused),
 	KUNIT_CASE_SLOW(held_connections_make_room),
 	{}
