@@ -383,8 +383,11 @@ impl Choices {
 }
 
 /// Capabilities an RDM endpoint adds to its MSG endpoints'.
-const RDM_CAPS: u64 =
-    flags::FI_SOURCE | flags::FI_DIRECTED_RECV | flags::FI_TAGGED | flags::FI_MULTI_RECV;
+const RDM_CAPS: u64 = flags::FI_SOURCE
+    | flags::FI_DIRECTED_RECV
+    | flags::FI_TAGGED
+    | flags::FI_MULTI_RECV
+    | flags::FI_ATOMIC;
 
 /// The FI_EP_RDM info the core offers over a provider's FI_EP_MSG `info`
 /// (see `rdm.rs`): a send's header takes one iov, segments carry at most
@@ -430,8 +433,10 @@ pub(crate) fn msg_twin(info: *mut abi::fi_info) {
     // SAFETY: A checked info (its attrs set), owned by the caller.
     unsafe {
         let t = &mut *info;
-        // Tagged matching and multi-receive buffers are the RDM layer's own.
-        t.caps &= !(flags::FI_DIRECTED_RECV | flags::FI_TAGGED | flags::FI_MULTI_RECV);
+        // Tagged matching, multi-receive buffers and atomic operations are
+        // the RDM layer's own.
+        t.caps &=
+            !(flags::FI_DIRECTED_RECV | flags::FI_TAGGED | flags::FI_MULTI_RECV | flags::FI_ATOMIC);
         let ep = &mut *t.ep_attr;
         ep.type_ = abi::fi_ep_type_FI_EP_MSG;
         ep.protocol = ep.protocol_version;

@@ -122,6 +122,11 @@ size_t kofi_copy_to_iter(const void *from, size_t len, struct iov_iter *iter)
 	return copy_to_iter(from, len, iter);
 }
 
+size_t kofi_copy_from_iter(void *to, size_t len, struct iov_iter *iter)
+{
+	return copy_from_iter(to, len, iter);
+}
+
 /* "a.b.c.d:port" or "[v6]:port"; the length without the NUL, as snprintf. */
 int kofi_sockaddr_str(const struct sockaddr_storage *addr, char *buf, size_t len)
 {
@@ -236,6 +241,21 @@ EXPORT_SYMBOL_NS_GPL(fi_recvmsg, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_cancel, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_sendto, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_recvfrom, KOFI);
+/* Atomic operations */
+EXPORT_SYMBOL_NS_GPL(fi_atomic, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_atomicv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_atomicmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_inject_atomic, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_fetch_atomic, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_compare_atomic, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_compare_atomicv, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_compare_atomicmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_atomicvalid, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicvalid, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_compare_atomicvalid, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_query_atomic, KOFI);
 /* Tagged messages */
 EXPORT_SYMBOL_NS_GPL(fi_tsend, KOFI);
 EXPORT_SYMBOL_NS_GPL(fi_tsendv, KOFI);

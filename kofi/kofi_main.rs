@@ -11,6 +11,7 @@ use kernel::prelude::*;
 
 mod abi;
 mod addr;
+mod api_atomic;
 mod api_cm;
 mod api_data;
 mod api_objects;

@@ -66,6 +66,27 @@ impl Mr {
         // SAFETY: The head is valid; the key is fixed once published.
         unsafe { (*self.public.get()).key }
     }
+
+    /// Sets `iter` over bytes [`start`, `start` + `len`) of the region's
+    /// memory.
+    ///
+    /// # Safety
+    ///
+    /// `iter` is valid for writes; the window lies inside the region; the
+    /// region is not closed while the iterator is used (held, or its table
+    /// locked).
+    unsafe fn window(&self, iter: *mut abi::iov_iter, direction: u32, start: usize, len: usize) {
+        let (bvec, ptr, nr) = match &self.iov {
+            MrIov::Kvec(v) => (false, v.as_ptr().cast::<c_void>(), v.len()),
+            MrIov::Bvec(v) => (true, v.as_ptr().cast::<c_void>(), v.len()),
+        };
+        let total = self.len as usize;
+        // SAFETY: The array lives with the region (the caller's guarantee);
+        // the window lies inside it.
+        unsafe {
+            abi::kofi_iov_iter_window(iter, direction, bvec, ptr, nr as _, total, start, len)
+        };
+    }
 }
 
 /// A domain's regions by key.
@@ -457,6 +478,25 @@ pub(crate) extern "C" fn fi_mr_enable(mr: *mut abi::fid_mr) -> c_int {
     errno::to_c(enable(mr))
 }
 
+/// Where bytes [`addr`, `addr` + `len`) of RMA address space start in `mr`,
+/// once it is enabled and grants `access`.
+fn span(mr: &Mr, addr: u64, len: usize, access: u64) -> Result<usize> {
+    // A disabled region (FI_MR_ENDPOINT, not yet enabled) has no key yet
+    // as far as peers are concerned.
+    if !mr.enabled.load(Ordering::Acquire) {
+        return Err(errno::enokey());
+    }
+    if mr.access & access != access {
+        return Err(errno::eacces());
+    }
+    let start = addr.checked_sub(mr.offset).ok_or(EINVAL)?;
+    let end = start.checked_add(len as u64).ok_or(EINVAL)?;
+    if end > mr.len {
+        return Err(EINVAL);
+    }
+    Ok(start as usize)
+}
+
 fn mr_get(
     domain: *mut abi::fid_domain,
     key: u64,
@@ -471,21 +511,47 @@ fn mr_get(
     }
     let regions = domain.mrs.regions.lock();
     let mr = regions.get(&key).ok_or_else(errno::enokey)?;
-    // A disabled region (FI_MR_ENDPOINT, not yet enabled) has no key yet
-    // as far as peers are concerned.
-    if !mr.enabled.load(Ordering::Acquire) {
-        return Err(errno::enokey());
-    }
-    if mr.access & access != access {
-        return Err(errno::eacces());
-    }
-    let start = addr.checked_sub(mr.offset).ok_or(EINVAL)?;
-    let end = start.checked_add(len as u64).ok_or(EINVAL)?;
-    if end > mr.len {
-        return Err(EINVAL);
-    }
+    span(mr, addr, len, access)?;
     mr.inflight.fetch_add(1, Ordering::AcqRel);
     Ok(mr.public())
+}
+
+/// Reads `buf.len()` bytes at RMA address `addr` of the region `key` names
+/// into `buf`, lets `update` change them, and writes them back (unless
+/// `access` is FI_REMOTE_READ alone), all under the domain's region lock:
+/// the software atomic operations of RDM endpoints (rdm/atomic.rs) are
+/// atomic with respect to each other.
+pub(crate) fn update_span(
+    domain: *mut abi::fid_domain,
+    key: u64,
+    addr: u64,
+    access: u64,
+    buf: &mut [u8],
+    update: impl FnOnce(&mut [u8]),
+) -> Result {
+    // SAFETY: `domain` is null or a kofi fid the caller keeps open.
+    let domain = unsafe { lookup::<Domain>(domain) }?;
+    let regions = domain.mrs.regions.lock();
+    let mr = regions.get(&key).ok_or_else(errno::enokey)?;
+    let start = span(mr, addr, buf.len(), access)?;
+    let len = buf.len();
+    let window = |direction| {
+        let mut iter = core::mem::MaybeUninit::<abi::iov_iter>::zeroed();
+        // SAFETY: `span` checked the window lies inside the region, which
+        // stays in the table, whose lock is held, while the iterator is used.
+        unsafe { mr.window(iter.as_mut_ptr(), direction, start, len) };
+        iter
+    };
+    let mut from = window(abi::ITER_SOURCE);
+    // SAFETY: `buf` has room for the window's bytes; the iterator is set.
+    unsafe { abi::kofi_copy_from_iter(buf.as_mut_ptr().cast(), len, from.as_mut_ptr()) };
+    update(buf);
+    if access & flags::FI_REMOTE_WRITE != 0 {
+        let mut to = window(abi::ITER_DEST);
+        // SAFETY: As above, in the other direction.
+        unsafe { abi::kofi_copy_to_iter(buf.as_ptr().cast(), len, to.as_mut_ptr()) };
+    }
+    Ok(())
 }
 
 /// `kofi_mr_get()`: finds and holds the region for an incoming RMA.
@@ -529,24 +595,9 @@ pub(crate) extern "C" fn kofi_mr_iter(
         return;
     }
     let start = (addr - mr.offset) as usize;
-    let (bvec, ptr, nr) = match &mr.iov {
-        MrIov::Kvec(v) => (false, v.as_ptr().cast::<c_void>(), v.len()),
-        MrIov::Bvec(v) => (true, v.as_ptr().cast::<c_void>(), v.len()),
-    };
-    // SAFETY: The array lives as long as the held region; `iter` is the
-    // provider's; kofi_mr_get checked the window lies inside the region.
-    unsafe {
-        abi::kofi_iov_iter_window(
-            iter,
-            direction,
-            bvec,
-            ptr,
-            nr as _,
-            mr.len as usize,
-            start,
-            len,
-        )
-    };
+    // SAFETY: `iter` is the provider's; kofi_mr_get checked the window lies
+    // inside the region, which the provider holds while it uses the iterator.
+    unsafe { mr.window(iter, direction, start, len) };
 }
 
 /// `kofi_mr_put()`: releases a region held by kofi_mr_get.

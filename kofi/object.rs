@@ -230,6 +230,10 @@ impl Domain {
 pub(crate) type TaggedOp =
     Option<unsafe extern "C" fn(*mut abi::fid_ep, *const abi::fi_msg_tagged, u64) -> isize>;
 
+/// A provider's atomicmsg op.
+pub(crate) type AtomicOp =
+    Option<unsafe extern "C" fn(*mut abi::fid_ep, *const abi::kofi_atomic, u64) -> isize>;
+
 /// What an endpoint is bound to. Set before fi_enable, fixed after.
 #[derive(Default)]
 pub(crate) struct Bindings {
@@ -340,6 +344,18 @@ impl Endpoint {
             (ops.tsendmsg, ops.trecvmsg)
         } else {
             (None, None)
+        }
+    }
+
+    /// The op of atomic operations: the core's for RDM, else the provider's
+    /// when its ABI (1.3 on) has it at all.
+    pub(crate) fn atomic_op(&self) -> AtomicOp {
+        if self.is_rdm() {
+            crate::rdm::EP_OPS.atomicmsg
+        } else if self.domain.fabric.provider().abi_minor >= 3 {
+            self.domain.ep_ops().atomicmsg
+        } else {
+            None
         }
     }
 

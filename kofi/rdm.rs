@@ -23,6 +23,7 @@
 //!   to the consumer); queued sends try one new connection, and fail if that
 //!   fails too. Nothing is sent twice.
 
+pub(crate) mod atomic;
 mod cm;
 mod handle;
 mod rx;
@@ -296,6 +297,43 @@ pub(crate) enum OpKind {
         rma_iov: KVec<abi::fi_rma_iov>,
         data: u64,
     },
+    /// An atomic operation: done once its frame is sent and the target
+    /// answered (with the old values for `results`, when it fetches).
+    Atomic {
+        frame: KVec<u8>,
+        results: KVec<abi::fi_ioc>,
+        count: usize,
+        answered: bool,
+    },
+    /// Our answer to a peer's atomic operation; nothing to report.
+    Answer { frame: KVec<u8> },
+}
+
+impl TxOp {
+    /// An operation of `kind` for `peer`, queued: nothing posted yet, no
+    /// local buffers (set them with struct update syntax).
+    pub(crate) fn queued(
+        gen: u32,
+        peer: usize,
+        context: *mut c_void,
+        flags: u64,
+        kind: OpKind,
+    ) -> TxOp {
+        TxOp {
+            gen,
+            peer,
+            conn: None,
+            context,
+            flags,
+            len: 0,
+            iov: Iovs::Kvec(KVec::new()),
+            _copy: None,
+            kind,
+            posted: 0,
+            done: 0,
+            all_posted: false,
+        }
+    }
 }
 
 /// A consumer's transmit.
@@ -905,6 +943,19 @@ unsafe extern "C" fn rdm_writemsg(
 /// # Safety
 ///
 /// Called by the core as the provider interface says, on its own objects.
+unsafe extern "C" fn rdm_atomicmsg(
+    ep: *mut abi::fid_ep,
+    atomic: *const abi::kofi_atomic,
+    flags: u64,
+) -> isize {
+    // SAFETY: The core checked the endpoint and the operation's arrays.
+    let (rdm, a) = unsafe { (rdm_of(ep), &*atomic) };
+    errno::to_c_ssize(tx::atomic(&rdm, a, flags).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Called by the core as the provider interface says, on its own objects.
 unsafe extern "C" fn rdm_cancel(ep: *mut abi::fid_ep, context: *mut c_void) -> isize {
     // SAFETY: The core passes an open, enabled endpoint.
     let rdm = unsafe { rdm_of(ep) };
@@ -1000,4 +1051,5 @@ pub(crate) static EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
     cancel: Some(rdm_cancel),
     tsendmsg: Some(rdm_tsendmsg),
     trecvmsg: Some(rdm_trecvmsg),
+    atomicmsg: Some(rdm_atomicmsg),
 };

@@ -20,6 +20,7 @@ use kernel::types::Opaque;
 const CQ_FLAGS: u64 = FI_MSG
     | FI_RMA
     | FI_TAGGED
+    | FI_ATOMIC
     | FI_SEND
     | FI_RECV
     | FI_READ

@@ -8,4 +8,5 @@
 #include <kofi/fi_eq.h>
 #include <kofi/fi_rma.h>
 #include <kofi/fi_tagged.h>
+#include <kofi/fi_atomic.h>
 #include <kofi/kofi_provider.h>

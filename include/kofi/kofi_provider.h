@@ -31,6 +31,7 @@
 #include <kofi/fi_cm.h>
 #include <kofi/fi_rma.h>
 #include <kofi/fi_tagged.h>
+#include <kofi/fi_atomic.h>
 #include <kofi/fi_eq.h>
 
 struct kofi_domain_ops {
@@ -54,6 +55,20 @@ struct kofi_domain_ops {
 	 * region is usable as registered.
 	 */
 	int (*mr_enable)(struct fid_domain *domain, struct fid_mr *mr, struct fid_ep *ep);
+};
+
+/**
+ * struct kofi_atomic - an atomic operation as the provider gets it
+ * @msg: the operation and its operands
+ * @comparev: @compare_count: compare values (fi_compare_atomic*), or none
+ * @resultv: @result_count: where the old values go (fetching forms), or none
+ */
+struct kofi_atomic {
+	const struct fi_msg_atomic *msg;
+	const struct fi_ioc *comparev;
+	size_t compare_count;
+	struct fi_ioc *resultv;
+	size_t result_count;
 };
 
 struct kofi_ep_ops {
@@ -91,6 +106,14 @@ struct kofi_ep_ops {
 	 */
 	ssize_t (*tsendmsg)(struct fid_ep *ep, const struct fi_msg_tagged *msg, u64 flags);
 	ssize_t (*trecvmsg)(struct fid_ep *ep, const struct fi_msg_tagged *msg, u64 flags);
+	/*
+	 * ABI 1.3, optional: atomic operations (fi_atomic.h), for endpoints
+	 * whose info offers FI_ATOMIC. The three forms reach the provider as
+	 * this one op; the core checked the arrays (present, element counts
+	 * that agree); the provider refuses a datatype or op it does not
+	 * serve (-FI_EOPNOTSUPP).
+	 */
+	ssize_t (*atomicmsg)(struct fid_ep *ep, const struct kofi_atomic *atomic, u64 flags);
 };
 
 struct kofi_pep_ops {

@@ -4,6 +4,7 @@
 //! messages assembled from their segments, matched in arrival order against
 //! the consumer's receives.
 
+use super::atomic::{self, Kind};
 use super::{
     wire, Conn, Inbound, Iovs, Multi, MultiState, Parts, Phase, Rdm, Recv, State, Take, Token,
     Wants,
@@ -530,6 +531,40 @@ impl Rdm {
             return;
         }
         s.touch(slot);
+        // An atomic request or answer, between messages.
+        let frame = s.conns[slot].as_ref().and_then(|c| {
+            let b = c.bufs[index].get(..len)?;
+            match wire::frame_op(b)? {
+                op @ (wire::OP_ATOMIC | wire::OP_ATOMIC_ACK) if c.assembling.is_none() => {
+                    let mut copy = KVec::with_capacity(len, GFP_KERNEL).ok()?;
+                    copy.extend_from_slice(b, GFP_KERNEL).ok()?;
+                    Some((op, copy))
+                }
+                _ => None,
+            }
+        });
+        if let Some((op, bytes)) = frame {
+            if release_buffer(s, slot, index, false).is_err() {
+                self.conn_lost(s, slot, gen, abi::FI_EIO as i32);
+                return;
+            }
+            let ok = if op == wire::OP_ATOMIC {
+                self.serve_atomic(s, peer, &bytes)
+            } else {
+                wire::answer_decode(&bytes)
+                    .ok_or(())
+                    .and_then(|(id, status, values)| {
+                        // A status that is no error number is an I/O error.
+                        let status = if status > 4095 { abi::FI_EIO } else { status };
+                        self.answered(s, peer, id, status, values)
+                    })
+            };
+            if ok.is_err() {
+                super::log_bad_peer(format_args!("dropping a connection: bad atomic frame\n"));
+                self.conn_lost(s, slot, gen, abi::FI_EPROTO as i32);
+            }
+            return;
+        }
         let op = s.conns[slot]
             .as_ref()
             .and_then(|c| wire::control_op(c.bufs[index].get(..len)?));
@@ -548,6 +583,61 @@ impl Rdm {
             ));
             self.conn_lost(s, slot, gen, abi::FI_EPROTO as i32);
         }
+    }
+
+    /// Serves peer `peer`'s atomic request `bytes` on our regions and queues
+    /// the answer. A malformed request is the peer breaking the protocol
+    /// (`Err`); one we cannot serve is answered with an error.
+    fn serve_atomic(&self, s: &mut State, peer: usize, bytes: &[u8]) -> Result<(), ()> {
+        let r = wire::AtomicRequest::decode(bytes, atomic::MAX_COUNT).map_err(|_| ())?;
+        let kind = Kind::from_u8(r.kind).ok_or(())?;
+        let (datatype, aop) = (u32::from(r.datatype), u32::from(r.op));
+        let fetches = kind != Kind::Plain;
+        let mut old = [0u8; atomic::MAX_COUNT * atomic::SIZE];
+        let old = &mut old[..r.count * atomic::SIZE];
+        let status = if !atomic::served(datatype, aop, kind) {
+            abi::FI_EOPNOTSUPP
+        } else {
+            let access = match (kind, aop) {
+                (Kind::Plain, _) => FI_REMOTE_WRITE,
+                (Kind::Fetch, atomic::op::READ) => FI_REMOTE_READ,
+                _ => FI_REMOTE_READ | FI_REMOTE_WRITE,
+            };
+            let mut elements = [0u8; atomic::MAX_COUNT * atomic::SIZE];
+            let elements = &mut elements[..r.count * atomic::SIZE];
+            let done = crate::mr::update_span(self.domain, r.key, r.addr, access, elements, |b| {
+                old.copy_from_slice(b);
+                for (i, e) in b.chunks_exact_mut(atomic::SIZE).enumerate() {
+                    let mut v = [0u8; 8];
+                    v.copy_from_slice(e);
+                    let (operand, compare) = r.values(bytes, i);
+                    let new = atomic::apply(datatype, aop, u64::from_ne_bytes(v), operand, compare);
+                    e.copy_from_slice(&new.to_ne_bytes());
+                }
+            });
+            match done {
+                Ok(()) => 0,
+                Err(e) => e.to_errno().unsigned_abs(),
+            }
+        };
+        let mut frame = KVec::new();
+        let built = frame
+            .extend_from_slice(&wire::answer_header(r.id, status), GFP_KERNEL)
+            .and_then(|()| {
+                if status != 0 || !fetches {
+                    return Ok(());
+                }
+                for e in old.chunks_exact(atomic::SIZE) {
+                    let mut v = [0u8; 8];
+                    v.copy_from_slice(e);
+                    frame.extend_from_slice(&u64::from_ne_bytes(v).to_le_bytes(), GFP_KERNEL)?;
+                }
+                Ok(())
+            });
+        if built.is_err() {
+            return Err(());
+        }
+        super::tx::answer(self, s, peer, frame).map_err(|_| ())
     }
 
     /// One segment of `len` bytes in buffer `index` of connection `slot`.

@@ -3,6 +3,7 @@
 //! The transmit side of an RDM endpoint: sends cut into segments and RMA,
 //! queued per peer and posted in order on the peer's connection.
 
+use super::atomic::{self, Kind};
 use super::{
     wire, Iovs, OpKind, Parts, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG, TX_INFLIGHT_MAX,
 };
@@ -82,19 +83,12 @@ pub(super) fn sendmsg(rdm: &Rdm, m: Parts, tag: Option<u64>, flags: u64) -> Resu
     )?;
     let gen = s.next_gen();
     let kind = if tag.is_some() { FI_TAGGED } else { FI_MSG };
+    let flags = kind | FI_SEND | (flags & FI_COMPLETION);
     let op = TxOp {
-        gen,
-        peer,
-        conn: None,
-        context: m.context,
-        flags: kind | FI_SEND | (flags & FI_COMPLETION),
         len: total,
         iov,
         _copy: copy,
-        kind: OpKind::Msg { hdr, sent: 0 },
-        posted: 0,
-        done: 0,
-        all_posted: false,
+        ..TxOp::queued(gen, peer, m.context, flags, OpKind::Msg { hdr, sent: 0 })
     };
     submit(rdm, &mut s, op)
 }
@@ -123,25 +117,133 @@ pub(super) fn rma(rdm: &Rdm, m: &abi::fi_msg_rma, flags: u64, read: bool) -> Res
     }
     let gen = s.next_gen();
     let kind = if read { FI_READ } else { FI_WRITE };
+    let flags = FI_RMA | kind | (flags & (FI_COMPLETION | FI_REMOTE_CQ_DATA));
+    let rma = OpKind::Rma {
+        read,
+        rma_iov,
+        data: m.data,
+    };
     let op = TxOp {
-        gen,
-        peer,
-        conn: None,
-        context: m.context,
-        flags: FI_RMA | kind | (flags & (FI_COMPLETION | FI_REMOTE_CQ_DATA)),
         len: total,
         iov,
         _copy: copy,
-        kind: OpKind::Rma {
-            read,
-            rma_iov,
-            data: m.data,
-        },
-        posted: 0,
-        done: 0,
-        all_posted: false,
+        ..TxOp::queued(gen, peer, m.context, flags, rma)
     };
     submit(rdm, &mut s, op)
+}
+
+/// The elements of an array of `fi_ioc`s, each a 64-bit value, read.
+///
+/// # Safety
+///
+/// `iov` holds `count` entries, each naming `count` elements of kernel
+/// memory the consumer lent for the call.
+unsafe fn read_elements(iov: *const abi::fi_ioc, count: usize, out: &mut KVec<u8>) -> Result {
+    if count == 0 {
+        return Ok(());
+    }
+    // SAFETY: The caller's guarantee.
+    for v in unsafe { core::slice::from_raw_parts(iov, count) } {
+        // SAFETY: As above: `v.count` elements at `v.addr`.
+        let bytes =
+            unsafe { core::slice::from_raw_parts(v.addr.cast::<u8>(), v.count * atomic::SIZE) };
+        for e in bytes.chunks_exact(atomic::SIZE) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(e);
+            out.extend_from_slice(&u64::from_ne_bytes(b).to_le_bytes(), GFP_KERNEL)?;
+        }
+    }
+    Ok(())
+}
+
+/// `fi_atomicmsg` and the other atomic operations: one frame to the peer,
+/// done when the peer answered (with the old values of a fetching form).
+pub(super) fn atomic(rdm: &Rdm, a: &abi::kofi_atomic, flags: u64) -> Result {
+    refuse_unkept(flags)?;
+    if flags & FI_REMOTE_CQ_DATA != 0 {
+        return Err(errno::ebadflags());
+    }
+    // SAFETY: The core checked the operation.
+    let m = unsafe { &*a.msg };
+    let kind = if a.compare_count != 0 {
+        Kind::Compare
+    } else if a.result_count != 0 {
+        Kind::Fetch
+    } else {
+        Kind::Plain
+    };
+    if !atomic::served(m.datatype, m.op, kind) {
+        return Err(errno::eopnotsupp());
+    }
+    if m.rma_iov_count != 1 {
+        // One remote array per operation.
+        return Err(EINVAL);
+    }
+    // SAFETY: The core checked `rma_iov` holds `rma_iov_count` entries.
+    let target = unsafe { *m.rma_iov };
+    let count = target.count;
+    if count == 0 || count > atomic::MAX_COUNT {
+        return Err(EINVAL);
+    }
+    let request = wire::AtomicRequest {
+        op: m.op as u8,
+        datatype: m.datatype as u8,
+        kind: kind as u8,
+        id: 0,
+        addr: target.addr,
+        key: target.key,
+        count,
+    };
+    let mut frame = KVec::with_capacity(request.frame_len(), GFP_KERNEL)?;
+    // The id is set when it goes out (`post_next`).
+    frame.extend_from_slice(&request.encode_header(), GFP_KERNEL)?;
+    // SAFETY: The core checked the arrays and that their counts agree with
+    // the remote one's.
+    unsafe {
+        if m.op == atomic::op::READ {
+            // A read has no operands (their addresses may be null).
+            for _ in 0..count {
+                frame.extend_from_slice(&[0u8; atomic::SIZE], GFP_KERNEL)?;
+            }
+        } else {
+            read_elements(m.msg_iov, m.iov_count, &mut frame)?;
+        }
+        read_elements(a.comparev, a.compare_count, &mut frame)?;
+    }
+    let mut results = KVec::with_capacity(a.result_count, GFP_KERNEL)?;
+    if a.result_count != 0 {
+        // SAFETY: As above.
+        for r in unsafe { core::slice::from_raw_parts(a.resultv, a.result_count) } {
+            results.push(*r, GFP_KERNEL)?;
+        }
+    }
+    let mut s = rdm.state.lock();
+    if s.closing {
+        return Err(errno::eopbadstate());
+    }
+    let peer = peer_for(&mut s, m.addr)?;
+    let gen = s.next_gen();
+    let rw = if kind == Kind::Plain {
+        FI_WRITE
+    } else {
+        FI_READ
+    };
+    let flags = FI_ATOMIC | rw | (flags & FI_COMPLETION);
+    let kind = OpKind::Atomic {
+        frame,
+        results,
+        count,
+        answered: false,
+    };
+    let op = TxOp::queued(gen, peer, m.context, flags, kind);
+    submit(rdm, &mut s, op)
+}
+
+/// Queues our answer to a peer's atomic operation.
+pub(super) fn answer(rdm: &Rdm, s: &mut State, peer: usize, frame: KVec<u8>) -> Result {
+    let gen = s.next_gen();
+    let op = TxOp::queued(gen, peer, ptr::null_mut(), 0, OpKind::Answer { frame });
+    submit(rdm, s, op)
 }
 
 /// What posting the next part of an operation did.
@@ -243,6 +345,11 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
         return Ok(Posted::All);
     }
     let ctx = Token::Tx { slot, gen: op.gen }.encode();
+    if let OpKind::Atomic { frame, .. } = &mut op.kind {
+        // The request names the operation by its slot and generation.
+        let id = (slot as u64) << 32 | u64::from(op.gen);
+        frame[16..24].copy_from_slice(&id.to_le_bytes());
+    }
     let ret = match &op.kind {
         OpKind::Msg { hdr, sent } => {
             let off = *sent;
@@ -267,6 +374,20 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
                     *sent += n;
                 }
                 op.all_posted = off + n == op.len;
+            }
+            ret
+        }
+        OpKind::Atomic { frame, .. } | OpKind::Answer { frame } => {
+            let ret = crate::api_data::fi_send(
+                ep,
+                frame.as_ptr().cast(),
+                frame.len(),
+                ptr::null_mut(),
+                0,
+                ctx,
+            );
+            if ret >= 0 {
+                op.all_posted = true;
             }
             ret
         }
@@ -358,14 +479,18 @@ impl Rdm {
 
     /// Reports an operation whose parts all completed.
     fn finish_if_done(&self, s: &mut State, slot: usize) {
-        let done =
-            matches!(s.ops.get(slot), Some(Some(op)) if op.all_posted && op.done == op.posted);
+        let done = matches!(s.ops.get(slot), Some(Some(op))
+            if op.all_posted && op.done == op.posted
+                && !matches!(op.kind, OpKind::Atomic { answered: false, .. }));
         if !done {
             return;
         }
         let Some(op) = s.ops[slot].take() else {
             return;
         };
+        if matches!(op.kind, OpKind::Answer { .. }) {
+            return;
+        }
         let _ = crate::report::complete_from(
             self.endpoint(),
             Completion {
@@ -387,6 +512,10 @@ impl Rdm {
         };
         if let Some(i) = s.peers[op.peer].backlog.iter().position(|x| *x == slot) {
             s.peers[op.peer].backlog.remove(i);
+        }
+        if matches!(op.kind, OpKind::Answer { .. }) {
+            // The peer's operation fails with the connection it came on.
+            return;
         }
         let _ = crate::report::complete_error_of(
             self.endpoint(),
@@ -428,12 +557,17 @@ impl Rdm {
         }
         let peer = op.peer;
         let conn = op.conn;
-        if let Some(Some(c)) = conn.map(|c| s.conns.get_mut(c)).unwrap_or(None) {
-            c.inflight = c.inflight.saturating_sub(1);
-            let cgen = c.gen;
-            if let Some(c) = conn {
-                self.ack_if_done(s, c, cgen);
-            }
+        // An atomic operation keeps its connection busy until answered.
+        let waits = err == 0
+            && matches!(
+                op.kind,
+                OpKind::Atomic {
+                    answered: false,
+                    ..
+                }
+            );
+        if !waits {
+            self.release_inflight(s, conn);
         }
         let Some(Some(op)) = s.ops.get_mut(slot) else {
             return;
@@ -452,5 +586,79 @@ impl Rdm {
         op.done += 1;
         self.finish_if_done(s, slot);
         self.flush(s, peer);
+    }
+
+    /// One transmit of connection `conn` is over.
+    fn release_inflight(&self, s: &mut State, conn: Option<usize>) {
+        if let Some(Some(c)) = conn.map(|c| s.conns.get_mut(c)).unwrap_or(None) {
+            c.inflight = c.inflight.saturating_sub(1);
+            let cgen = c.gen;
+            if let Some(c) = conn {
+                self.ack_if_done(s, c, cgen);
+            }
+        }
+    }
+
+    /// Peer `peer` answered atomic operation `id` with `status` (0 or a
+    /// positive FI_E*) and, when it fetched, the old values. An answer to
+    /// nothing of ours is the peer breaking the protocol (`Err`).
+    pub(super) fn answered(
+        &self,
+        s: &mut State,
+        peer: usize,
+        id: u64,
+        status: u32,
+        values: &[u8],
+    ) -> Result<(), ()> {
+        let slot = (id >> 32) as usize;
+        let Some(Some(op)) = s.ops.get_mut(slot) else {
+            return Err(());
+        };
+        if u64::from(op.gen) != id & 0xffff_ffff || op.peer != peer {
+            return Err(());
+        }
+        let OpKind::Atomic {
+            results,
+            count,
+            answered,
+            ..
+        } = &mut op.kind
+        else {
+            return Err(());
+        };
+        if *answered {
+            return Err(());
+        }
+        if status == 0 && !results.is_empty() {
+            if values.len() != *count * atomic::SIZE {
+                return Err(());
+            }
+            let mut at = values.chunks_exact(atomic::SIZE);
+            for r in results.iter() {
+                for i in 0..r.count {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(at.next().ok_or(())?);
+                    let v = u64::from_le_bytes(b);
+                    // SAFETY: The consumer lent `r.count` elements at
+                    // `r.addr` until the operation completes (the core
+                    // checked the counts add up to `count`).
+                    unsafe { r.addr.cast::<u64>().add(i).write_unaligned(v) };
+                }
+            }
+        }
+        *answered = true;
+        let sent = op.all_posted && op.done == op.posted;
+        let conn = op.conn;
+        if sent {
+            self.release_inflight(s, conn);
+        }
+        if status != 0 {
+            self.fail_op(s, slot, status as i32);
+        } else {
+            self.finish_if_done(s, slot);
+        }
+        // The connection may take what waited for room.
+        self.flush(s, peer);
+        Ok(())
     }
 }

@@ -21,6 +21,10 @@ pub(crate) const OP_MSG: u8 = 1;
 pub(crate) const OP_BYE: u8 = 2;
 /// The peer sends nothing more on the connection: close it.
 pub(crate) const OP_BYE_ACK: u8 = 3;
+/// An atomic operation on a region of the receiver (`AtomicRequest`).
+pub(crate) const OP_ATOMIC: u8 = 4;
+/// The answer to one (`AtomicAnswer`).
+pub(crate) const OP_ATOMIC_ACK: u8 = 5;
 /// The message carries remote CQ data.
 pub(crate) const FLAG_DATA: u8 = 1;
 /// The message is tagged (fi_tagged): only tagged receives match it.
@@ -99,6 +103,124 @@ pub(crate) fn control_op(b: &[u8]) -> Option<u8> {
     let op = *b.get(1)?;
     let known = op == OP_BYE || op == OP_BYE_ACK;
     (b.len() == HDR_LEN && known && b == control(op)).then_some(op)
+}
+
+/// The op of a frame that starts with the magic byte (frames are as long
+/// as their op says: an answer may be shorter than a segment header).
+pub(crate) fn frame_op(b: &[u8]) -> Option<u8> {
+    (b.len() >= 2 && b[0] == MAGIC).then_some(b[1])
+}
+
+/// Bytes before an atomic request's operands.
+pub(crate) const ATOMIC_HDR: usize = 40;
+
+/// An atomic operation as it travels: 40 bytes (magic, OP_ATOMIC, op,
+/// datatype, kind, three zero bytes, count le32, four zero bytes, id le64,
+/// offset le64, key le64), then `count` operands and, for a compare, `count`
+/// compare values (le64 each).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct AtomicRequest {
+    pub(crate) op: u8,
+    pub(crate) datatype: u8,
+    pub(crate) kind: u8,
+    pub(crate) id: u64,
+    pub(crate) addr: u64,
+    pub(crate) key: u64,
+    pub(crate) count: usize,
+}
+
+impl AtomicRequest {
+    /// Bytes of the whole frame.
+    pub(crate) fn frame_len(&self) -> usize {
+        let values = if self.kind == 2 { 2 } else { 1 };
+        ATOMIC_HDR + values * 8 * self.count
+    }
+
+    pub(crate) fn encode_header(&self) -> [u8; ATOMIC_HDR] {
+        let mut b = [0u8; ATOMIC_HDR];
+        b[0] = MAGIC;
+        b[1] = OP_ATOMIC;
+        b[2] = self.op;
+        b[3] = self.datatype;
+        b[4] = self.kind;
+        b[8..12].copy_from_slice(&(self.count as u32).to_le_bytes());
+        b[16..24].copy_from_slice(&self.id.to_le_bytes());
+        b[24..32].copy_from_slice(&self.addr.to_le_bytes());
+        b[32..40].copy_from_slice(&self.key.to_le_bytes());
+        b
+    }
+
+    /// The request in `b`, whose length must be exactly its frame's, with
+    /// at most `max` elements.
+    pub(crate) fn decode(b: &[u8], max: usize) -> Result<AtomicRequest, Malformed> {
+        if b.len() < ATOMIC_HDR {
+            return Err(Malformed::Short);
+        }
+        if b[0] != MAGIC {
+            return Err(Malformed::Magic);
+        }
+        if b[1] != OP_ATOMIC || b[4] > 2 {
+            return Err(Malformed::Op);
+        }
+        if b[5..8] != [0; 3] || b[12..16] != [0; 4] {
+            return Err(Malformed::Flags);
+        }
+        let count = u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize;
+        let r = AtomicRequest {
+            op: b[2],
+            datatype: b[3],
+            kind: b[4],
+            id: le64(&b[16..24]),
+            addr: le64(&b[24..32]),
+            key: le64(&b[32..40]),
+            count,
+        };
+        if count == 0 || count > max || b.len() != r.frame_len() {
+            return Err(Malformed::Short);
+        }
+        Ok(r)
+    }
+
+    /// Operand `i` (and its compare value) of a request frame `b`.
+    pub(crate) fn values(&self, b: &[u8], i: usize) -> (u64, u64) {
+        let at = ATOMIC_HDR + 8 * i;
+        let operand = le64(&b[at..at + 8]);
+        let compare = if self.kind == 2 {
+            let c = ATOMIC_HDR + 8 * (self.count + i);
+            le64(&b[c..c + 8])
+        } else {
+            0
+        };
+        (operand, compare)
+    }
+}
+
+/// Bytes before an answer's old values.
+pub(crate) const ANSWER_HDR: usize = 16;
+
+/// The answer to an atomic request: 16 bytes (magic, OP_ATOMIC_ACK, two
+/// zero bytes, status le32: 0 or a positive FI_E*, id le64), then the old
+/// values (le64 each) when the request fetched and succeeded.
+pub(crate) fn answer_header(id: u64, status: u32) -> [u8; ANSWER_HDR] {
+    let mut b = [0u8; ANSWER_HDR];
+    b[0] = MAGIC;
+    b[1] = OP_ATOMIC_ACK;
+    b[4..8].copy_from_slice(&status.to_le_bytes());
+    b[8..16].copy_from_slice(&id.to_le_bytes());
+    b
+}
+
+/// The id and status of an answer frame, and its old values.
+pub(crate) fn answer_decode(b: &[u8]) -> Option<(u64, u32, &[u8])> {
+    if b.len() < ANSWER_HDR || b[0] != MAGIC || b[1] != OP_ATOMIC_ACK || b[2..4] != [0; 2] {
+        return None;
+    }
+    let values = &b[ANSWER_HDR..];
+    if values.len() % 8 != 0 {
+        return None;
+    }
+    let status = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+    Some((le64(&b[8..16]), status, values))
 }
 
 /// The private data of a connection request: a tag and the requester's name.

@@ -1609,6 +1609,8 @@ impl<P: Provider> Adapter<P> {
         // Tagged messages are the core's RDM layer's (rdm.rst).
         tsendmsg: None,
         trecvmsg: None,
+        // So are atomic operations.
+        atomicmsg: None,
     };
 
     const PEP_OPS: abi::kofi_pep_ops = abi::kofi_pep_ops {

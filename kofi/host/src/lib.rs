@@ -15,5 +15,8 @@ pub(crate) mod addr;
 #[path = "../../rdm/wire.rs"]
 pub(crate) mod rdm_wire;
 
+#[path = "../../rdm/atomic.rs"]
+pub(crate) mod rdm_atomic;
+
 #[cfg(test)]
 mod tests;

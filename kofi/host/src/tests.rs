@@ -691,3 +691,87 @@ fn optional_mr_modes_stay_only_when_hinted() {
     // Hinted but not offered: not added.
     assert_eq!(offered_mr_mode(ENDPOINT, PROV_KEY, ENDPOINT), PROV_KEY);
 }
+
+mod atomics {
+    use crate::rdm_atomic::{apply, op, served, Kind, INT64, UINT64};
+    use crate::rdm_wire::{answer_decode, answer_header, AtomicRequest, Malformed, ATOMIC_HDR};
+
+    #[test]
+    fn only_64_bit_integers_and_the_right_forms_are_served() {
+        assert!(served(INT64, op::SUM, Kind::Plain));
+        assert!(served(UINT64, op::BXOR, Kind::Fetch));
+        assert!(served(UINT64, op::READ, Kind::Fetch));
+        assert!(!served(UINT64, op::READ, Kind::Plain));
+        assert!(served(INT64, op::CSWAP, Kind::Compare));
+        assert!(!served(INT64, op::CSWAP, Kind::Fetch));
+        assert!(!served(INT64, op::SUM, Kind::Compare));
+        // FI_INT32, FI_DOUBLE.
+        assert!(!served(4, op::SUM, Kind::Plain));
+        assert!(!served(9, op::SUM, Kind::Plain));
+        assert!(!served(INT64, 19, Kind::Fetch));
+    }
+
+    #[test]
+    fn each_op_does_what_fi_atomic_says() {
+        let neg = (-5i64) as u64;
+        assert_eq!(apply(INT64, op::MIN, 3, neg, 0), neg);
+        assert_eq!(apply(UINT64, op::MIN, 3, neg, 0), 3);
+        assert_eq!(apply(INT64, op::MAX, 3, neg, 0), 3);
+        assert_eq!(apply(UINT64, op::MAX, 3, neg, 0), neg);
+        assert_eq!(apply(UINT64, op::SUM, u64::MAX, 2, 0), 1);
+        assert_eq!(apply(UINT64, op::PROD, 6, 7, 0), 42);
+        assert_eq!(apply(UINT64, op::LOR, 0, 9, 0), 1);
+        assert_eq!(apply(UINT64, op::LAND, 4, 0, 0), 0);
+        assert_eq!(apply(UINT64, op::LXOR, 4, 9, 0), 0);
+        assert_eq!(apply(UINT64, op::BOR, 0b1010, 0b0101, 0), 0b1111);
+        assert_eq!(apply(UINT64, op::BAND, 0b1010, 0b0110, 0), 0b0010);
+        assert_eq!(apply(UINT64, op::BXOR, 0b1010, 0b0110, 0), 0b1100);
+        assert_eq!(apply(UINT64, op::READ, 77, 1, 0), 77);
+        assert_eq!(apply(UINT64, op::WRITE, 77, 1, 0), 1);
+        assert_eq!(apply(UINT64, op::CSWAP, 5, 9, 5), 9);
+        assert_eq!(apply(UINT64, op::CSWAP, 5, 9, 4), 5);
+        assert_eq!(apply(UINT64, op::CSWAP_NE, 5, 9, 4), 9);
+        // compare <= cur, compare < cur, compare >= cur, compare > cur.
+        assert_eq!(apply(UINT64, op::CSWAP_LE, 5, 9, 5), 9);
+        assert_eq!(apply(UINT64, op::CSWAP_LT, 5, 9, 5), 5);
+        assert_eq!(apply(UINT64, op::CSWAP_GE, 5, 9, 6), 9);
+        assert_eq!(apply(UINT64, op::CSWAP_GT, 5, 9, 5), 5);
+        assert_eq!(apply(INT64, op::CSWAP_GT, neg, 9, 0), 9);
+        assert_eq!(apply(UINT64, op::MSWAP, 0xff00, 0x0ff0, 0x00ff), 0xfff0);
+    }
+
+    #[test]
+    fn atomic_frames_round_trip_and_refuse_garbage() {
+        let r = AtomicRequest {
+            op: op::CSWAP as u8,
+            datatype: UINT64 as u8,
+            kind: Kind::Compare as u8,
+            id: 0x1_0000_0007,
+            addr: 64,
+            key: 0xdead,
+            count: 2,
+        };
+        let mut b = r.encode_header().to_vec();
+        for v in [1u64, 2, 3, 4] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        assert_eq!(b.len(), r.frame_len());
+        assert_eq!(AtomicRequest::decode(&b, 64), Ok(r.clone()));
+        assert_eq!(r.values(&b, 1), (2, 4));
+        assert_eq!(AtomicRequest::decode(&b[..b.len() - 1], 64), Err(Malformed::Short));
+        assert_eq!(AtomicRequest::decode(&b, 1), Err(Malformed::Short));
+        let mut bad = b.clone();
+        bad[4] = 3;
+        assert_eq!(AtomicRequest::decode(&bad, 64), Err(Malformed::Op));
+        let mut bad = b.clone();
+        bad[13] = 1;
+        assert_eq!(AtomicRequest::decode(&bad, 64), Err(Malformed::Flags));
+        assert_eq!(AtomicRequest::decode(&b[..ATOMIC_HDR - 1], 64), Err(Malformed::Short));
+
+        let mut a = answer_header(9, 0).to_vec();
+        a.extend_from_slice(&5u64.to_le_bytes());
+        assert_eq!(answer_decode(&a), Some((9, 0, &a[16..])));
+        assert_eq!(answer_decode(&a[..a.len() - 1]), None);
+        assert_eq!(answer_decode(&b), None);
+    }
+}

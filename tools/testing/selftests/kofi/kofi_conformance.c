@@ -232,6 +232,10 @@ static void bad_arguments(struct kunit *test)
 			-FI_EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, fi_trecv(p.client.ep, buf, sizeof(buf), NULL, 0, 1, 0, NULL),
 			-FI_EOPNOTSUPP);
+	/* So are atomic operations. */
+	KUNIT_EXPECT_EQ(test, info->caps & FI_ATOMIC, 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_atomic(p.client.ep, buf, 1, NULL, 0, 0, 0, FI_UINT64, FI_SUM,
+					NULL), -FI_EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, fi_connect(p.client.ep, NULL, big, sizeof(big)), -EINVAL);
 	/* An endpoint of no connection request has nothing to accept. */
 	KUNIT_EXPECT_EQ(test, fi_accept(p.client.ep, NULL, 0), -FI_ENOTCONN);

@@ -247,7 +247,13 @@ static void getinfo_caps_are_a_subset(struct kunit *test)
 				(FI_RMA | FI_REMOTE_WRITE | FI_SOURCE));
 	fi_freeinfo(info);
 
+	/* Atomics are the core's RDM twins' alone (atomic.rst). */
 	hints->caps = FI_ATOMIC;
+	KUNIT_ASSERT_EQ(test, getinfo_with(hints, &info), 0);
+	KUNIT_EXPECT_EQ(test, count_infos(info, NULL), 1);
+	KUNIT_EXPECT_EQ(test, info->ep_attr->type, FI_EP_RDM);
+	fi_freeinfo(info);
+	hints->ep_attr->type = FI_EP_MSG;
 	KUNIT_EXPECT_EQ(test, getinfo_with(hints, &info), -FI_ENODATA);
 	KUNIT_EXPECT_NULL(test, info);
 	hints->caps = 1ULL << 40;

@@ -1290,7 +1290,7 @@ static void bad_peer(struct kunit *test)
 	struct cm_event *ev;
 	struct fi_eq_err_entry eqe = {};
 	u8 *name, *fake;
-	size_t len = 128, sizes[4] = { 32, 300, 20000, 124 };
+	size_t len = 128, sizes[6] = { 32, 300, 20000, 124, 40, 16 };
 	u8 *bad;
 	int k;
 
@@ -1311,7 +1311,7 @@ static void bad_peer(struct kunit *test)
 
 	/* A name of this host (the only kind the endpoint accepts). */
 	fake = claimed_name(test, name, len, false);
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < 6; k++) {
 		raw_connect(test, &t, &raw, name, fake, 4 + len);
 		KUNIT_ASSERT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev),
 				(ssize_t)sizeof(ev->entry));
@@ -1322,6 +1322,15 @@ static void bad_peer(struct kunit *test)
 			bad[0] = 0xd7;
 			bad[1] = 1;
 			bad[4] = 100;
+		}
+		if (k == 4 || k == 5) {
+			/* An atomic request of no elements; an answer to nothing. */
+			memset(bad, 0, 40);
+			bad[0] = 0xd7;
+			bad[1] = k == 4 ? 4 : 5;
+			bad[2] = FI_SUM;
+			bad[3] = FI_UINT64;
+			memset(bad + 8, k == 4 ? 0 : 0x77, 8);
 		}
 		if (k == 3) {
 			/*
@@ -1816,6 +1825,186 @@ static void multi_recv(struct kunit *test)
 	net_close(test, &t);
 }
 
+/* Waits for endpoint @i's next completion: 1, or an error entry as -err. */
+static ssize_t done_on(struct net *t, int i, struct fi_cq_data_entry *e,
+		       struct fi_cq_err_entry *err)
+{
+	fi_addr_t src;
+
+	return next(t->cq[i], e, &src, err);
+}
+
+/*
+ * Atomic operations on a peer's region: the ops kofi serves, each checked
+ * against the region and the old values it returned; a bad key and a range
+ * past the region fail the operation; many at once from two endpoints add
+ * up (atomic with respect to each other).
+ */
+static void atomics(struct kunit *test)
+{
+	struct net t;
+	struct fid_mr *mr;
+	struct fi_atomic_attr attr = {};
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err = {};
+	struct fi_ioc ioc, res;
+	struct fi_rma_ioc rma;
+	struct fi_msg_atomic msg = {};
+	u64 *region, operand[2], compare[2], result[2], key;
+	size_t count = 0;
+	int k, ctx;
+
+	/* Not the test's to free: a failed assertion leaves it registered. */
+	region = kzalloc(16 * sizeof(u64), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	net_open(test, &t, 3, FI_AV_MAP);
+	KUNIT_ASSERT_TRUE(test, t.info->caps & FI_ATOMIC);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(t.domain, region, 16 * sizeof(u64),
+					FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+
+	/* What is served. */
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_SUM, &attr, 0), 0);
+	KUNIT_EXPECT_GE(test, attr.count, (size_t)2);
+	KUNIT_EXPECT_EQ(test, attr.size, (size_t)8);
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_INT32, FI_SUM, &attr, 0),
+			-FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_CSWAP, &attr, 0),
+			-FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_CSWAP, &attr,
+					      FI_COMPARE_ATOMIC), 0);
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_SUM, &attr, FI_SEND),
+			-FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t.ep[1], FI_UINT64, FI_SUM, &count), 0);
+	KUNIT_EXPECT_EQ(test, count, attr.count);
+	KUNIT_EXPECT_EQ(test, fi_compare_atomicvalid(t.ep[1], FI_INT64, FI_MSWAP, &count), 0);
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomicvalid(t.ep[1], FI_DOUBLE, FI_SUM, &count),
+			-FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t.ep[1], FI_UINT64, FI_ATOMIC_READ, &count),
+			-FI_EOPNOTSUPP);
+
+	/* Sum. */
+	region[0] = 10;
+	operand[0] = 5;
+	KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key, FI_UINT64,
+					FI_SUM, &ctx), 0);
+	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&ctx);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_ATOMIC | FI_WRITE);
+	KUNIT_EXPECT_EQ(test, region[0], 15ULL);
+	/* Signed minimum over two elements, fetching the old values. */
+	region[1] = (u64)-3;
+	region[2] = 7;
+	operand[0] = (u64)-5;
+	operand[1] = 9;
+	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t.ep[1], operand, 2, NULL, result, NULL, t.addr[0],
+					      8, key, FI_INT64, FI_MIN, &ctx), 0);
+	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_ATOMIC | FI_READ);
+	KUNIT_EXPECT_EQ(test, result[0], (u64)-3);
+	KUNIT_EXPECT_EQ(test, result[1], 7ULL);
+	KUNIT_EXPECT_EQ(test, region[1], (u64)-5);
+	KUNIT_EXPECT_EQ(test, region[2], 7ULL);
+	/* A read takes no operands. */
+	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t.ep[1], NULL, 1, NULL, result, NULL, t.addr[0], 0,
+					      key, FI_UINT64, FI_ATOMIC_READ, NULL), 0);
+	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, result[0], 15ULL);
+	/* Compare and swap, hit then miss. */
+	region[3] = 100;
+	operand[0] = 200;
+	compare[0] = 100;
+	KUNIT_ASSERT_EQ(test, fi_compare_atomic(t.ep[1], operand, 1, NULL, compare, NULL, result,
+						NULL, t.addr[0], 24, key, FI_UINT64, FI_CSWAP,
+						NULL), 0);
+	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, result[0], 100ULL);
+	KUNIT_EXPECT_EQ(test, region[3], 200ULL);
+	operand[0] = 300;
+	KUNIT_ASSERT_EQ(test, fi_compare_atomic(t.ep[1], operand, 1, NULL, compare, NULL, result,
+						NULL, t.addr[0], 24, key, FI_UINT64, FI_CSWAP,
+						NULL), 0);
+	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, result[0], 200ULL);
+	KUNIT_EXPECT_EQ(test, region[3], 200ULL);
+	/* Masked swap through fi_compare_atomicmsg. */
+	region[4] = 0xff00;
+	operand[0] = 0x0ff0;
+	compare[0] = 0x00ff;
+	ioc = (struct fi_ioc){ operand, 1 };
+	res = (struct fi_ioc){ result, 1 };
+	rma = (struct fi_rma_ioc){ 32, 1, key };
+	msg = (struct fi_msg_atomic){ .msg_iov = &ioc, .iov_count = 1, .addr = t.addr[0],
+				      .rma_iov = &rma, .rma_iov_count = 1, .datatype = FI_UINT64,
+				      .op = FI_MSWAP, .context = &ctx };
+	KUNIT_ASSERT_EQ(test, fi_compare_atomicmsg(t.ep[1], &msg, &(struct fi_ioc){ compare, 1 },
+						   NULL, 1, &res, NULL, 1, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, result[0], 0xff00ULL);
+	KUNIT_EXPECT_EQ(test, region[4], 0xfff0ULL);
+	/* An inject, then a read after it (in order to one peer) sees it. */
+	operand[0] = 0xf0f0;
+	KUNIT_ASSERT_EQ(test, fi_inject_atomic(t.ep[1], operand, 1, t.addr[0], 40, key, FI_UINT64,
+					       FI_BXOR), 0);
+	operand[0] = 0;
+	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t.ep[1], NULL, 1, NULL, result, NULL, t.addr[0], 40,
+					      key, FI_UINT64, FI_ATOMIC_READ, NULL), 0);
+	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, result[0], 0xf0f0ULL);
+
+	/* The target refuses a key it does not have and a range past the region. */
+	KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key + 1,
+					FI_UINT64, FI_SUM, &ctx), 0);
+	KUNIT_EXPECT_EQ(test, done_on(&t, 1, &e, &err), (ssize_t)-FI_ENOKEY);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)&ctx);
+	KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[1], operand, 2, NULL, t.addr[0], 15 * 8, key,
+					FI_UINT64, FI_SUM, &ctx), 0);
+	KUNIT_EXPECT_EQ(test, done_on(&t, 1, &e, &err), (ssize_t)-EINVAL);
+
+	/* Two endpoints adding at once. */
+	region[6] = 0;
+	operand[0] = 1;
+	for (k = 0; k < 50; k++) {
+		KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 48, key,
+						FI_UINT64, FI_SUM, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[2], operand, 1, NULL, t.addr[0], 48, key,
+						FI_UINT64, FI_SUM, NULL), 0);
+	}
+	for (k = 0; k < 50; k++) {
+		KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+		KUNIT_ASSERT_EQ(test, done_on(&t, 2, &e, &err), 1);
+	}
+	KUNIT_EXPECT_EQ(test, region[6], 100ULL);
+
+	/* What the calls refuse. */
+	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 0, NULL, t.addr[0], 0, key, FI_UINT64,
+					FI_SUM, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key, FI_INT32,
+					FI_SUM, NULL), -FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key, 99,
+					FI_SUM, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key, FI_UINT64,
+					FI_CSWAP, NULL), -FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], NULL, 1, NULL, t.addr[0], 0, key, FI_UINT64,
+					FI_SUM, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, 42, 0, key, FI_UINT64, FI_SUM,
+					NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomic(t.ep[1], operand, 1, NULL, NULL, NULL, t.addr[0], 0,
+					      key, FI_UINT64, FI_SUM, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomicmsg(t.ep[1], &msg, &res, NULL, 1, FI_INJECT),
+			-FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomicmsg(t.ep[1], &msg, &res, NULL, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomicmsg(t.ep[1], NULL, 0), -EINVAL);
+	rma.count = 2;
+	msg.op = FI_SUM;
+	KUNIT_EXPECT_EQ(test, fi_atomicmsg(t.ep[1], &msg, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t.ep[1], FI_UINT64, FI_SUM, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_SUM, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	net_close(test, &t);
+	kfree(region);
+}
+
 static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(getinfo_offers_rdm),
 	KUNIT_CASE(av_calls),
@@ -1839,6 +2028,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(tagged_peek_claim_discard),
 	KUNIT_CASE(tagged_bad_arguments),
 	KUNIT_CASE(multi_recv),
+	KUNIT_CASE(atomics),
 	KUNIT_CASE(peer_records_reused),
 	KUNIT_CASE_SLOW(held_connections_make_room),
 	{}

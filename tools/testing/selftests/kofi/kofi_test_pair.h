@@ -21,6 +21,7 @@
 #include <kofi/fi_eq.h>
 #include <kofi/fi_rma.h>
 #include <kofi/fi_tagged.h>
+#include <kofi/fi_atomic.h>
 
 #define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define WAIT_MS 10000
