@@ -360,6 +360,11 @@ impl VDomain {
     fn register(&self, attr: &MrAttr<'_>) -> Result<(u64, Arc<RegState>)> {
         let access = attr.access();
         let (rr, rw) = (access & FI_REMOTE_READ != 0, access & FI_REMOTE_WRITE != 0);
+        // Held from the region's making to its listing: `device_gone` takes
+        // the list and the PD under this lock, so it never misses a region
+        // made on a PD it is about to drop (the device's MRs must all be
+        // gone when its removal returns).
+        let mut regs = self.regs.lock();
         let region = self.with_pd(|pd| {
             // SAFETY: The consumer keeps the memory registered until
             // fi_close of the region, which drops it first; the PD outlives
@@ -380,7 +385,6 @@ impl VDomain {
             }),
             GFP_KERNEL,
         )?;
-        let mut regs = self.regs.lock();
         regs.push(reg.clone(), GFP_KERNEL)?;
         if route == RegRoute::Endpoint {
             return Ok((key, reg));
@@ -410,11 +414,14 @@ impl VDomain {
     }
 
     fn device_gone(&self) {
-        let regs = core::mem::take(&mut *self.regs.lock());
+        let (regs, pd) = {
+            let mut regs = self.regs.lock();
+            (core::mem::take(&mut *regs), self.pd.lock().take())
+        };
         for r in regs.iter() {
             drop(r.take_region());
         }
-        drop(self.pd.lock().take());
+        drop(pd);
     }
 }
 

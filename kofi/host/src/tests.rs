@@ -758,7 +758,10 @@ mod atomics {
         assert_eq!(b.len(), r.frame_len());
         assert_eq!(AtomicRequest::decode(&b, 64), Ok(r.clone()));
         assert_eq!(r.values(&b, 1), (2, 4));
-        assert_eq!(AtomicRequest::decode(&b[..b.len() - 1], 64), Err(Malformed::Short));
+        assert_eq!(
+            AtomicRequest::decode(&b[..b.len() - 1], 64),
+            Err(Malformed::Short)
+        );
         assert_eq!(AtomicRequest::decode(&b, 1), Err(Malformed::Short));
         let mut bad = b.clone();
         bad[4] = 3;
@@ -766,7 +769,10 @@ mod atomics {
         let mut bad = b.clone();
         bad[13] = 1;
         assert_eq!(AtomicRequest::decode(&bad, 64), Err(Malformed::Flags));
-        assert_eq!(AtomicRequest::decode(&b[..ATOMIC_HDR - 1], 64), Err(Malformed::Short));
+        assert_eq!(
+            AtomicRequest::decode(&b[..ATOMIC_HDR - 1], 64),
+            Err(Malformed::Short)
+        );
 
         let mut a = answer_header(9, 0).to_vec();
         a.extend_from_slice(&5u64.to_le_bytes());
