@@ -275,9 +275,10 @@ struct Inner {
     /// The device is iWARP: its MPA initiator must send the first frame
     /// (siw fails a connection whose first frame comes with the MPA reply).
     iwarp: bool,
-    /// iWARP server: nothing is posted on the send queue until the
-    /// client's first message came (the client sends one at once).
-    peer_speaks_first: bool,
+    /// iWARP server (MPA responder): nothing is posted on the send queue
+    /// until the client's first message came (the client greets at once),
+    /// so its own greeting waits for `greeting.heard` too.
+    speaks_second: bool,
     /// The greeting (see `greet`): whether ours may go (our regions are
     /// valid), went, and whether the peer's came. Nothing of the consumer's
     /// goes out before the peer's: its regions may not be valid yet.
@@ -371,7 +372,7 @@ impl Conn {
                     answer_disconnect: false,
                     rx_cq_data: false,
                     iwarp: false,
-                    peer_speaks_first: false,
+                    speaks_second: false,
                     greeting: Greeting::default(),
                 }, "kofi_verbs_conn"),
                 entry,
@@ -542,7 +543,7 @@ impl Conn {
             };
             self.setup(&mut g)?;
             g.phase = Phase::Accepting;
-            g.peer_speaks_first = g.iwarp;
+            g.speaks_second = g.iwarp;
             reads
         };
         // rdma_accept takes the id's handler lock, under which the CM

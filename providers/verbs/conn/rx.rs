@@ -82,7 +82,6 @@ impl Conn {
         }
         // The peer spoke: an iWARP server may send, and the peer's regions
         // are valid (its greeting is its first frame; pumped below).
-        g.peer_speaks_first = false;
         g.greeting.heard = true;
         self.greet(g);
         let len = (wc.byte_len as usize).min(RX_BUF);

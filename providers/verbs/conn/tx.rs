@@ -245,7 +245,7 @@ impl Conn {
     /// private data can be used at once. A greeting that cannot be posted
     /// ends the connection, which would wait for it forever.
     pub(super) fn greet(&self, g: &mut Inner) {
-        if !g.greeting.ready || g.greeting.sent || g.peer_speaks_first {
+        if !g.greeting.ready || g.greeting.sent || (g.speaks_second && !g.greeting.heard) {
             return;
         }
         g.greeting.sent = true;
@@ -259,7 +259,7 @@ impl Conn {
     /// Posts what the credits and free slots allow, in order, once the
     /// peer greeted us.
     pub(super) fn pump(&self, g: &mut Inner) {
-        if g.peer_speaks_first || !g.greeting.heard {
+        if !g.greeting.heard {
             return;
         }
         while g.phase == Phase::Connected || g.phase == Phase::Closing {
