@@ -382,22 +382,13 @@ impl Lent {
         }
     }
 
-    /// Appends bytes `offset .. offset + len` of the buffers to `out` (for
-    /// a provider that sends small pieces inline).
-    pub(crate) fn gather_range<A: Allocator>(
-        &self,
-        offset: usize,
-        len: usize,
-        out: &mut Vec<u8, A>,
-    ) -> Result {
-        if offset.checked_add(len).map_or(true, |end| end > self.len()) {
-            return Err(EINVAL);
-        }
-        let at = out.len();
-        out.extend_with(len, 0, GFP_KERNEL)?;
+    /// An iterator over the buffers from byte `offset` on, for sending
+    /// from them.
+    pub(crate) fn iter_at(&self, offset: usize) -> abi::iov_iter {
         let mut iter = abi::iov_iter::default();
         // SAFETY: The arrays describe the consumer's buffers, lent until the
-        // operation completes; advancing within their length is valid.
+        // operation completes; advancing by at most their length stays
+        // within them (iov_iter_advance also clamps).
         unsafe {
             match self {
                 Lent::Kvecs(k) => abi::iov_iter_kvec(
@@ -415,8 +406,62 @@ impl Lent {
                     p.len(),
                 ),
             }
-            abi::iov_iter_advance(&mut iter, offset);
+            abi::iov_iter_advance(&mut iter, offset.min(self.len()));
         }
+        iter
+    }
+
+    /// Bytes `offset .. offset + len` of the buffers as buffers of their
+    /// own: new descriptors of the same memory, lent as these are.
+    pub(crate) fn range(&self, offset: usize, len: usize) -> Result<Lent> {
+        if offset.checked_add(len).map_or(true, |end| end > self.len()) {
+            return Err(EINVAL);
+        }
+        Ok(match self {
+            Lent::Kvecs(k) => Lent::Kvecs(Kvecs {
+                iov: cut(
+                    &k.iov,
+                    offset,
+                    len,
+                    |kv| kv.iov_len,
+                    |kv, skip, n| abi::kvec {
+                        iov_base: kv.iov_base.wrapping_byte_add(skip),
+                        iov_len: n,
+                    },
+                )?,
+            }),
+            // An offset past the first page of a multi-page bio_vec is
+            // valid: iov_iter finds the page from it.
+            Lent::Pages(p) => Lent::Pages(Pages {
+                bvecs: cut(
+                    &p.bvecs,
+                    offset,
+                    len,
+                    |bv| bv.bv_len as usize,
+                    |bv, skip, n| abi::bio_vec {
+                        bv_page: bv.bv_page,
+                        bv_len: n as u32,
+                        bv_offset: bv.bv_offset + skip as u32,
+                    },
+                )?,
+            }),
+        })
+    }
+
+    /// Appends bytes `offset .. offset + len` of the buffers to `out` (for
+    /// a provider that sends small pieces inline).
+    pub(crate) fn gather_range<A: Allocator>(
+        &self,
+        offset: usize,
+        len: usize,
+        out: &mut Vec<u8, A>,
+    ) -> Result {
+        if offset.checked_add(len).map_or(true, |end| end > self.len()) {
+            return Err(EINVAL);
+        }
+        let at = out.len();
+        out.extend_with(len, 0, GFP_KERNEL)?;
+        let mut iter = self.iter_at(offset);
         // SAFETY: `out` has `len` writable bytes from `at`; the iterator
         // covers at least `len` more (checked above).
         let n = unsafe { abi::_copy_from_iter(out.as_mut_ptr().add(at).cast(), len, &mut iter) };
@@ -426,6 +471,34 @@ impl Lent {
             Err(EFAULT)
         }
     }
+}
+
+/// The descriptors covering bytes `offset .. offset + len` of those in `v`
+/// (whose lengths `len_of` gives), each made by `part(d, skip, n)`: `n`
+/// bytes of `d` from its byte `skip` on.
+fn cut<T>(
+    v: &[T],
+    mut offset: usize,
+    mut len: usize,
+    len_of: impl Fn(&T) -> usize,
+    part: impl Fn(&T, usize, usize) -> T,
+) -> Result<KVec<T>> {
+    let mut out = KVec::new();
+    for d in v {
+        if len == 0 {
+            break;
+        }
+        let l = len_of(d);
+        if offset >= l {
+            offset -= l;
+            continue;
+        }
+        let n = (l - offset).min(len);
+        out.push(part(d, offset, n), GFP_KERNEL)?;
+        len -= n;
+        offset = 0;
+    }
+    Ok(out)
 }
 
 /// The pages of a message, lent by the consumer until its send completes.

@@ -73,7 +73,7 @@ struct TxFrame {
 }
 
 /// What follows a frame's header.
-enum TxPayload {
+pub(crate) enum TxPayload {
     None,
     /// A copy (vmalloc'd when large: no payload needs contiguous pages).
     Copied(KVVec<u8>),
@@ -91,7 +91,7 @@ impl TxPayload {
     }
 
     /// A copy of `data`, or None when it is empty.
-    fn copy_of(data: &[u8]) -> Result<TxPayload> {
+    pub(crate) fn copy_of(data: &[u8]) -> Result<TxPayload> {
         if data.is_empty() {
             return Ok(TxPayload::None);
         }
@@ -126,13 +126,14 @@ struct PendingRma {
 }
 
 /// A part of an RMA call to post: a remote buffer and where its bytes are
-/// in the call's local buffers (a write's part carries a copy of them).
+/// in the call's local buffers (a write's part carries them: its share of
+/// the consumer's buffers, or a copy of an inject's).
 pub(crate) struct RmaPart {
     pub(crate) key: u64,
     pub(crate) addr: u64,
     pub(crate) offset: usize,
     pub(crate) len: usize,
-    pub(crate) data: KVVec<u8>,
+    pub(crate) payload: TxPayload,
 }
 
 /// What waits for a posted receive.
@@ -450,7 +451,7 @@ impl Conn {
     }
 
     /// Queues a message whose payload goes out from the consumer's buffers
-    /// (pages spliced, kvecs copied by TCP alone), then pushes.
+    /// (kvecs or pages, copied by TCP alone), then pushes.
     pub(crate) fn post_payload(
         self: &Arc<Self>,
         header: Header,
@@ -527,13 +528,8 @@ impl Conn {
                     h.flags = wire::FLAG_CQ_DATA;
                     h.data = data;
                 }
-                let bytes = if call.write {
-                    TxPayload::Copied(part.data)
-                } else {
-                    TxPayload::None
-                };
                 // Room in the queue and the vectors was checked above.
-                g.queue(h, bytes, None)?;
+                g.queue(h, part.payload, None)?;
                 g.rma.push(
                     PendingRma {
                         id,
@@ -727,8 +723,7 @@ impl Inner {
                 let skip = self.tx_sent - HEADER_LEN;
                 match &front.payload {
                     TxPayload::Copied(v) => sock.send(&v[skip..], more),
-                    TxPayload::Lent(Lent::Pages(p)) => sock.send_pages(p, skip, more),
-                    TxPayload::Lent(Lent::Kvecs(k)) => sock.send_kvecs(k, skip, more),
+                    TxPayload::Lent(l) => sock.send_lent(l, skip, more),
                     TxPayload::None => Ok(0),
                 }
             };

@@ -171,38 +171,14 @@ int ksock_recv_iter(struct socket *sock, const struct iov_iter *iter, size_t len
 	return sock_recvmsg(sock, &msg, MSG_DONTWAIT);
 }
 
-int ksock_send_pages(struct socket *sock, const struct bio_vec *bv, size_t nr, size_t total,
-		     size_t skip, bool more)
-{
-	struct msghdr msg = {
-		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | MSG_SPLICE_PAGES | (more ? MSG_MORE : 0),
-	};
-
-	iov_iter_bvec(&msg.msg_iter, ITER_SOURCE, bv, nr, total);
-	iov_iter_advance(&msg.msg_iter, skip);
-	return sock_sendmsg(sock, &msg);
-}
-
-int ksock_send_kvecs(struct socket *sock, const struct kvec *iov, size_t nr, size_t total,
-		     size_t skip, bool more)
+int ksock_send_iter(struct socket *sock, const struct iov_iter *iter, bool more)
 {
 	struct msghdr msg = {
 		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
 	};
 
-	iov_iter_kvec(&msg.msg_iter, ITER_SOURCE, iov, nr, total);
-	iov_iter_advance(&msg.msg_iter, skip);
+	msg.msg_iter = *iter;
 	return sock_sendmsg(sock, &msg);
-}
-
-bool ksock_pages_ok(const struct bio_vec *bv, size_t nr)
-{
-	size_t i;
-
-	for (i = 0; i < nr; i++)
-		if (!sendpage_ok(bv[i].bv_page))
-			return false;
-	return true;
 }
 
 void ksock_shutdown(struct socket *sock)

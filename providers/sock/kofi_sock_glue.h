@@ -31,14 +31,8 @@ int ksock_send(struct socket *sock, const struct kvec *iov, size_t nr, size_t le
 int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t len);
 /* Receives up to @len bytes into what @iter describes (which is not advanced). */
 int ksock_recv_iter(struct socket *sock, const struct iov_iter *iter, size_t len);
-/* Sends bytes [@skip, @total) of the pages without copying (MSG_SPLICE_PAGES). */
-int ksock_send_pages(struct socket *sock, const struct bio_vec *bv, size_t nr, size_t total,
-		     size_t skip, bool more);
-/* Sends bytes [@skip, @total) of the kvecs (TCP copies them). */
-int ksock_send_kvecs(struct socket *sock, const struct kvec *iov, size_t nr, size_t total,
-		     size_t skip, bool more);
-/* Whether every page may be spliced into the network stack (sendpage_ok). */
-bool ksock_pages_ok(const struct bio_vec *bv, size_t nr);
+/* Sends what @iter describes (which is not advanced); TCP copies it. */
+int ksock_send_iter(struct socket *sock, const struct iov_iter *iter, bool more);
 void ksock_shutdown(struct socket *sock);
 int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer);
 /* Parses @node (an IPv4 or IPv6 literal, or NULL for any) and @port. */

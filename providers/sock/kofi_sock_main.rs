@@ -39,7 +39,7 @@ mod vec;
 #[allow(dead_code)]
 mod wire;
 
-use conn::Conn;
+use conn::{Conn, TxPayload};
 use conn_slot::ConnSlot;
 use flags::*;
 use kofi::{
@@ -47,7 +47,7 @@ use kofi::{
     RmaMsg,
 };
 use listener::Listener;
-use socket::{SockAddr, Socket};
+use socket::SockAddr;
 use wire::{Header, Op};
 
 module! {
@@ -348,14 +348,10 @@ impl kofi::Endpoint for SockEp {
         // Every send reports once sent, an inject too: the core posts a CQ
         // entry only when one was asked for, and counts it on a counter.
         let done = Some((msg.context(), flags));
-        // The payload goes out from the consumer's buffers (pages spliced
-        // where the stack allows), except an inject's, whose buffer is the
-        // caller's again on return, and pages that cannot be spliced.
+        // The payload goes out from the consumer's buffers, except an
+        // inject's, whose buffer is the caller's again on return.
         if flags & FI_INJECT == 0 {
-            let lent = msg.lend()?;
-            if !matches!(&lent, Lent::Pages(p) if !Socket::can_splice(p)) {
-                return self.conn()?.post_payload(h, lent, done);
-            }
+            return self.conn()?.post_payload(h, msg.lend()?, done);
         }
         let mut payload = KVVec::new();
         msg.gather(&mut payload)?;
@@ -372,7 +368,11 @@ impl kofi::Endpoint for SockEp {
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
-        let parts = rma_parts(msg, Some(&msg.lend()?))?;
+        let local = Local::Write {
+            lent: msg.lend()?,
+            inject: flags & FI_INJECT != 0,
+        };
+        let parts = rma_parts(msg, local)?;
         let len = parts.iter().map(|p| p.len).sum();
         let call = conn::rma_call(true, msg.context(), flags, len, None);
         let cq_data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
@@ -380,7 +380,7 @@ impl kofi::Endpoint for SockEp {
     }
 
     fn readmsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
-        let parts = rma_parts(msg, None)?;
+        let parts = rma_parts(msg, Local::Read)?;
         let len = parts.iter().map(|p| p.len).sum();
         let call = conn::rma_call(
             false,
@@ -393,26 +393,42 @@ impl kofi::Endpoint for SockEp {
     }
 }
 
+/// An RMA call's local buffers, as its parts carry them.
+enum Local {
+    /// A read's: its parts carry nothing.
+    Read,
+    /// A write's: each part goes out from its share of the buffers, which
+    /// the consumer lends until the call completes (on the target's
+    /// answer), or from a copy when the call is an inject.
+    Write { lent: Lent, inject: bool },
+}
+
 /// The parts of an RMA call: each remote buffer, and where its bytes are in
-/// the local ones (the core checked the lengths add up); a write's parts
-/// carry a copy of their bytes of `local`, each its own buffer (vmalloc'd
-/// when large: a payload never needs contiguous pages).
-fn rma_parts(msg: &RmaMsg<'_>, local: Option<&Lent>) -> Result<KVec<conn::RmaPart>> {
+/// the local ones (the core checked the lengths add up). An inject's copies
+/// are vmalloc'd when large: a payload never needs contiguous pages.
+fn rma_parts(msg: &RmaMsg<'_>, local: Local) -> Result<KVec<conn::RmaPart>> {
     let mut parts = KVec::with_capacity(msg.remote().len(), GFP_KERNEL)?;
     let mut offset = 0;
     for r in msg.remote() {
-        let mut data = KVVec::new();
-        if let Some(local) = local {
-            data.reserve(r.len, GFP_KERNEL)?;
-            local.gather_range(offset, r.len, &mut data)?;
-        }
+        let payload = match &local {
+            Local::Read => TxPayload::None,
+            Local::Write { lent, inject: true } => {
+                let mut data = KVVec::with_capacity(r.len, GFP_KERNEL)?;
+                lent.gather_range(offset, r.len, &mut data)?;
+                TxPayload::Copied(data)
+            }
+            Local::Write {
+                lent,
+                inject: false,
+            } => TxPayload::Lent(lent.range(offset, r.len)?),
+        };
         parts.push(
             conn::RmaPart {
                 key: r.key,
                 addr: r.addr,
                 offset,
                 len: r.len,
-                data,
+                payload,
             },
             GFP_KERNEL,
         )?;

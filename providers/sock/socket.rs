@@ -4,7 +4,7 @@
 //! callbacks that wake an owner (a connection or a listener).
 
 use crate::abi;
-use crate::kofi::{Kvecs, Pages, PostedRecv};
+use crate::kofi::{Lent, PostedRecv};
 pub(crate) use crate::sockaddr::SockAddr;
 use core::ptr::NonNull;
 use kernel::error::to_result;
@@ -152,43 +152,22 @@ impl Socket {
         })
     }
 
-    /// Splices bytes `[skip, total)` of `pages` into the socket without
-    /// copying; 0 when the socket is full.
-    pub(crate) fn send_pages(&self, pages: &Pages, skip: usize, more: bool) -> Result<usize> {
-        let b = pages.bvecs();
-        // SAFETY: The socket is ours; the pages are lent until the send
-        // completes, and TCP takes references of its own on what it keeps.
-        let ret = unsafe {
-            abi::ksock_send_pages(self.raw(), b.as_ptr(), b.len(), pages.len(), skip, more)
-        };
+    /// Sends bytes `[skip, len)` of the consumer's lent buffers, kvecs or
+    /// pages; 0 when the socket is full. TCP copies what it takes before
+    /// returning: pages are not spliced, so the send's completion means the
+    /// buffers may be reused, as OFI says (a spliced page stays referenced
+    /// by TCP until the peer acknowledges it, and rewriting it before then
+    /// changes what the peer receives).
+    pub(crate) fn send_lent(&self, lent: &Lent, skip: usize, more: bool) -> Result<usize> {
+        let iter = lent.iter_at(skip);
+        // SAFETY: The socket is ours; `iter` describes the consumer's
+        // buffers, lent until the send completes.
+        let ret = unsafe { abi::ksock_send_iter(self.raw(), &iter, more) };
         if ret == -(abi::EAGAIN as i32) {
             return Ok(0);
         }
         to_result(ret.min(0))?;
         Ok(ret as usize)
-    }
-
-    /// Sends bytes `[skip, total)` of the consumer's kvecs (TCP copies
-    /// them); 0 when the socket is full.
-    pub(crate) fn send_kvecs(&self, kvecs: &Kvecs, skip: usize, more: bool) -> Result<usize> {
-        let k = kvecs.kvecs();
-        // SAFETY: The socket is ours; the buffers are lent until the send
-        // completes, and TCP copies what it takes before returning.
-        let ret = unsafe {
-            abi::ksock_send_kvecs(self.raw(), k.as_ptr(), k.len(), kvecs.len(), skip, more)
-        };
-        if ret == -(abi::EAGAIN as i32) {
-            return Ok(0);
-        }
-        to_result(ret.min(0))?;
-        Ok(ret as usize)
-    }
-
-    /// Whether every page of `pages` may be spliced (sendpage_ok).
-    pub(crate) fn can_splice(pages: &Pages) -> bool {
-        let b = pages.bvecs();
-        // SAFETY: `b` describes `b.len()` valid bio_vecs.
-        unsafe { abi::ksock_pages_ok(b.as_ptr(), b.len()) }
     }
 
     /// Receives what is there, up to `buf.len()` bytes.
