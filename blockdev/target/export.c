@@ -99,6 +99,8 @@ static int conn_open(struct blkt_export *exp, struct fi_info *info,
 	conn->queue = le16_to_cpu(req->queue);
 	conn->depth = depth;
 	conn->tx_iov_limit = max_t(size_t, info->tx_attr->iov_limit, 1);
+	conn->send_after_write = info->tx_attr->msg_order & FI_ORDER_SAW;
+	INIT_LIST_HEAD(&conn->held);
 	INIT_WORK(&conn->io_work, blkt_io_work);
 	mutex_init(&conn->io_lock);
 	spin_lock_init(&conn->done_lock);

@@ -4,11 +4,14 @@
  * connection's receive buffers and is copied to its tag's slot, and the
  * buffer is posted again at once. A write fi_read()s the initiator's pages
  * into pages of the slot, then goes to the device as a bio; a read goes to
- * the device first, then fi_write()s the initiator's pages. The response is
- * injected when the last RMA has completed: only then are the slot's pages
- * free for the tag's next command (answering right after a write the
- * provider orders before the send, FI_ORDER_SAW, would need pages per
- * command rather than per tag).
+ * the device first, then fi_write()s the initiator's pages.
+ *
+ * A read is answered right behind its writes when the provider orders a
+ * send after earlier writes (FI_ORDER_SAW, as nvmet-rdma chains its data
+ * and response): its pages move to a blkt_held until the writes complete,
+ * and the slot is free for the tag's next command. Without that order, or
+ * when the held pages cannot be allocated, the response is injected when
+ * the last RMA has completed, as a write's always is.
  *
  * Everything but the bio's end runs in the connection's io_work, one at a
  * time; the bio's end only queues its slot and the work.
@@ -17,21 +20,36 @@
 #include <linux/slab.h>
 #include "kofi_blkt.h"
 
-static void slot_free_pages(struct blkt_slot *slot)
+static void free_bvec_pages(struct bio_vec *bvecs, unsigned int *nr_pages)
 {
 	unsigned int i;
 
-	for (i = 0; i < slot->nr_pages; i++)
-		__free_page(slot->bvecs[i].bv_page);
-	slot->nr_pages = 0;
+	for (i = 0; i < *nr_pages; i++)
+		__free_page(bvecs[i].bv_page);
+	*nr_pages = 0;
+}
+
+static void slot_free_pages(struct blkt_slot *slot)
+{
+	free_bvec_pages(slot->bvecs, &slot->nr_pages);
+}
+
+static void release_held(struct blkt_held *held)
+{
+	list_del(&held->node);
+	free_bvec_pages(held->bvecs, &held->nr_pages);
+	kfree(held);
 }
 
 void blkt_conn_release_pages(struct blkt_conn *conn)
 {
+	struct blkt_held *held, *next;
 	unsigned int i;
 
 	for (i = 0; i < conn->depth; i++)
 		slot_free_pages(&conn->slots[i]);
+	list_for_each_entry_safe(held, next, &conn->held, node)
+		release_held(held);
 }
 
 static int post_recv(struct blkt_conn *conn, struct kofi_blk_cmd *buf)
@@ -159,42 +177,83 @@ static void submit(struct blkt_slot *slot)
 }
 
 /*
- * Moves the slot's pages to (a read's data, FI_WRITE) or from (a write's,
- * FI_READ) the initiator's region, in as many operations as the provider's
- * iov limit asks for; each completes with the slot as its context.
+ * Moves @nr_pages pages to (a read's data, FI_WRITE) or from (a write's,
+ * FI_READ) the initiator's region that @cmd names, in as many operations as
+ * the provider's iov limit asks for; each completes with @context, and
+ * counts in @pending while it is in flight.
  */
-static int start_rma(struct blkt_slot *slot, bool to_initiator)
+static int post_rma(struct blkt_conn *conn, const struct kofi_blk_cmd *cmd,
+		    struct bio_vec *bvecs, unsigned int nr_pages, void *context,
+		    bool to_initiator, unsigned int *pending)
 {
-	struct blkt_conn *conn = slot->conn;
-	u64 addr = le64_to_cpu(slot->cmd.addr);
+	u64 addr = le64_to_cpu(cmd->addr);
 	unsigned int first = 0;
 
 	if (!conn->ep)
 		return -ENOTCONN;
-	while (first < slot->nr_pages) {
-		unsigned int n = min_t(size_t, slot->nr_pages - first, conn->tx_iov_limit);
-		struct fi_rma_iov rma = { .addr = addr, .key = le64_to_cpu(slot->cmd.key) };
+	while (first < nr_pages) {
+		unsigned int n = min_t(size_t, nr_pages - first, conn->tx_iov_limit);
+		struct fi_rma_iov rma = { .addr = addr, .key = le64_to_cpu(cmd->key) };
 		struct fi_msg_rma msg = {
-			.msg_bvec = &slot->bvecs[first],
+			.msg_bvec = &bvecs[first],
 			.iov_count = n,
 			.rma_iov = &rma,
 			.rma_iov_count = 1,
-			.context = slot,
+			.context = context,
 		};
 		unsigned int i;
 		ssize_t ret;
 
 		for (i = first; i < first + n; i++)
-			rma.len += slot->bvecs[i].bv_len;
+			rma.len += bvecs[i].bv_len;
 		ret = to_initiator ? fi_writemsg(conn->ep, &msg, FI_COMPLETION) :
 				     fi_readmsg(conn->ep, &msg, FI_COMPLETION);
 		if (ret < 0)
 			return ret;
-		slot->rma_pending++;
+		(*pending)++;
 		addr += rma.len;
 		first += n;
 	}
 	return 0;
+}
+
+/* The slot's RMA: each operation completes with the slot as its context. */
+static int start_rma(struct blkt_slot *slot, bool to_initiator)
+{
+	return post_rma(slot->conn, &slot->cmd, slot->bvecs, slot->nr_pages, slot,
+			to_initiator, &slot->rma_pending);
+}
+
+/*
+ * Writes a read's data and answers right behind it (FI_ORDER_SAW: the data
+ * is in the initiator's pages when the answer arrives); the pages wait in a
+ * blkt_held for the writes to complete. False when the provider does not
+ * keep that order or the blkt_held cannot be had: the caller answers after
+ * the writes complete instead.
+ */
+static bool answer_read_early(struct blkt_slot *slot)
+{
+	struct blkt_conn *conn = slot->conn;
+	struct blkt_held *held;
+
+	if (!conn->send_after_write)
+		return false;
+	held = kmalloc(sizeof(*held), GFP_NOIO);
+	if (!held)
+		return false;
+	held->nr_pages = slot->nr_pages;
+	held->rma_pending = 0;
+	memcpy(held->bvecs, slot->bvecs, slot->nr_pages * sizeof(*held->bvecs));
+	slot->nr_pages = 0;
+	list_add_tail(&held->node, &conn->held);
+	if (post_rma(conn, &slot->cmd, held->bvecs, held->nr_pages, held, true,
+		     &held->rma_pending))
+		fail_slot(slot, EIO);
+	/* Writes already posted still complete into the blkt_held. */
+	if (!held->rma_pending)
+		release_held(held);
+	respond(slot);
+	return true;
 }
 
 /* Checks a command against the export; 0 or the errno to answer with. */
@@ -287,6 +346,8 @@ static void bio_completed(struct blkt_slot *slot)
 		respond(slot);
 		return;
 	}
+	if (answer_read_early(slot))
+		return;
 	if (start_rma(slot, true)) {
 		fail_slot(slot, EIO);
 		if (!slot->rma_pending)
@@ -303,6 +364,16 @@ static struct blkt_slot *slot_of(struct blkt_conn *conn, void *context)
 	return slot;
 }
 
+static struct blkt_held *held_of(struct blkt_conn *conn, void *context)
+{
+	struct blkt_held *held;
+
+	list_for_each_entry(held, &conn->held, node)
+		if (held == context)
+			return held;
+	return NULL;
+}
+
 static struct kofi_blk_cmd *recv_of(struct blkt_conn *conn, void *context)
 {
 	struct kofi_blk_cmd *buf = context;
@@ -315,6 +386,7 @@ static struct kofi_blk_cmd *recv_of(struct blkt_conn *conn, void *context)
 static void completion(struct blkt_conn *conn, const struct fi_cq_msg_entry *e)
 {
 	struct kofi_blk_cmd *buf = recv_of(conn, e->op_context);
+	struct blkt_held *held;
 	struct blkt_slot *slot;
 
 	if (buf) {
@@ -328,18 +400,39 @@ static void completion(struct blkt_conn *conn, const struct fi_cq_msg_entry *e)
 		return;
 	}
 	slot = slot_of(conn, e->op_context);
-	if (slot && slot->busy && slot->rma_pending)
+	if (slot && slot->busy && slot->rma_pending) {
 		rma_completed(slot);
+		return;
+	}
+	held = held_of(conn, e->op_context);
+	if (held && !--held->rma_pending)
+		release_held(held);
 }
 
 static void error_completion(struct blkt_conn *conn, const struct fi_cq_err_entry *e)
 {
 	struct blkt_slot *slot = slot_of(conn, e->op_context);
+	struct blkt_held *held;
 
 	if (slot && slot->busy && slot->rma_pending) {
 		/* A bad key or a region too short: the initiator hears EIO. */
 		fail_slot(slot, EIO);
 		rma_completed(slot);
+		return;
+	}
+	held = held_of(conn, e->op_context);
+	if (held) {
+		/*
+		 * The read was answered already. On verbs the failed write
+		 * ended the QP and the answer never left; kofi_sock refuses
+		 * only a write to a key or range the initiator did not
+		 * register. Either way the connection is not to be trusted.
+		 */
+		pr_warn_ratelimited("kofi_blkt: %s queue %u: answered read's data failed (%d)\n",
+				    conn->exp->spec.name, conn->queue, e->err);
+		if (!--held->rma_pending)
+			release_held(held);
+		blkt_conn_fail(conn);
 		return;
 	}
 	/* A receive flushed by the connection's end, or worse. */

@@ -75,6 +75,19 @@ struct blkt_slot {
 	struct list_head bio_done;	/* on the connection's list when its bio ended */
 };
 
+/*
+ * A read's pages after its answer: with FI_ORDER_SAW the response goes out
+ * right behind the data's fi_write()s, and the pages stay here, off the
+ * slot (whose tag the initiator may use again at once), until the writes
+ * complete.
+ */
+struct blkt_held {
+	struct list_head node;		/* in the connection's held list */
+	unsigned int nr_pages;
+	unsigned int rma_pending;
+	struct bio_vec bvecs[BLKT_MAX_PAGES];
+};
+
 struct blkt_conn {
 	struct list_head node;		/* in the export's conns */
 	struct blkt_export *exp;
@@ -82,6 +95,9 @@ struct blkt_conn {
 	struct fid_cq *cq;
 	u16 queue, depth;
 	size_t tx_iov_limit;		/* local bio_vecs per RMA operation */
+	/* The provider orders a send after earlier writes (FI_ORDER_SAW). */
+	bool send_after_write;
+	struct list_head held;		/* blkt_held; only io_work and teardown */
 	struct kofi_blk_cmd *recvs;	/* depth receive buffers */
 	struct blkt_slot *slots;	/* depth */
 	/* Handles completions and ended bios; one at a time (a work item). */

@@ -113,7 +113,12 @@ pub(crate) fn msg_info(
             // (verbs.rst).
             f.tx.op_flags &= !FI_TRANSMIT_COMPLETE;
         }
-        f.tx.msg_order = (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS) as u64;
+        // One RC QP per connection, every operation posted in the order
+        // of the calls: the responder places a write before it takes a
+        // later SEND (IB RC order; RDMAP's on iWARP), so a send after a
+        // write finds its data in place (FI_ORDER_SAW).
+        f.tx.msg_order =
+            (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS | abi::FI_ORDER_SAW) as u64;
         f.rx.iov_limit = RECV_IOV_LIMIT;
         f.rx.size = conn::RECV_DEPTH;
         // FI_MR_ENDPOINT is offered to consumers that ask for it: regions

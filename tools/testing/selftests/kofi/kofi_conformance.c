@@ -1039,6 +1039,54 @@ static void rma(struct kunit *test)
 
 /* Sends queued faster than they go out keep their own buffers and order:
  * 16 sendv calls of three kvecs (6 MiB) before any receive is posted. */
+/*
+ * FI_ORDER_SAW, which every provider offers: a message sent right after a
+ * write, without waiting for the write's completion, finds the write's
+ * bytes in place when it is received (kofi_blkt answers a read so). 64
+ * rounds of 64 KiB, each with new bytes, the message naming its round.
+ */
+static void send_after_write_finds_its_data(struct kunit *test)
+{
+	enum { ROUNDS = 64, LEN = 65536 };
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+	u8 *region = vzalloc(LEN), *src = vmalloc(LEN);
+	struct fi_cq_data_entry e;
+	struct pair p = {};
+	struct fid_mr *mr;
+	int i, in_place = 0;
+	u32 note, got;
+	u64 key;
+
+	KUNIT_ASSERT_TRUE(test, region && src);
+	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_SAW);
+	fi_freeinfo(info);
+	conf_open(test, &p, 31);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, LEN, FI_REMOTE_WRITE, 0, 0, 0, &mr,
+					NULL), 0);
+	key = fi_mr_key(mr);
+	for (i = 0; i < ROUNDS; i++) {
+		fill(src, LEN, i);
+		got = ~0U;
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, &got, sizeof(got), NULL, 0, &got), 0);
+		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, LEN, NULL, 0, 0, key, src), 0);
+		note = i;
+		KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, &note, sizeof(note), 0), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&got);
+		KUNIT_EXPECT_EQ(test, got, (u32)i);
+		if (!memcmp(region, src, LEN))
+			in_place++;
+		else
+			KUNIT_FAIL(test, "round %d: the message came before the write's bytes", i);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	}
+	KUNIT_EXPECT_EQ(test, in_place, (int)ROUNDS);
+	pair_close_with(test, &p, mr);
+	vfree(src);
+	vfree(region);
+}
+
 static void queued_sends(struct kunit *test)
 {
 	enum { COUNT = 16 };
@@ -1748,6 +1796,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(multi_ep),
 	KUNIT_CASE(rma),
 	KUNIT_CASE(mr_endpoint),
+	KUNIT_CASE(send_after_write_finds_its_data),
 	KUNIT_CASE(queued_sends),
 	KUNIT_CASE(shutdown_mid_traffic),
 	KUNIT_CASE(peer_gone),
