@@ -34,7 +34,7 @@ use crate::rdma::{
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
 use crate::vec::VecExt;
-use crate::wire::{self, CmData, Header, HEADER_LEN};
+use crate::wire::{self, CmData, Header, KeyTable, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
@@ -176,7 +176,16 @@ enum TxWr {
         _buf: KVec<u8>,
         report: Option<Report>,
     },
+    /// The last registration work request of a region (its completion
+    /// makes the region valid), and one of the others.
     Reg(Arc<RegState>),
+    RegPiece,
+    /// A READ of the peer's key table for `key` into `buf`.
+    KeyTable {
+        key: u64,
+        map: Mapping,
+        buf: KVec<u8>,
+    },
     /// The registration of a rendezvous send's buffers (the region lives
     /// with the send).
     RndvReg,
@@ -283,6 +292,11 @@ struct Inner {
     /// valid), went, and whether the peer's came. Nothing of the consumer's
     /// goes out before the peer's: its regions may not be valid yet.
     greeting: Greeting,
+    /// The peer's key tables this connection read (regions in pieces), by
+    /// key; `None` for one that could not be read or was malformed.
+    tables: KVec<(u64, Option<KeyTable>)>,
+    /// A key table read is in flight.
+    table_read: bool,
 }
 
 /// Where a connection's exchange of greetings stands.
@@ -374,6 +388,8 @@ impl Conn {
                     iwarp: false,
                     speaks_second: false,
                     greeting: Greeting::default(),
+                    tables: KVec::new(),
+                    table_read: false,
                 }, "kofi_verbs_conn"),
                 entry,
                 reporting <- new_mutex!(Reporting::default(), "kofi_verbs_reporting"),

@@ -327,11 +327,18 @@ void kverbs_sync_for_device(struct ib_device *dev, u64 addr, size_t len, bool to
 
 struct kverbs_region {
 	struct ib_device *dev;
-	struct ib_mr *mr;
 	struct sg_table sgt;
 	int nents;
 	int access;
 	u32 delta;
+	u32 count;				/* MRs of the memory, pieces */
+	struct ib_mr *mrs[KVERBS_PIECES_MAX];
+	/* With more than one piece: the key table, mapped, and its MR. */
+	struct kverbs_key_table *table;
+	struct scatterlist table_sg;
+	bool table_mapped;
+	struct ib_mr *table_mr;
+	u16 nonce;
 };
 
 static struct page *kverbs_page_of(const void *addr)
@@ -381,83 +388,174 @@ static int kverbs_region_sg(struct kverbs_region *r, const struct kvec *kv,
 	return 0;
 }
 
+static void kverbs_region_release(struct kverbs_region *r)
+{
+	u32 i;
+
+	if (r->table_mr)
+		ib_dereg_mr(r->table_mr);
+	if (r->table_mapped)
+		ib_dma_unmap_sg(r->dev, &r->table_sg, 1, DMA_TO_DEVICE);
+	kfree(r->table);
+	for (i = 0; i < r->count; i++)
+		ib_dereg_mr(r->mrs[i]);
+	if (r->nents)
+		ib_dma_unmap_sg(r->dev, r->sgt.sgl, r->sgt.orig_nents, DMA_BIDIRECTIONAL);
+	sg_free_table(&r->sgt);
+	kfree(r);
+}
+
+/*
+ * The MR of the @n mapped entries from @sg on, the region's bytes from
+ * @start on; its iova is what peers name those bytes by, plus the delta.
+ */
+static struct ib_mr *kverbs_piece_mr(struct kverbs_region *r, struct ib_pd *pd,
+				     struct scatterlist *sg, int n, u64 iova, int *err)
+{
+	struct ib_mr *mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, n);
+	int mapped;
+
+	if (IS_ERR(mr)) {
+		*err = PTR_ERR(mr);
+		return NULL;
+	}
+	mapped = ib_map_mr_sg(mr, sg, n, NULL, PAGE_SIZE);
+	/* Inner pieces that do not meet at page boundaries cannot map. */
+	if (mapped != n) {
+		*err = mapped < 0 ? mapped : -EINVAL;
+		ib_dereg_mr(mr);
+		return NULL;
+	}
+	mr->iova = iova;
+	ib_update_fast_reg_key(mr, get_random_u8());
+	return mr;
+}
+
+/* The key table of a region in pieces (starts[i]: piece i's first address). */
+static int kverbs_region_table(struct kverbs_region *r, struct ib_pd *pd, const u64 *starts,
+			       u64 end)
+{
+	int err = -ENOMEM;
+	u32 i;
+
+	BUILD_BUG_ON(sizeof(struct kverbs_key_table) != 24 + 16 * KVERBS_PIECES_MAX);
+	BUILD_BUG_ON(PAGE_SIZE > 1 << (KVERBS_KEY_NONCE_SHIFT - 32));
+	/* A page of its own: the table MR maps whole pages. */
+	r->table = kzalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!r->table)
+		return err;
+	r->table->magic = cpu_to_le32(KVERBS_TABLE_MAGIC);
+	r->table->count = cpu_to_le32(r->count);
+	r->nonce = get_random_u16() & KVERBS_KEY_NONCE_MASK;
+	r->table->nonce = cpu_to_le64(r->nonce);
+	r->table->end = cpu_to_le64(end);
+	for (i = 0; i < r->count; i++) {
+		r->table->piece[i].start = cpu_to_le64(starts[i]);
+		r->table->piece[i].rkey = cpu_to_le32(r->mrs[i]->rkey);
+	}
+	sg_init_one(&r->table_sg, r->table, PAGE_SIZE);
+	if (!ib_dma_map_sg(r->dev, &r->table_sg, 1, DMA_TO_DEVICE))
+		return err;
+	r->table_mapped = true;
+	r->table_mr = kverbs_piece_mr(r, pd, &r->table_sg, 1, 0, &err);
+	return r->table_mr ? 0 : err;
+}
+
 struct kverbs_region *kverbs_region_alloc(struct ib_pd *pd, const struct kvec *kv,
 					  const struct bio_vec *bv, u32 count, u64 offset,
 					  bool remote_read, bool remote_write, int *err)
 {
 	struct kverbs_region *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	u64 starts[KVERBS_PIECES_MAX], at = 0;
+	struct scatterlist *sg, *first;
+	int max_pages, i, n;
 	u32 p0;
-	int n;
 
 	*err = -ENOMEM;
 	if (!r)
 		return NULL;
 	r->dev = pd->device;
 	*err = kverbs_region_sg(r, kv, bv, count);
-	if (*err)
-		goto free;
+	if (*err) {
+		kfree(r);
+		return NULL;
+	}
 	r->nents = ib_dma_map_sg(r->dev, r->sgt.sgl, r->sgt.orig_nents, DMA_BIDIRECTIONAL);
 	*err = -ENOMEM;
 	if (!r->nents)
-		goto free_sg;
+		goto fail;
+	max_pages = max_t(int, r->dev->attrs.max_fast_reg_page_list_len, 1);
 	*err = -EINVAL;
-	if (r->nents > r->dev->attrs.max_fast_reg_page_list_len)
-		goto unmap;
-	r->mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, r->nents);
-	if (IS_ERR(r->mr)) {
-		*err = PTR_ERR(r->mr);
-		goto unmap;
-	}
-	n = ib_map_mr_sg(r->mr, r->sgt.sgl, r->nents, NULL, PAGE_SIZE);
-	/* Inner pieces that do not meet at page boundaries cannot map. */
-	*err = n < 0 ? n : -EINVAL;
-	if (n != r->nents)
-		goto dereg;
-	p0 = r->mr->iova & (PAGE_SIZE - 1);
+	if (DIV_ROUND_UP(r->nents, max_pages) > KVERBS_PIECES_MAX)
+		goto fail;
+	/* Peers name byte k of the region offset + k; the iova adds delta. */
+	p0 = sg_dma_address(r->sgt.sgl) & (PAGE_SIZE - 1);
 	r->delta = (p0 - offset) & (PAGE_SIZE - 1);
-	r->mr->iova = offset + r->delta;
-	ib_update_fast_reg_key(r->mr, get_random_u8());
+	first = r->sgt.sgl;
+	n = 0;
+	for_each_sg(r->sgt.sgl, sg, r->nents, i) {
+		if (!n) {
+			first = sg;
+			starts[r->count] = offset + at;
+		}
+		at += sg_dma_len(sg);
+		if (++n < max_pages && i + 1 < r->nents)
+			continue;
+		r->mrs[r->count] = kverbs_piece_mr(r, pd, first, n,
+						   starts[r->count] + r->delta, err);
+		if (!r->mrs[r->count])
+			goto fail;
+		r->count++;
+		n = 0;
+	}
+	if (r->count > 1) {
+		*err = kverbs_region_table(r, pd, starts, offset + at);
+		if (*err)
+			goto fail;
+	}
 	r->access = IB_ACCESS_LOCAL_WRITE | (remote_read ? IB_ACCESS_REMOTE_READ : 0) |
 		    (remote_write ? IB_ACCESS_REMOTE_WRITE : 0);
 	*err = 0;
 	return r;
 
-dereg:
-	ib_dereg_mr(r->mr);
-unmap:
-	ib_dma_unmap_sg(r->dev, r->sgt.sgl, r->sgt.orig_nents, DMA_BIDIRECTIONAL);
-free_sg:
-	sg_free_table(&r->sgt);
-free:
-	kfree(r);
+fail:
+	kverbs_region_release(r);
 	return NULL;
 }
 
 u64 kverbs_region_key(const struct kverbs_region *r)
 {
-	return (u64)r->delta << 32 | r->mr->rkey;
+	if (r->table_mr)
+		return KVERBS_KEY_TABLE | (u64)r->nonce << KVERBS_KEY_NONCE_SHIFT |
+		       (u64)r->delta << 32 | r->table_mr->rkey;
+	return (u64)r->delta << 32 | r->mrs[0]->rkey;
 }
 
-int kverbs_post_reg(struct ib_qp *qp, struct ib_cqe *cqe, struct kverbs_region *r)
+u32 kverbs_region_wrs(const struct kverbs_region *r)
 {
+	return r->count + (r->table_mr ? 1 : 0);
+}
+
+int kverbs_post_reg(struct ib_qp *qp, struct ib_cqe *cqe, struct kverbs_region *r, u32 index)
+{
+	bool table = index == r->count;
 	struct ib_reg_wr wr = {
 		.wr = {
 			.wr_cqe = cqe,
 			.opcode = IB_WR_REG_MR,
 			.send_flags = IB_SEND_SIGNALED,
 		},
-		.mr = r->mr,
-		.key = r->mr->rkey,
-		.access = r->access,
 	};
 
+	if (index > r->count || (table && !r->table_mr))
+		return -EINVAL;
+	wr.mr = table ? r->table_mr : r->mrs[index];
+	wr.key = wr.mr->rkey;
+	wr.access = table ? IB_ACCESS_REMOTE_READ : r->access;
 	return ib_post_send(qp, &wr.wr, NULL);
 }
 
 void kverbs_region_free(struct kverbs_region *r)
 {
-	ib_dereg_mr(r->mr);
-	ib_dma_unmap_sg(r->dev, r->sgt.sgl, r->sgt.orig_nents, DMA_BIDIRECTIONAL);
-	sg_free_table(&r->sgt);
-	kfree(r);
+	kverbs_region_release(r);
 }

@@ -100,16 +100,46 @@ void kverbs_sync_for_device(struct ib_device *dev, u64 addr, size_t len, bool to
 
 /*
  * A memory region for remote access, fast-registered. Its key for peers is
- * the rkey in the low 32 bits and, in the high 32, what a peer adds to an
+ * the rkey in the low 32 bits and, in bits 32-47, what a peer adds to an
  * RMA address (regions are addressed by offset; the device needs the iova's
  * in-page offset to be the memory's).
+ *
+ * A region longer than the device's fast-registration page list takes one
+ * MR per piece of at most that many pages, and a key table peers read
+ * first: bit 63 of its key is KVERBS_KEY_TABLE, bits 48-62 a random nonce
+ * the table repeats (a peer never takes an older table whose rkey the
+ * device gave out again for this one), bits 32-47 the delta, and the low
+ * 32 bits the rkey of the table, at address 0. The table (little endian,
+ * the layout wire.rs decodes): magic, count, nonce, the address one past
+ * the region's end, then each piece's first address and rkey.
  */
+#define KVERBS_KEY_TABLE	(1ULL << 63)
+#define KVERBS_KEY_NONCE_SHIFT	48
+#define KVERBS_KEY_NONCE_MASK	0x7fff
+#define KVERBS_TABLE_MAGIC	0x6b6b7462	/* "btkk" */
+#define KVERBS_PIECES_MAX	32
+
+struct kverbs_key_table {
+	__le32 magic;
+	__le32 count;
+	__le64 nonce;
+	__le64 end;
+	struct {
+		__le64 start;
+		__le32 rkey;
+		__le32 rsvd;
+	} piece[KVERBS_PIECES_MAX];
+};
+
 struct kverbs_region;
 struct kverbs_region *kverbs_region_alloc(struct ib_pd *pd, const struct kvec *kv,
 					  const struct bio_vec *bv, u32 count, u64 offset,
 					  bool remote_read, bool remote_write, int *err);
 u64 kverbs_region_key(const struct kverbs_region *r);
-int kverbs_post_reg(struct ib_qp *qp, struct ib_cqe *cqe, struct kverbs_region *r);
+/* Registration work requests the region needs: one per MR (pieces, table). */
+u32 kverbs_region_wrs(const struct kverbs_region *r);
+/* Posts the region's registration work request @index, completing at @cqe. */
+int kverbs_post_reg(struct ib_qp *qp, struct ib_cqe *cqe, struct kverbs_region *r, u32 index);
 void kverbs_region_free(struct kverbs_region *r);
 
 #endif /* _KOFI_VERBS_GLUE_H */

@@ -131,7 +131,9 @@ pub(crate) fn msg_info(
             f.domain.ep_cnt = l.max_qp as usize;
             f.domain.cq_cnt = l.max_cq as usize;
             f.domain.mr_cnt = l.max_mr as usize;
-            f.domain.mr_iov_limit = l.max_mr_pages.max(1) as usize;
+            // A region spans at most PIECES_MAX MRs of the fast-registration
+            // page list (wire::KEY_TABLE): the pages of that many.
+            f.domain.mr_iov_limit = wire::PIECES_MAX * l.max_mr_pages.max(1) as usize;
             f.tx.size = conn::TX_DEPTH.min(l.max_qp_wr as usize);
         }
         f.domain.cq_data_size = CQ_DATA_SIZE;

@@ -521,7 +521,23 @@ impl Region {
         // SAFETY: Owned (type invariants).
         unsafe { abi::kverbs_region_key(self.ptr.as_ptr()) }
     }
+
+    /// The registration work requests the region needs (one per MR: a
+    /// region in pieces has one per piece and one for its key table).
+    pub(crate) fn wrs(&self) -> usize {
+        // SAFETY: Owned (type invariants).
+        unsafe { abi::kverbs_region_wrs(self.ptr.as_ptr()) as usize }
+    }
 }
+
+// The key table's layout is the C glue's and wire.rs's alike.
+// (bindgen reads the 1ULL << 63 of KVERBS_KEY_TABLE as an i64.)
+const _: () = assert!(crate::wire::KEY_TABLE == abi::KVERBS_KEY_TABLE as u64);
+const _: () = assert!(crate::wire::TABLE_MAGIC == abi::KVERBS_TABLE_MAGIC);
+const _: () = assert!(crate::wire::KEY_NONCE_SHIFT == abi::KVERBS_KEY_NONCE_SHIFT);
+const _: () = assert!(crate::wire::KEY_NONCE_MASK == abi::KVERBS_KEY_NONCE_MASK as u64);
+const _: () = assert!(crate::wire::PIECES_MAX == abi::KVERBS_PIECES_MAX as usize);
+const _: () = assert!(crate::wire::TABLE_LEN == core::mem::size_of::<abi::kverbs_key_table>());
 
 impl Drop for Region {
     fn drop(&mut self) {
@@ -991,17 +1007,21 @@ impl IdHandle {
         })
     }
 
-    /// Posts the fast registration of `region`, completing at `slot`; the
-    /// region is not dropped before that completion.
+    /// Posts registration work request `index` (below [`Region::wrs`]) of
+    /// `region`, completing at `slot`; the region is not dropped before
+    /// that completion.
     pub(crate) fn post_reg<T: Completion>(
         &self,
         slots: &Slots<T>,
         slot: usize,
         region: &Region,
+        index: usize,
     ) -> Result {
         let qp = self.qp()?;
-        // SAFETY: As in `post_send`; the region is live.
-        to_result(unsafe { abi::kverbs_post_reg(qp, slots.cqe(slot), region.ptr.as_ptr()) })
+        let index = u32::try_from(index).map_err(|_| EINVAL)?;
+        // SAFETY: As in `post_send`; the region is live, and the C side
+        // refuses an index past its work requests.
+        to_result(unsafe { abi::kverbs_post_reg(qp, slots.cqe(slot), region.ptr.as_ptr(), index) })
     }
 
     /// Moves the QP to error and waits until every work request posted on

@@ -131,3 +131,102 @@ pub(crate) fn cm_data_decode(b: &[u8]) -> &[u8] {
         _ => &[],
     }
 }
+
+/// Bit 63 of a key: the region has a key table (a region longer than one
+/// MR can map, in pieces), which a peer reads before it uses the key. The
+/// key's low 32 bits are the table's rkey, at address 0; bits 32-47 are
+/// what to add to an address, as for every key; bits 48-62 a nonce the
+/// table repeats, so a table whose rkey the device gave out again is never
+/// taken for an older one's. The layout is `struct kverbs_key_table` of
+/// kofi_verbs_glue.h.
+pub(crate) const KEY_TABLE: u64 = 1 << 63;
+/// The bits of a key that a peer adds to an address.
+pub(crate) const KEY_DELTA: u64 = 0xffff << 32;
+/// Where a table key's nonce starts, and its bits.
+pub(crate) const KEY_NONCE_SHIFT: u32 = 48;
+pub(crate) const KEY_NONCE_MASK: u64 = 0x7fff;
+/// What identifies a key table.
+pub(crate) const TABLE_MAGIC: u32 = 0x6b6b_7462;
+/// Pieces of a region at most.
+pub(crate) const PIECES_MAX: usize = 32;
+/// The bytes of a key table a peer reads.
+pub(crate) const TABLE_LEN: usize = 24 + 16 * PIECES_MAX;
+
+/// A region's key table: each piece's first address and rkey, in order,
+/// and the address one past the region's end.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct KeyTable {
+    count: usize,
+    end: u64,
+    pieces: [(u64, u32); PIECES_MAX],
+}
+
+impl KeyTable {
+    /// The table of key `key` in `b`, or `None` when it is malformed (a
+    /// peer's bytes: wrong magic, another key's nonce, no pieces or too
+    /// many, pieces out of order or empty).
+    pub(crate) fn decode(key: u64, b: &[u8]) -> Option<KeyTable> {
+        let b: &[u8; TABLE_LEN] = b.get(..TABLE_LEN)?.try_into().ok()?;
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let u64_at = |i: usize| u64::from(u32_at(i)) | u64::from(u32_at(i + 4)) << 32;
+        let nonce = key >> KEY_NONCE_SHIFT & KEY_NONCE_MASK;
+        if u32_at(0) != TABLE_MAGIC || u64_at(8) != nonce {
+            return None;
+        }
+        let count = u32_at(4) as usize;
+        if count == 0 || count > PIECES_MAX {
+            return None;
+        }
+        let mut t = KeyTable {
+            count,
+            end: u64_at(16),
+            pieces: [(0, 0); PIECES_MAX],
+        };
+        for (i, piece) in t.pieces.iter_mut().take(count).enumerate() {
+            *piece = (u64_at(24 + 16 * i), u32_at(32 + 16 * i));
+        }
+        let starts_rise = t.pieces[..count].windows(2).all(|w| w[0].0 < w[1].0);
+        (starts_rise && t.pieces[count - 1].0 < t.end).then_some(t)
+    }
+
+    /// The piece holding address `addr`: its rkey and how many bytes of it
+    /// lie from `addr` on; `None` outside the region.
+    pub(crate) fn piece_at(&self, addr: u64) -> Option<(u32, u64)> {
+        let pieces = &self.pieces[..self.count];
+        if addr < pieces[0].0 || addr >= self.end {
+            return None;
+        }
+        let i = pieces.partition_point(|p| p.0 <= addr) - 1;
+        let next = pieces.get(i + 1).map_or(self.end, |p| p.0);
+        Some((pieces[i].1, next - addr))
+    }
+
+    /// Splits `len` bytes at `addr` of the region whose key is `key` into
+    /// `(addr, len, key)` pieces, each with its piece's own key; `None`
+    /// when a byte lies outside the region.
+    pub(crate) fn split(
+        &self,
+        key: u64,
+        mut addr: u64,
+        mut len: u64,
+        mut out: impl FnMut(u64, u64, u64) -> bool,
+    ) -> Option<()> {
+        let delta = key & KEY_DELTA;
+        if len == 0 {
+            // Nothing is accessed: any piece's key serves.
+            return out(addr, 0, delta | u64::from(self.pieces[0].1)).then_some(());
+        }
+        loop {
+            let (rkey, room) = self.piece_at(addr)?;
+            let n = len.min(room);
+            if !out(addr, n, delta | u64::from(rkey)) {
+                return None;
+            }
+            len -= n;
+            if len == 0 {
+                return Some(());
+            }
+            addr += n;
+        }
+    }
+}

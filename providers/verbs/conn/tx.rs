@@ -211,7 +211,10 @@ impl Conn {
         self.queue_op(&mut g, op)
     }
 
-    /// Registers `reg` through this connection's QP.
+    /// Registers `reg` through this connection's QP: one work request per
+    /// MR of the region, each in a slot of its own; the last one's
+    /// completion (after the others', the send queue being in order) makes
+    /// the region valid.
     pub(crate) fn post_reg(&self, reg: &Arc<RegState>) -> Result {
         let mut g = self.inner.lock();
         // An accepted QP is ready to send once rdma_accept returned (on IB
@@ -219,24 +222,30 @@ impl Conn {
         if g.phase != Phase::Accepting {
             Self::ensure_connected(&g)?;
         }
-        let slot = g.tx_free.pop().ok_or_else(|| fi_error(abi::FI_EAGAIN))?;
-        let posted = reg.with_region(|region| {
-            g.res
-                .as_ref()
-                .ok_or(EINVAL)?
-                .id
-                .post_reg(&self.slots, slot, region)
-        });
-        match posted {
-            Ok(()) => {
-                g.tx_wr[slot - RX_DEPTH] = Some(TxWr::Reg(reg.clone()));
-                Ok(())
+        let g = &mut *g;
+        reg.with_region(|region| {
+            let wrs = region.wrs();
+            // All or none: a region is never left half posted for want of
+            // slots.
+            if g.tx_free.len() < wrs {
+                return Err(fi_error(abi::FI_EAGAIN));
             }
-            Err(e) => {
-                let _ = g.tx_free.push(slot, GFP_ATOMIC);
-                Err(e)
+            let id = &g.res.as_ref().ok_or(EINVAL)?.id;
+            for index in 0..wrs {
+                let slot = g.tx_free.pop().ok_or(EINVAL)?;
+                if let Err(e) = id.post_reg(&self.slots, slot, region, index) {
+                    let _ = g.tx_free.push(slot, GFP_ATOMIC);
+                    // Those posted complete in error: the QP is failing.
+                    return Err(e);
+                }
+                g.tx_wr[slot - RX_DEPTH] = Some(if index + 1 == wrs {
+                    TxWr::Reg(reg.clone())
+                } else {
+                    TxWr::RegPiece
+                });
             }
-        }
+            Ok(())
+        })
     }
 
     /// Sends our greeting, a credit frame, once our regions are valid and
@@ -276,6 +285,12 @@ impl Conn {
             if Self::fenced(front) && g.tx_wr.iter().any(Option::is_some) {
                 return;
             }
+            if !self.tables_ready(g) {
+                return;
+            }
+            let Some(front) = g.queue.front() else {
+                return;
+            };
             let need = match front {
                 TxOp::Credit | TxOp::Fin { .. } => 1,
                 TxOp::Read { .. }
@@ -321,6 +336,68 @@ impl Conn {
                 }
             }
         }
+    }
+
+    /// Whether the operation at the queue's head may go. An RMA naming a
+    /// region in pieces (its key has [`wire::KEY_TABLE`]) first has the
+    /// region's key table read, once per connection and key, and its parts
+    /// split at the pieces, each with its piece's key; an access outside
+    /// the region, or a table that cannot be had, fails it (FI_EACCES, as a
+    /// bad key does). False while a table read is in flight.
+    fn tables_ready(&self, g: &mut Inner) -> bool {
+        loop {
+            let key = match g.queue.front() {
+                Some(TxOp::Rma { parts, next: 0, .. }) => parts
+                    .iter()
+                    .map(|p| p.key)
+                    .find(|k| k & wire::KEY_TABLE != 0),
+                _ => None,
+            };
+            let Some(key) = key else {
+                return true;
+            };
+            let Some(&(_, table)) = g.tables.iter().find(|(k, _)| *k == key) else {
+                if !g.table_read && self.post_table_read(g, key).is_err() {
+                    if let Some(op) = g.queue.pop() {
+                        self.fail_op(g, op, abi::FI_EIO);
+                    }
+                    continue;
+                }
+                return false;
+            };
+            let split = match (table, g.queue.front()) {
+                (Some(t), Some(TxOp::Rma { parts, .. })) => split_parts(parts, key, &t),
+                _ => None,
+            };
+            match (split, g.queue.front_mut()) {
+                (Some(split), Some(TxOp::Rma { parts, .. })) => *parts = split,
+                _ => {
+                    if let Some(op) = g.queue.pop() {
+                        self.fail_op(g, op, abi::FI_EACCES);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Posts the READ of the peer's key table for `key` (its rkey, at
+    /// address 0).
+    fn post_table_read(&self, g: &mut Inner, key: u64) -> Result {
+        let slot = *g.tx_free.last().ok_or(EINVAL)?;
+        let caps = SendCaps::of(g)?;
+        let mut buf = KVec::new();
+        buf.extend_with(wire::TABLE_LEN, 0, GFP_KERNEL)?;
+        let map = Mapping::of_buffer(caps.dev, &mut buf, false, caps.lkey)?;
+        self.post_send(
+            resources(&g.res)?,
+            slot,
+            abi::ib_wr_opcode_IB_WR_RDMA_READ,
+            map.sges(),
+            (0, key as u32),
+        )?;
+        g.table_read = true;
+        self.posted(g, slot, TxWr::KeyTable { key, map, buf }, false, false, 0);
+        Ok(())
     }
 
     /// Fails an operation that was queued, not posted (`err`: FI_E*).
@@ -657,12 +734,15 @@ impl Conn {
                     // SAFETY: Lent buffers outlive the region; the PD the connection.
                     unsafe { Region::new(pd, &memory, 0, true, false) }
                 });
-                let Ok(region) = region else {
-                    // Buffers no region can take: by segments.
+                // Buffers no region of one MR can take (a region in pieces
+                // would need its key table read first): by segments.
+                let Some(region) = region.ok().filter(|r| r.wrs() == 1) else {
                     *rndv = Rndv::No;
                     return Ok(true);
                 };
-                resources(&g.res)?.id.post_reg(&self.slots, slot, &region)?;
+                resources(&g.res)?
+                    .id
+                    .post_reg(&self.slots, slot, &region, 0)?;
                 *rndv = Rndv::Registered(region);
                 self.posted(g, slot, TxWr::RndvReg, false, false, 0);
                 Ok(true)
@@ -744,7 +824,24 @@ impl Conn {
                 reg.done(wc.ok());
                 None
             }
-            TxWr::RndvReg => None,
+            TxWr::RegPiece | TxWr::RndvReg => None,
+            TxWr::KeyTable { key, map, buf } => {
+                // Unmapped first: the device's bytes are then the CPU's.
+                drop(map);
+                let table = if wc.ok() {
+                    KeyTable::decode(key, &buf)
+                } else {
+                    None
+                };
+                g.table_read = false;
+                // The oldest goes beyond TABLES_MAX: it is read again if
+                // needed. Without room the next access reads this one again.
+                if g.tables.len() >= TABLES_MAX {
+                    g.tables.remove(0);
+                }
+                let _ = g.tables.push((key, table), GFP_KERNEL);
+                None
+            }
             TxWr::RndvRead { last, .. } => {
                 if last {
                     self.finish_rndv(g, wc.ok());
@@ -764,4 +861,39 @@ impl Conn {
         }
         self.pump(g);
     }
+}
+
+/// Key tables a connection keeps at most.
+const TABLES_MAX: usize = 16;
+
+/// `parts` with every part of the region in pieces whose key is `key`
+/// split at the pieces of its key table `table`; `None` when a part
+/// reaches outside the region.
+fn split_parts(parts: &[RmaPart], key: u64, table: &KeyTable) -> Option<KVec<RmaPart>> {
+    let mut out = KVec::with_capacity(parts.len(), GFP_KERNEL).ok()?;
+    for p in parts {
+        if p.key != key {
+            out.push(
+                RmaPart {
+                    key: p.key,
+                    addr: p.addr,
+                    offset: p.offset,
+                    len: p.len,
+                },
+                GFP_KERNEL,
+            )
+            .ok()?;
+            continue;
+        }
+        table.split(key, p.addr, p.len as u64, |addr, len, piece_key| {
+            let part = RmaPart {
+                key: piece_key,
+                addr,
+                offset: p.offset + (addr - p.addr) as usize,
+                len: len as usize,
+            };
+            out.push(part, GFP_KERNEL).is_ok()
+        })?;
+    }
+    Some(out)
 }

@@ -106,3 +106,86 @@ fn rendezvous_body_round_trips() {
     // A short body (a broken peer) is refused.
     assert_eq!(RtsBody::decode(&bytes[..RTS_BODY_LEN - 1]), None);
 }
+
+/// The nonce of the tables below, and a key of theirs with delta 0x123.
+const NONCE: u64 = 0x5a5a;
+const KEY: u64 = KEY_TABLE | NONCE << KEY_NONCE_SHIFT | 0x123 << 32 | 0x99;
+
+/// A key table as kofi_verbs_glue.c writes it.
+fn table_bytes(count: u32, end: u64, pieces: &[(u64, u32)]) -> Vec<u8> {
+    let mut b = vec![0u8; TABLE_LEN];
+    b[..4].copy_from_slice(&TABLE_MAGIC.to_le_bytes());
+    b[4..8].copy_from_slice(&count.to_le_bytes());
+    b[8..16].copy_from_slice(&NONCE.to_le_bytes());
+    b[16..24].copy_from_slice(&end.to_le_bytes());
+    for (i, (start, rkey)) in pieces.iter().enumerate() {
+        b[24 + 16 * i..32 + 16 * i].copy_from_slice(&start.to_le_bytes());
+        b[32 + 16 * i..36 + 16 * i].copy_from_slice(&rkey.to_le_bytes());
+    }
+    b
+}
+
+#[test]
+fn a_key_table_splits_an_access_at_its_pieces() {
+    // Three pieces of a region at offset 1000: 3096 bytes, then 1 MiB, then
+    // the rest up to 1000 + 2.5 MiB.
+    let (a, b, c, end) = (1000u64, 4096u64, 4096 + (1 << 20), 1000 + (5 << 19));
+    let t = KeyTable::decode(
+        KEY,
+        &table_bytes(3, end, &[(a, 0x11), (b, 0x22), (c, 0x33)]),
+    )
+    .unwrap();
+    assert_eq!(t.piece_at(a), Some((0x11, b - a)));
+    assert_eq!(t.piece_at(b - 1), Some((0x11, 1)));
+    assert_eq!(t.piece_at(b), Some((0x22, 1 << 20)));
+    assert_eq!(t.piece_at(end - 1), Some((0x33, 1)));
+    assert_eq!(t.piece_at(a - 1), None);
+    assert_eq!(t.piece_at(end), None);
+    // Each piece's key keeps the delta, without the table bit or nonce.
+    let key = KEY;
+    let mut got = Vec::new();
+    let whole = t.split(key, b - 10, (1 << 20) + 20, |addr, len, k| {
+        got.push((addr, len, k));
+        true
+    });
+    assert_eq!(whole, Some(()));
+    assert_eq!(
+        got,
+        vec![
+            (b - 10, 10, 0x123 << 32 | 0x11),
+            (b, 1 << 20, 0x123 << 32 | 0x22),
+            (c, 10, 0x123 << 32 | 0x33),
+        ]
+    );
+    // Past the end, or stopped by the caller: no.
+    assert_eq!(t.split(key, end - 4, 8, |_, _, _| true), None);
+    assert_eq!(t.split(key, a, 8, |_, _, _| false), None);
+    // Nothing to access: one empty piece.
+    let mut empty = Vec::new();
+    assert_eq!(
+        t.split(key, end, 0, |a, l, k| {
+            empty.push((a, l, k));
+            true
+        }),
+        Some(())
+    );
+    assert_eq!(empty, vec![(end, 0, 0x123 << 32 | 0x11)]);
+}
+
+#[test]
+fn a_malformed_key_table_is_refused() {
+    let good = table_bytes(2, 300, &[(0, 1), (100, 2)]);
+    assert!(KeyTable::decode(KEY, &good).is_some());
+    assert!(KeyTable::decode(KEY, &good[..TABLE_LEN - 1]).is_none());
+    // Another key's table (its nonce differs), as after the rkey's reuse.
+    assert!(KeyTable::decode(KEY ^ 1 << KEY_NONCE_SHIFT, &good).is_none());
+    let mut bad_magic = good.clone();
+    bad_magic[0] ^= 1;
+    assert!(KeyTable::decode(KEY, &bad_magic).is_none());
+    assert!(KeyTable::decode(KEY, &table_bytes(0, 300, &[])).is_none());
+    let too_many = table_bytes(PIECES_MAX as u32 + 1, 300, &[(0, 1)]);
+    assert!(KeyTable::decode(KEY, &too_many).is_none());
+    let unordered = table_bytes(2, 300, &[(100, 1), (100, 2)]);
+    assert!(KeyTable::decode(KEY, &unordered).is_none());
+    assert!(KeyTable::decode(KEY, &table_bytes(2, 100, &[(0, 1), (100, 2)])).is_none());
+}
