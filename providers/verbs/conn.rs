@@ -152,6 +152,7 @@ impl RmaLocal {
 }
 
 /// One remote buffer of an RMA and where its bytes are in the local ones.
+#[derive(Clone, Copy)]
 pub(crate) struct RmaPart {
     pub(crate) key: u64,
     pub(crate) addr: u64,

@@ -873,16 +873,7 @@ fn split_parts(parts: &[RmaPart], key: u64, table: &KeyTable) -> Option<KVec<Rma
     let mut out = KVec::with_capacity(parts.len(), GFP_KERNEL).ok()?;
     for p in parts {
         if p.key != key {
-            out.push(
-                RmaPart {
-                    key: p.key,
-                    addr: p.addr,
-                    offset: p.offset,
-                    len: p.len,
-                },
-                GFP_KERNEL,
-            )
-            .ok()?;
+            out.push(*p, GFP_KERNEL).ok()?;
             continue;
         }
         table.split(key, p.addr, p.len as u64, |addr, len, piece_key| {
