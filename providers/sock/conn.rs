@@ -91,7 +91,7 @@ impl TxPayload {
     }
 
     /// A copy of `data`, or None when it is empty.
-    pub(crate) fn copy_of(data: &[u8]) -> Result<TxPayload> {
+    fn copy_of(data: &[u8]) -> Result<TxPayload> {
         if data.is_empty() {
             return Ok(TxPayload::None);
         }
