@@ -6,8 +6,10 @@
 # through the core, and kofi_blk against NVMe-oF (nvme-tcp, nvme-rdma on rxe
 # and siw, with nvmet on the same RAM disk; fio, three runs a cell). Prints
 # a table per transport with the ratio kofi/raw, the storage table with the
-# ratio kofi_blk/NVMe-oF, and writes build/bench/results.csv and, when
-# gnuplot is there, build/bench/bench.png.
+# ratio kofi_blk/NVMe-oF, and writes build/bench/results.csv (median, min,
+# max and number of runs per cell, and the kofi/raw ratios) and, when
+# gnuplot is there, build/bench/bench.png. KOFI_BENCH_NO_STORAGE=1 leaves
+# the storage table out (a few minutes instead of about twenty).
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -15,45 +17,72 @@ cd "$KOFI_ROOT"
 . "$(dirname "$0")/lib/perf_build.sh"
 perf_build
 
-echo "=== VM run (perf kernel)"
+# Two CPUs, as the suites have: one would run every hop of both sides in
+# series, and nothing would see the concurrency a real machine has.
+export KOFI_VM_CPUS=${KOFI_VM_CPUS:-2}
+echo "=== VM run (perf kernel, $KOFI_VM_CPUS CPUs)"
 out="$KOFI_ROOT/build/bench"
 rc=0
 scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" --out "$out" \
-	--timeout 3000 -- /kofi/bench/bench_guest.sh >"$out.verdict" 2>&1 || rc=$?
+	--timeout 3000 -- /kofi/bench/bench_guest.sh ${KOFI_BENCH_NO_STORAGE:+--no-storage} \
+	>"$out.verdict" 2>&1 || rc=$?
 python3 - "$out/vm0/results.ktap" "$out/results.csv" <<'PY'
 import sys, csv
-rows = [l.strip()[2:].split(',') for l in open(sys.argv[1], errors='replace') if l.strip().startswith('# bench,')]
-data = {}
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+lines = [l.strip() for l in open(sys.argv[1], errors='replace')]
+# Runs per cell: "# bench,measure,transport,impl,size,value,round".
+runs = {}
+for l in lines:
+    r = l[2:].split(',')
+    if l.startswith('# bench,') and len(r) == 7 and r[5].isdigit():
+        runs.setdefault((r[1], r[2], r[3], int(r[4])), {})[r[6]] = int(r[5])
+# Ratios round by round: kofi and its baseline ran back to back.
+ratios = {}
+for (m, t, impl, s), by_round in runs.items():
+    if m in ('rtt_ns', 'bw_mbs') and impl == 'kofi':
+        raw = runs.get((m, t, 'raw', s), {})
+        ratios[(m, t, s)] = [v / raw[k] for k, v in by_round.items() if raw.get(k)]
+    if m == 'call_ns' and t == 'core':
+        bare = runs.get((m, 'baseline', impl, s), {})
+        ratios[(m, impl, s)] = [v - bare[k] for k, v in by_round.items() if k in bare]
 with open(sys.argv[2], 'w', newline='') as f:
     w = csv.writer(f)
-    w.writerow(['measure', 'transport', 'impl', 'size', 'value'])
-    for r in rows:
-        if len(r) == 6 and r[5].isdigit():
-            w.writerow(r[1:])
-            data[(r[1], r[2], r[3], int(r[4]))] = int(r[5])
-for k, v in data.items():
-    if k[0] == 'call_ns':
-        print(f"one call through the core, {k[2]}: {v} ns")
+    w.writerow(['measure', 'transport', 'impl', 'size', 'median', 'min', 'max', 'runs'])
+    for (m, t, impl, s), by_round in sorted(runs.items()):
+        v = list(by_round.values())
+        w.writerow([m, t, impl, s, round(median(v)), min(v), max(v), len(v)])
+    for (m, t, s), v in sorted(ratios.items()):
+        if v and m != 'call_ns':
+            w.writerow([m, t, 'ratio', s, f"{median(v):.3f}", f"{min(v):.3f}", f"{max(v):.3f}", len(v)])
+def med(k):
+    v = runs.get(k)
+    return median(list(v.values())) if v else None
+for op in ('fi_cq_read', 'fi_getname'):
+    core, bare, added = med(('call_ns', 'core', op, 0)), med(('call_ns', 'baseline', op, 0)), ratios.get(('call_ns', op, 0))
+    if core is not None and bare is not None and added:
+        print(f"one call through the core, {op}: {core:.0f} ns, baseline {bare:.0f} ns: "
+              f"the core adds {median(added):.0f} ns [{min(added)}-{max(added)}] "
+              f"(median of {len(added)} runs [min-max])")
 titles = {'tcp': 'kofi_sock vs raw TCP (bandwidth: streaming messages)',
           'siw': 'kofi_verbs vs raw verbs on siw (bandwidth: streaming RMA writes)',
           'rxe': 'kofi_verbs vs raw verbs on rxe (bandwidth: streaming RMA writes)'}
 # The storage table: medians (and spreads) of the runs per cell.
 blk = {}
-for l in open(sys.argv[1], errors='replace'):
-    r = l.strip()[2:].split(',')
-    if l.strip().startswith('# blk,') and len(r) == 6:
+for l in lines:
+    r = l[2:].split(',')
+    if l.startswith('# blk,') and len(r) == 6:
         try:
             blk.setdefault(tuple(r[1:5]), []).append(float(r[5]))
         except ValueError:
             pass
-def median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 if blk:
     with open(sys.argv[2], 'a', newline='') as f:
         w = csv.writer(f)
         for (wl, t, impl, m), v in sorted(blk.items()):
-            w.writerow([f'blk_{wl}_{m}', t, impl, 4096 if 'qd' in wl else 131072, round(median(v))])
+            w.writerow([f'blk_{wl}_{m}', t, impl, 4096 if 'qd' in wl else 131072,
+                        round(median(v)), round(min(v)), round(max(v)), len(v)])
     print("\nkofi_blk against NVMe-oF on the same RAM disk (fio; median of runs [min-max]; "
           "ratio kofi/nvme: >= 1 is better for IOPS and MB/s, <= 1 for latency)")
     cells = [('randread_qd1', 'lat_us'), ('randread_qd1', 'p99_us'), ('randwrite_qd1', 'lat_us'),
@@ -73,24 +102,27 @@ if blk:
             print(f"{name:<24} {local:>18} | {t:>9} {cell((wl, t, 'kofi', m)):>18} "
                   f"{cell((wl, t, 'nvme', m)):>18} {ratio:>6}")
             first = False
+def ratio_cell(k):
+    v = ratios.get(k)
+    return '-' if not v else f"{median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"
 for t in ['tcp', 'siw', 'rxe']:
-    sizes = sorted({k[3] for k in data if k[1] == t})
+    sizes = sorted({k[3] for k in runs if k[1] == t})
     if not sizes:
         continue
-    print(f"\n{titles[t]}")
-    print(f"{'size':>8} | {'rtt raw us':>10} {'rtt kofi us':>11} {'kofi/raw':>8} | {'bw raw MB/s':>11} {'bw kofi MB/s':>12} {'kofi/raw':>8}")
+    print(f"\n{titles[t]}: medians of rounds; kofi/raw is the median of the rounds' ratios [min-max]")
+    print(f"{'size':>8} | {'rtt raw us':>10} {'rtt kofi us':>11} {'kofi/raw':>17} | "
+          f"{'bw raw MB/s':>11} {'bw kofi MB/s':>12} {'kofi/raw':>17}")
     for s in sizes:
-        rr, rk = data.get(('rtt_ns', t, 'raw', s)), data.get(('rtt_ns', t, 'kofi', s))
-        br, bk = data.get(('bw_mbs', t, 'raw', s)), data.get(('bw_mbs', t, 'kofi', s))
+        rr, rk = med(('rtt_ns', t, 'raw', s)), med(('rtt_ns', t, 'kofi', s))
+        br, bk = med(('bw_mbs', t, 'raw', s)), med(('bw_mbs', t, 'kofi', s))
         f = lambda x: '-' if x is None else f"{x / 1000:.1f}"
-        g = lambda x: '-' if x is None else str(x)
-        r1 = f"{rk / rr:.2f}" if rr and rk else '-'
-        r2 = f"{bk / br:.2f}" if br and bk else '-'
-        print(f"{s:>8} | {f(rr):>10} {f(rk):>11} {r1:>8} | {g(br):>11} {g(bk):>12} {r2:>8}")
+        g = lambda x: '-' if x is None else f"{x:.0f}"
+        print(f"{s:>8} | {f(rr):>10} {f(rk):>11} {ratio_cell(('rtt_ns', t, s)):>17} | "
+              f"{g(br):>11} {g(bk):>12} {ratio_cell(('bw_mbs', t, s)):>17}")
 PY
 if command -v gnuplot >/dev/null 2>&1; then
-	awk -F, 'NR > 1 && $1 == "rtt_ns" { print $2 "-" $3, $4, $5 / 1000 }' "$out/results.csv" >"$out/rtt.dat"
-	awk -F, 'NR > 1 && $1 == "bw_mbs" { print $2 "-" $3, $4, $5 }' "$out/results.csv" >"$out/bw.dat"
+	awk -F, 'NR > 1 && $1 == "rtt_ns" && $3 != "ratio" { print $2 "-" $3, $4, $5 / 1000 }' "$out/results.csv" >"$out/rtt.dat"
+	awk -F, 'NR > 1 && $1 == "bw_mbs" && $3 != "ratio" { print $2 "-" $3, $4, $5 }' "$out/results.csv" >"$out/bw.dat"
 	plots() { # the plot command of one panel from data file $1
 		sep=""
 		for line in tcp-raw:"raw TCP" tcp-kofi:"kofi_sock" siw-raw:"raw verbs, siw" \

@@ -42,6 +42,9 @@ static unsigned int iters = 100;
 module_param(iters, uint, 0444);
 static unsigned int window = 16;
 module_param(window, uint, 0444);
+static unsigned int warmup;
+module_param(warmup, uint, 0444);
+MODULE_PARM_DESC(warmup, "pingpong: round trips before the clock starts");
 
 #define TIMEOUT (10 * HZ)
 
@@ -236,7 +239,7 @@ static int server_fn(void *arg)
 	unsigned int i;
 	int ret = 0;
 
-	for (i = 0; !ret && i < (strcmp(test, "pingpong") ? 1 : iters); i++) {
+	for (i = 0; !ret && i < (strcmp(test, "pingpong") ? 1 : warmup + iters); i++) {
 		ret = poll_one(&server) ?: post_recv(&server);
 		if (!ret && !strcmp(test, "pingpong"))
 			ret = post_send(&server, IB_WR_SEND, size, 0, 0) ?: poll_one(&server);
@@ -315,9 +318,12 @@ static int run(void)
 
 	start = ktime_get();
 	if (!strcmp(test, "pingpong")) {
-		for (i = 0; !ret && i < iters; i++)
+		for (i = 0; !ret && i < warmup + iters; i++) {
+			if (i == warmup)
+				start = ktime_get();
 			ret = post_recv(&client) ?: post_send(&client, IB_WR_SEND, size, 0, 0) ?:
 			      poll_one(&client) ?: poll_one(&client);
+		}
 	} else {
 		/* Writes, window at a time, then the SEND that ends the stream. */
 		while (!ret && done < iters) {
