@@ -36,8 +36,11 @@ lines = [l.strip() for l in open(sys.argv[1], errors='replace')]
 runs = {}
 for l in lines:
     r = l[2:].split(',')
-    if l.startswith('# bench,') and len(r) == 7 and r[5].isdigit():
-        runs.setdefault((r[1], r[2], r[3], int(r[4])), {})[r[6]] = int(r[5])
+    if l.startswith('# bench,') and len(r) == 7:
+        try:
+            runs.setdefault((r[1], r[2], r[3], int(r[4])), {})[r[6]] = float(r[5])
+        except ValueError:
+            pass
 # Ratios round by round: kofi and its baseline ran back to back.
 ratios = {}
 for (m, t, impl, s), by_round in runs.items():
@@ -52,7 +55,7 @@ with open(sys.argv[2], 'w', newline='') as f:
     w.writerow(['measure', 'transport', 'impl', 'size', 'median', 'min', 'max', 'runs'])
     for (m, t, impl, s), by_round in sorted(runs.items()):
         v = list(by_round.values())
-        w.writerow([m, t, impl, s, round(median(v)), min(v), max(v), len(v)])
+        w.writerow([m, t, impl, s, f"{median(v):.2f}", f"{min(v):.2f}", f"{max(v):.2f}", len(v)])
     for (m, t, s), v in sorted(ratios.items()):
         if v and m != 'call_ns':
             w.writerow([m, t, 'ratio', s, f"{median(v):.3f}", f"{min(v):.3f}", f"{max(v):.3f}", len(v)])
@@ -63,7 +66,7 @@ for op in ('fi_cq_read', 'fi_getname'):
     core, bare, added = med(('call_ns', 'core', op, 0)), med(('call_ns', 'baseline', op, 0)), ratios.get(('call_ns', op, 0))
     if core is not None and bare is not None and added:
         print(f"one call through the core, {op}: {core:.0f} ns, baseline {bare:.0f} ns: "
-              f"the core adds {median(added):.0f} ns [{min(added)}-{max(added)}] "
+              f"the core adds {median(added):.0f} ns [{min(added):.0f}-{max(added):.0f}] "
               f"(median of {len(added)} runs [min-max])")
 titles = {'tcp': 'kofi_sock vs raw TCP (bandwidth: streaming messages)',
           'siw': 'kofi_verbs vs raw verbs on siw (bandwidth: streaming RMA writes)',
@@ -116,7 +119,7 @@ for t in ['tcp', 'siw', 'rxe']:
         rr, rk = med(('rtt_ns', t, 'raw', s)), med(('rtt_ns', t, 'kofi', s))
         br, bk = med(('bw_mbs', t, 'raw', s)), med(('bw_mbs', t, 'kofi', s))
         f = lambda x: '-' if x is None else f"{x / 1000:.1f}"
-        g = lambda x: '-' if x is None else f"{x:.0f}"
+        g = lambda x: '-' if x is None else (f"{x:.2f}" if x < 10 else f"{x:.0f}")
         print(f"{s:>8} | {f(rr):>10} {f(rk):>11} {ratio_cell(('rtt_ns', t, s)):>17} | "
               f"{g(br):>11} {g(bk):>12} {ratio_cell(('bw_mbs', t, s)):>17}")
 PY

@@ -12,7 +12,7 @@
  * run is over (messages and writes where they landed, reads where they were
  * read into). The module's init returns when the run is over (0: every
  * operation succeeded and every byte arrived) and prints one line:
- *   kofi_bw: <prov> <test> <size> bytes x <iters>: <MB/s> MB/s
+ *   kofi_bw: <prov> <test> <size> bytes x <iters>: <MB/s, two decimals> MB/s
  */
 #include <linux/completion.h>
 #include <linux/kthread.h>
@@ -240,7 +240,7 @@ static int client(void)
 	struct region_desc rd = {};
 	unsigned int posted = 0, done = 0;
 	ktime_t start;
-	s64 ns;
+	s64 ns, kbs;
 	u8 ack;
 	int ret;
 
@@ -272,6 +272,8 @@ static int client(void)
 	if (!ret && !is_rma())
 		ret = sample_wait_cq(e.cq, WAIT_MS);
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	/* kB/s, printed as MB/s with two decimals (small messages move few MB/s). */
+	kbs = (s64)size * iters * 1000000 / (ns ?: 1);
 	if (!ret && !strcmp(test, "read"))
 		ret = check_slots(e.buf, "client");
 	if (!ret && is_rma()) {
@@ -280,8 +282,8 @@ static int client(void)
 			ret = sample_wait_cq(e.cq, WAIT_MS);
 	}
 	if (!ret)
-		pr_info("kofi_bw: %s %s %u bytes x %u: %lld MB/s\n", prov, test, size, iters,
-			ns ? (s64)size * iters * 1000 / ns : 0);
+		pr_info("kofi_bw: %s %s %u bytes x %u: %lld.%02lld MB/s\n", prov, test, size, iters,
+			kbs / 1000, kbs % 1000 / 10);
 	else
 		pr_err("kofi_bw: client: %s (%d)\n", fi_strerror(ret), ret);
 	close_end(&e);

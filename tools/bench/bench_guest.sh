@@ -24,9 +24,10 @@ storage=1
 SIZES="64 1024 4096 16384 65536 262144 1048576"
 VERBS_SIZES="64 4096 65536 1048576"
 
-# The figure ("<n> ns" or "<n> MB/s") at the end of the last line with $1.
+# The figure ("<n> ns" or "<n.nn> MB/s") at the end of the last line with $1.
 figure() {
-	dmesg | grep "$1" | tail -1 | sed -n 's/.* \([0-9][0-9]*\) ns$/\1/p; s/.* \([0-9][0-9]*\) MB\/s$/\1/p'
+	dmesg | grep "$1" | tail -1 |
+		sed -n 's/.* \([0-9][0-9]*\) ns$/\1/p; s/.* \([0-9][0-9]*\.[0-9][0-9]\) MB\/s$/\1/p'
 }
 
 # run NAME FIGURE MARK MODULE ARGS...: loads MODULE (whose init is the run),

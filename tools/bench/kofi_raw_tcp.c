@@ -6,7 +6,7 @@
  * thread. test=pingpong bounces size bytes iters times; test=bw streams
  * iters messages and waits for a 1-byte acknowledgement. Prints
  *   kofi_raw_tcp: pingpong <size> x <iters>: <ns> ns
- *   kofi_raw_tcp: bw <size> x <iters>: <MB/s> MB/s
+ *   kofi_raw_tcp: bw <size> x <iters>: <MB/s, two decimals> MB/s
  */
 #include <linux/completion.h>
 #include <linux/in.h>
@@ -87,7 +87,7 @@ static int __init kofi_raw_tcp_init(void)
 	u8 *buf = vzalloc(size);
 	unsigned int i;
 	ktime_t start;
-	s64 ns;
+	s64 ns, kbs;
 	int ret;
 
 	if (!buf)
@@ -123,6 +123,8 @@ static int __init kofi_raw_tcp_init(void)
 	if (!ret && strcmp(test, "pingpong"))
 		ret = xfer(c, buf, 1, false);
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	/* kB/s, printed as MB/s with two decimals (small messages move few MB/s). */
+	kbs = (s64)size * iters * 1000000 / (ns ?: 1);
 	if (c)
 		sock_release(c);
 	wait_for_completion(&sv.done);
@@ -130,8 +132,8 @@ static int __init kofi_raw_tcp_init(void)
 	if (!ret && !strcmp(test, "pingpong"))
 		pr_info("kofi_raw_tcp: pingpong %u x %u: %lld ns\n", size, iters, ns / iters);
 	else if (!ret)
-		pr_info("kofi_raw_tcp: bw %u x %u: %lld MB/s\n", size, iters,
-			ns ? (s64)size * iters * 1000 / ns : 0);
+		pr_info("kofi_raw_tcp: bw %u x %u: %lld.%02lld MB/s\n", size, iters, kbs / 1000,
+			kbs % 1000 / 10);
 out:
 	if (sv.listener)
 		sock_release(sv.listener);

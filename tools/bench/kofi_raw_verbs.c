@@ -9,7 +9,7 @@
  * SEND/RECV; test=write streams iters RDMA WRITEs of size bytes, window at a
  * time, then a SEND the server waits for. Prints
  *   kofi_raw_verbs: pingpong <size> x <iters>: <ns> ns
- *   kofi_raw_verbs: write <size> x <iters>: <MB/s> MB/s
+ *   kofi_raw_verbs: write <size> x <iters>: <MB/s, two decimals> MB/s
  *
  * It is also the bad peer of kofi_verbs' tests: test=garbage_short and
  * test=garbage_op connect to a kofi_pingpong server at addr:port (with the
@@ -283,7 +283,7 @@ static int run(void)
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
 	unsigned int i, posted = 0, done = 0;
 	ktime_t start;
-	s64 ns;
+	s64 ns, kbs;
 	int ret;
 
 	if (!in4_pton(addr, -1, (u8 *)&sin.sin_addr, '\0', NULL))
@@ -339,6 +339,8 @@ static int run(void)
 		ret = ret ?: post_send(&client, IB_WR_SEND, 0, 0, 0) ?: poll_one(&client);
 	}
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
+	/* kB/s, printed as MB/s with two decimals (small messages move few MB/s). */
+	kbs = (s64)size * iters * 1000000 / (ns ?: 1);
 	if (!wait_for_completion_timeout(&served, TIMEOUT))
 		return -ETIMEDOUT;
 	ret = ret ?: served_ret;
@@ -348,8 +350,8 @@ static int run(void)
 		pr_info("kofi_raw_verbs: pingpong %u x %u: %lld ns\n", size, iters,
 			ns / (iters ?: 1));
 	else
-		pr_info("kofi_raw_verbs: write %u x %u: %lld MB/s\n", size, iters,
-			(s64)size * iters * 1000 / (ns ?: 1));
+		pr_info("kofi_raw_verbs: write %u x %u: %lld.%02lld MB/s\n", size, iters,
+			kbs / 1000, kbs % 1000 / 10);
 	return 0;
 }
 
