@@ -352,11 +352,16 @@ fn close(fid: *mut abi::fid) -> Result {
             // SAFETY: The class says it is an endpoint.
             let ep = unsafe { lookup::<Endpoint>(fid.cast()) }?;
             ep.users.check_idle()?;
+            ep.stop_progress();
             if let Some(close) = ep.ops().close {
                 // SAFETY: The provider's endpoint; it reports nothing after.
                 unsafe { close(ep.public()) };
             }
             let b = core::mem::take(&mut *ep.bindings.lock());
+            // Progress it asked for and no sleeper made yet: none is made now.
+            if let Some(cq) = &b.rx_cq {
+                cq.forget_progress(ep);
+            }
             for cq in [&b.tx_cq, &b.rx_cq].into_iter().flatten() {
                 cq.users.put();
             }

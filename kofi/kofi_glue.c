@@ -319,6 +319,7 @@ EXPORT_SYMBOL_NS_GPL(kofi_provider_register, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_provider_deregister, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_complete, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_complete_error, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_progress_request, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_event, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_event_error, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_connreq_alloc, KOFI);

@@ -16,7 +16,7 @@ use crate::registry::{ModuleRef, Provider};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
-use kernel::sync::Arc;
+use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::types::Opaque;
 
 /// A kofi object with a public C head.
@@ -279,6 +279,10 @@ pub(crate) struct Endpoint {
     pub(crate) users: Users,
     #[pin]
     pub(crate) bindings: BhSpinLock<Bindings>,
+    /// True until fi_close: the provider's progress op may be called (see
+    /// [`Endpoint::make_progress`]), one call at a time under this lock.
+    #[pin]
+    progress_gate: Mutex<bool>,
 }
 
 // SAFETY: `Endpoint` is `#[repr(C)]` with `fid_ep` first, of class EP.
@@ -307,7 +311,35 @@ impl Endpoint {
             counted: AtomicBool::new(false),
             users: Users::default(),
             bindings <- new_bh_spinlock!(Bindings::default(), "kofi_ep_bindings"),
+            progress_gate <- new_mutex!(true, "kofi_ep_progress_gate"),
         }? Error)
+    }
+
+    /// The provider's progress op, when its ABI (1.4 on) has it at all
+    /// (never the core's RDM endpoints: their progress is the core's own).
+    fn progress_op(&self) -> Option<unsafe extern "C" fn(*mut abi::fid_ep)> {
+        if !self.is_rdm() && self.domain.fabric.provider().abi_minor >= 4 {
+            self.domain.ep_ops().progress
+        } else {
+            None
+        }
+    }
+
+    /// Calls the provider's progress op (in a consumer's thread, asked for
+    /// by `kofi_ep_progress_request`), unless fi_close has begun.
+    pub(crate) fn make_progress(&self) {
+        let open = self.progress_gate.lock();
+        if let (true, Some(progress)) = (*open, self.progress_op()) {
+            // SAFETY: The provider's open endpoint: fi_close clears the gate,
+            // under this lock, before its close op runs.
+            unsafe { progress(self.public()) };
+        }
+    }
+
+    /// fi_close has begun: no progress op runs from here on, nor is one
+    /// still running when this returns.
+    pub(crate) fn stop_progress(&self) {
+        *self.progress_gate.lock() = false;
     }
 
     /// The endpoint's ops: the provider's, or for FI_EP_RDM the core's own,

@@ -13,7 +13,7 @@
 use crate::abi;
 use crate::errno;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
-use crate::object::{fid_head, Domain, Fabric, Object, Users};
+use crate::object::{fid_head, Domain, Endpoint, Fabric, Object, Users};
 use crate::ring::{CompletionRing, Overrun, Slot};
 use core::ptr;
 use kernel::ffi::c_void;
@@ -82,9 +82,24 @@ fn slots<T>(size: usize) -> Result<KVVec<Option<T>>> {
     Ok(v)
 }
 
+/// Endpoints a CQ's sleepers may be asked to make progress for at a time
+/// (see [`Cq::request_progress`]); a provider asking for more makes its own.
+const PROGRESS_ASKED: usize = 8;
+
 struct CqState {
     ring: CompletionRing<Completion, CqError, KVVec<Option<CqSlot>>>,
     signaled: bool,
+    /// Consumers in fi_cq_sread: they make the progress asked of them.
+    sleepers: usize,
+    /// Endpoints whose provider asked the sleepers for their progress.
+    progress: [Option<Arc<Endpoint>>; PROGRESS_ASKED],
+}
+
+impl CqState {
+    /// An endpoint asked for, taken out (a new request queues it again).
+    fn next_progress(&mut self) -> Option<Arc<Endpoint>> {
+        self.progress.iter_mut().find_map(Option::take)
+    }
 }
 
 /// The timeout of an sread, in jiffies; `None` waits forever.
@@ -187,7 +202,15 @@ impl Cq {
             can_wait,
             threshold_cond,
             handler,
-            state <- new_bh_spinlock!(CqState { ring, signaled: false }, "kofi_cq"),
+            state <- new_bh_spinlock!(
+                CqState {
+                    ring,
+                    signaled: false,
+                    sleepers: 0,
+                    progress: [const { None }; PROGRESS_ASKED],
+                },
+                "kofi_cq"
+            ),
             waiters <- new_condvar!("kofi_cq_waiters"),
         }? Error))
     }
@@ -366,25 +389,82 @@ impl Cq {
         let _sleeping = self.users.hold();
         let mut left = timeout_jiffies(timeout_ms);
         let mut state = self.state.lock();
-        loop {
+        state.sleepers += 1;
+        let result = loop {
             let ready = state.ring.len() >= threshold || state.ring.error_at_head();
             if ready || state.signaled || matches!(left, Some(0)) {
                 // SAFETY: The caller's guarantee.
                 match unsafe { self.read_locked(&mut state, buf, count, src) } {
                     Err(e) if e == errno::eagain() => {}
-                    other => return other,
+                    other => break other,
                 }
             }
             if state.signaled {
                 state.signaled = false;
-                return Err(errno::eagain());
+                break Err(errno::eagain());
+            }
+            // A provider's progress, asked of this thread instead of its
+            // work item: what it reports may be what we wait for.
+            if let Some(ep) = state.next_progress() {
+                drop(state);
+                ep.make_progress();
+                drop(ep);
+                state = self.state.lock();
+                continue;
             }
             match sleep(&self.waiters, &mut state, left) {
                 Wait::Again(l) => left = l,
-                Wait::TimedOut => return Err(errno::eagain()),
-                Wait::Interrupted => return Err(EINTR),
+                Wait::TimedOut => break Err(errno::eagain()),
+                Wait::Interrupted => break Err(EINTR),
             }
+        };
+        state.sleepers -= 1;
+        // The last sleeper to leave makes the progress still asked for: the
+        // providers counted on a sleeper, and none is left to make it.
+        while state.sleepers == 0 {
+            let Some(ep) = state.next_progress() else {
+                break;
+            };
+            drop(state);
+            ep.make_progress();
+            drop(ep);
+            state = self.state.lock();
         }
+        result
+    }
+
+    /// Asks a consumer sleeping in fi_cq_sread to make `ep`'s progress (see
+    /// `kofi_ep_progress_request`): false when none sleeps, or the queue of
+    /// such requests is full. Any context but hardirq.
+    pub(crate) fn request_progress(&self, ep: Arc<Endpoint>) -> bool {
+        let mut state = self.state.lock();
+        if state.sleepers == 0 {
+            return false;
+        }
+        let queued = state.progress.iter().flatten().any(|e| Arc::ptr_eq(e, &ep));
+        if !queued {
+            let Some(free) = state.progress.iter_mut().find(|e| e.is_none()) else {
+                return false;
+            };
+            *free = Some(ep);
+        }
+        drop(state);
+        self.waiters.notify_all();
+        true
+    }
+
+    /// `ep` is closing: no sleeper makes its progress any more.
+    pub(crate) fn forget_progress(&self, ep: &Endpoint) {
+        let forgotten = {
+            let mut state = self.state.lock();
+            let slot = state
+                .progress
+                .iter_mut()
+                .find(|e| e.as_ref().is_some_and(|e| core::ptr::eq(&**e, ep)));
+            slot.and_then(Option::take)
+        };
+        // Dropped with the lock released: it may be the last reference.
+        drop(forgotten);
     }
 
     /// fi_cq_signal: wakes sleepers, which return -FI_EAGAIN.

@@ -1052,4 +1052,6 @@ pub(crate) static EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
     tsendmsg: Some(rdm_tsendmsg),
     trecvmsg: Some(rdm_trecvmsg),
     atomicmsg: Some(rdm_atomicmsg),
+    // The core makes its own progress (its work items).
+    progress: None,
 };

@@ -127,6 +127,21 @@ pub(crate) extern "C" fn kofi_ep_complete_error(
     to_c(complete(ep, Slot::Failed(CqError(entry)), e.flags))
 }
 
+/// `kofi_ep_progress_request()`.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_ep_progress_request(ep: *mut abi::fid_ep) -> bool {
+    // SAFETY: The provider passes its live endpoint.
+    let Ok(e) = (unsafe { lookup::<Endpoint>(ep) }) else {
+        return false;
+    };
+    let Some(cq) = e.bindings.lock().rx_cq.clone() else {
+        return false;
+    };
+    // SAFETY: Endpoints are published; the provider's is open (it asks only
+    // before its close op returns), so the consumer's reference is alive.
+    cq.request_progress(unsafe { arc_of(e) })
+}
+
 /// The bytes of a CM entry's head.
 fn cm_head(
     fid: *mut abi::fid,

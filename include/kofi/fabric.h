@@ -20,7 +20,7 @@
 #include <kofi/fi_errno.h>
 
 #define FI_MAJOR_VERSION 1
-#define FI_MINOR_VERSION 3
+#define FI_MINOR_VERSION 4
 
 #define FI_VERSION(major, minor) (((major) << 16) | (minor))
 #define FI_MAJOR(version) ((version) >> 16)

@@ -114,6 +114,15 @@ struct kofi_ep_ops {
 	 * serve (-FI_EOPNOTSUPP).
 	 */
 	ssize_t (*atomicmsg)(struct fid_ep *ep, const struct kofi_atomic *atomic, u64 flags);
+	/*
+	 * ABI 1.4, optional: make the progress the endpoint can, without
+	 * waiting for its peer (read what its transport holds, fill posted
+	 * receives, report them, send what is queued). The core calls it in a
+	 * consumer's thread sleeping in fi_cq_sread() of the CQ @ep reports
+	 * receives to, after the provider asked with
+	 * kofi_ep_progress_request(), and never after the close op began.
+	 */
+	void (*progress)(struct fid_ep *ep);
 };
 
 struct kofi_pep_ops {
@@ -189,6 +198,22 @@ int kofi_ep_complete(struct fid_ep *ep, u64 flags, void *op_context, size_t len,
 		     u64 data);
 /* As kofi_ep_complete(), for a failed operation; @err->err is a positive FI_E*. */
 int kofi_ep_complete_error(struct fid_ep *ep, const struct fi_cq_err_entry *err);
+
+/**
+ * kofi_ep_progress_request() - have a consumer's thread make @ep's progress
+ *
+ * For a provider whose transport calls it back in softirq (data arrived):
+ * when a consumer sleeps in fi_cq_sread() on the CQ @ep reports receives
+ * to, that thread is woken to call @ep's progress op, saving the provider
+ * a hand-off to its own work item and the wake-up after it. Any context
+ * but hardirq.
+ *
+ * Return: true when a consumer's thread will call the progress op (the
+ * provider need do nothing more); false when none sleeps there (or too
+ * many endpoints wait for it already): the provider makes the progress
+ * itself, as it would without this call.
+ */
+bool kofi_ep_progress_request(struct fid_ep *ep);
 
 /* FI_CONNECTED or FI_SHUTDOWN for @ep, with the peer's private data. */
 int kofi_ep_event(struct fid_ep *ep, u32 event, const void *data, size_t datalen);

@@ -25,6 +25,7 @@ use crate::flags::{FI_MSG, FI_RECV};
 use crate::vec::VecExt;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::alloc::{Allocator, Vec};
 use kernel::error::{to_result, VTABLE_DEFAULT_ERROR};
 use kernel::ffi::{c_char, c_int, c_void};
@@ -130,6 +131,52 @@ impl EpRef {
                 data.len(),
             )
         })
+    }
+}
+
+/// The endpoint a transport's callbacks (softirq) ask a consumer's thread
+/// to make progress for (see `kofi_ep_progress_request`), read without a lock:
+/// armed once, when the connection gets its endpoint, and asked only by
+/// callbacks that stop before the endpoint's close op returns (as any use
+/// of an [`EpRef`]).
+///
+/// # Invariants
+///
+/// `ep` is null or the pointer of an [`EpRef`].
+pub(crate) struct ProgressWaker {
+    ep: AtomicPtr<abi::fid_ep>,
+}
+
+impl ProgressWaker {
+    pub(crate) const fn new() -> Self {
+        // INVARIANT: Null.
+        ProgressWaker {
+            ep: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// Arms the waker with `ep`; the first endpoint stays.
+    pub(crate) fn arm(&self, ep: &EpRef) {
+        // INVARIANT: An `EpRef`'s pointer.
+        let _ = self.ep.compare_exchange(
+            ptr::null_mut(),
+            ep.ptr.as_ptr(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
+    /// Asks a consumer sleeping on the endpoint's receive CQ to make its
+    /// progress: false when none will (or the waker is not armed yet), and
+    /// the caller makes the progress itself.
+    pub(crate) fn request(&self) -> bool {
+        let ep = self.ep.load(Ordering::Acquire);
+        if ep.is_null() {
+            return false;
+        }
+        // SAFETY: An `EpRef`'s pointer (type invariants), live while its
+        // provider's callbacks run, which is when this is called.
+        unsafe { abi::kofi_ep_progress_request(ep) }
     }
 }
 
@@ -1120,6 +1167,11 @@ pub(crate) trait Endpoint: Send + Sync + Sized + 'static {
     fn cancel(&self, _context: Context) -> Result {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
+    /// Makes the progress the endpoint can without waiting for its peer, in
+    /// a consumer's thread that a [`ProgressWaker`] woke.
+    fn progress(&self) {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// A passive endpoint's operations.
@@ -1452,6 +1504,15 @@ impl<P: Provider> Adapter<P> {
     /// # Safety
     ///
     /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_progress(ep: *mut abi::fid_ep) {
+        // SAFETY: The core calls this only on an open endpoint of this
+        // provider, set up by `ep_open`, before its close op.
+        unsafe { Self::ep(ep).progress() }
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
     unsafe extern "C" fn ep_readmsg(
         ep: *mut abi::fid_ep,
         msg: *const abi::fi_msg_rma,
@@ -1684,6 +1745,11 @@ impl<P: Provider> Adapter<P> {
         trecvmsg: None,
         // So are atomic operations.
         atomicmsg: None,
+        progress: if <P::Endpoint as Endpoint>::HAS_PROGRESS {
+            Some(Self::ep_progress)
+        } else {
+            None
+        },
     };
 
     const PEP_OPS: abi::kofi_pep_ops = abi::kofi_pep_ops {

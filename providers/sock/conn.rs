@@ -18,6 +18,7 @@ use crate::abi;
 use crate::flags::*;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, Context, DomainRef, EpRef, Info, Lent, PostedRecv,
+    ProgressWaker,
 };
 use crate::listener::Listener;
 use crate::ring::Ring;
@@ -233,6 +234,9 @@ pub(crate) struct Conn {
     work: Work<Conn>,
     #[pin]
     inner: Mutex<Inner>,
+    /// Its endpoint, for the socket's callbacks to hand the progress to a
+    /// consumer sleeping on the endpoint's receive CQ.
+    waker: ProgressWaker,
 }
 
 impl_has_work! {
@@ -253,7 +257,10 @@ fn release_conn(owner: *const core::ffi::c_void) {
     drop(unsafe { Arc::from_raw(owner.cast::<Conn>()) });
 }
 
-/// Schedules `owner`'s progress; called from the socket callbacks.
+/// Has `owner`'s progress made; called from the socket callbacks. A
+/// consumer sleeping on the endpoint's receive CQ makes it in its own
+/// thread, which the work item would only wake after making it: one
+/// hand-off (a context switch, under TCG tens of microseconds) fewer.
 ///
 /// # Safety
 ///
@@ -261,8 +268,12 @@ fn release_conn(owner: *const core::ffi::c_void) {
 pub(crate) unsafe fn wake(owner: *const core::ffi::c_void) {
     // SAFETY: The socket holds a reference until it is detached, which waits
     // for callbacks like this one.
-    let conn: Arc<Conn> = unsafe { ArcBorrow::from_raw(owner.cast::<Conn>()) }.into();
-    conn.kick();
+    let conn = unsafe { ArcBorrow::from_raw(owner.cast::<Conn>()) };
+    // The endpoint outlives this call: its close detaches the socket,
+    // which waits for callbacks in progress.
+    if !conn.waker.request() {
+        Arc::<Conn>::from(conn).kick();
+    }
 }
 
 impl Conn {
@@ -294,6 +305,7 @@ impl Conn {
             pin_init!(Conn {
                 work <- new_work!("kofi_sock_conn"),
                 inner <- new_mutex!(inner, "kofi_sock_conn"),
+                waker: ProgressWaker::new(),
             }),
             GFP_KERNEL,
         )?;
@@ -324,6 +336,7 @@ impl Conn {
             let mut g = conn.inner.lock();
             g.connect_data = connect_data;
             g.rx_cq_data = rx_cq_data;
+            conn.waker.arm(&ep);
             g.ep = Some(ep);
             g.domain = Some(domain);
             g.sock
@@ -359,6 +372,7 @@ impl Conn {
             return Err(EINVAL);
         }
         g.rx_cq_data = rx_cq_data;
+        self.waker.arm(&ep);
         g.ep = Some(ep);
         g.domain = Some(domain);
         Ok(())
@@ -583,8 +597,9 @@ impl Conn {
         Ok(())
     }
 
-    /// Makes what progress the socket allows.
-    fn progress(self: &Arc<Self>) {
+    /// Makes what progress the socket allows (in the work item, or in a
+    /// consumer's thread the socket's callbacks woke).
+    pub(crate) fn progress(self: &Arc<Self>) {
         // SAFETY: No preconditions; restored below.
         let noio = unsafe { abi::ksock_noio_save() };
         let mut g = self.inner.lock();

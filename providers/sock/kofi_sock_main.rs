@@ -367,6 +367,12 @@ impl kofi::Endpoint for SockEp {
             .cancel(context, &self.ep, |conn| conn.cancel_recv(context))
     }
 
+    fn progress(&self) {
+        if let Ok(conn) = self.conn() {
+            conn.progress();
+        }
+    }
+
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
         let local = Local::Write {
             lent: msg.lend()?,

@@ -4,10 +4,13 @@
  * every provider does is in the conformance suite, kofi_conformance.c):
  * RMA violations answered with their own errors while the connection
  * stays, flow control under many unexpected messages, zero-copy page sends,
- * a reset mid-transfer, garbage from a raw TCP client, many connections.
+ * a reset mid-transfer, garbage from a raw TCP client, many connections,
+ * receives made by the consumer's thread sleeping on the CQ.
  */
 #include <kunit/test.h>
 #include <linux/delay.h>
+#include <linux/completion.h>
+#include <linux/kthread.h>
 #include <linux/bvec.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -717,8 +720,90 @@ static void sock_many_unexpected_messages(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/* The task that posted the last completion to a CQ with this handler. */
+static struct task_struct *completion_poster;
+
+static void note_poster(struct fid_cq *cq)
+{
+	WRITE_ONCE(completion_poster, current);
+}
+
+struct late_send {
+	struct fid_ep *ep;
+	const void *buf;
+	size_t len;
+	int ret;
+	struct completion done;
+};
+
+static int send_late(void *arg)
+{
+	struct late_send *l = arg;
+
+	/* Long enough for the receiver to be asleep in fi_cq_sread. */
+	msleep(200);
+	l->ret = fi_send(l->ep, l->buf, l->len, NULL, 0, NULL);
+	complete(&l->done);
+	return 0;
+}
+
+/*
+ * A message that arrives while its receiver sleeps in fi_cq_sread is read
+ * from the socket, and its completion posted, by the receiver's own thread
+ * (the socket's callback asked it to, kofi_ep_progress_request), not by the
+ * connection's work item; with nobody asleep, the work item does it.
+ */
+static void sock_progress_made_by_the_sleeper(struct kunit *test)
+{
+	enum { LEN = 6000 };
+	struct pair p = { .server.cq_handler = note_poster };
+	u8 *src = kmalloc(LEN, GFP_KERNEL), *dst = kzalloc(LEN, GFP_KERNEL);
+	struct late_send l = { .buf = src, .len = LEN };
+	struct task_struct *t, *poster;
+	struct fi_cq_data_entry e;
+	int i;
+
+	KUNIT_ASSERT_TRUE(test, src && dst);
+	fill(src, LEN, 17);
+	pair_open(test, &p, "sock", "127.0.0.1", "7487");
+	l.ep = p.client.ep;
+	for (i = 0; i < 3; i++) {
+		init_completion(&l.done);
+		memset(dst, 0, LEN);
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, LEN, NULL, 0, NULL), 0);
+		WRITE_ONCE(completion_poster, NULL);
+		t = kthread_run(send_late, &l, "kofi_late_send");
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		poster = READ_ONCE(completion_poster);
+		KUNIT_EXPECT_PTR_EQ(test, poster, current);
+		KUNIT_EXPECT_EQ(test, e.len, (size_t)LEN);
+		KUNIT_EXPECT_EQ(test, memcmp(dst, src, LEN), 0);
+		wait_for_completion(&l.done);
+		KUNIT_ASSERT_EQ(test, l.ret, 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	}
+	/* Nobody asleep on the CQ: the connection's work item delivers. */
+	memset(dst, 0, LEN);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, LEN, NULL, 0, NULL), 0);
+	WRITE_ONCE(completion_poster, NULL);
+	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, LEN, NULL, 0, NULL), 0);
+	for (i = 0; i < 100 && !READ_ONCE(completion_poster); i++)
+		msleep(20);
+	poster = READ_ONCE(completion_poster);
+	KUNIT_EXPECT_NOT_NULL(test, poster);
+	KUNIT_EXPECT_PTR_NE(test, poster, current);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, src, LEN), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	pair_close(test, &p);
+	kfree(src);
+	kfree(dst);
+}
+
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_many_unexpected_messages),
+	KUNIT_CASE(sock_progress_made_by_the_sleeper),
 	KUNIT_CASE(sock_rma_violations),
 	KUNIT_CASE(sock_rma_several_buffers),
 	KUNIT_CASE(sock_pages_and_slab_bvecs),

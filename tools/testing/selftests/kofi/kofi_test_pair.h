@@ -39,6 +39,8 @@ struct side {
 	/* A counter bound for the kinds in @cntr_flags (set before opening). */
 	u64 cntr_flags;
 	struct fid_cntr *cntr;
+	/* The CQ's completion handler (set before opening), or none. */
+	kofi_cq_handler_t cq_handler;
 };
 
 struct pair {
@@ -91,7 +93,8 @@ static inline struct fi_info *test_info(struct kunit *test, const char *prov, co
 static inline void open_queues(struct kunit *test, struct pair *p, struct side *s)
 {
 	struct fi_eq_attr eq_attr = {};
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 256 };
+	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 256,
+				      .comp_handler = s->cq_handler };
 
 	KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &s->eq, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_cq_open(p->domain, &cq_attr, &s->cq, NULL), 0);
