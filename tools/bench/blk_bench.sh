@@ -14,8 +14,9 @@
 RUNS=${KOFI_BLK_RUNS:-3}
 SECONDS_PER_RUN=${KOFI_BLK_SECONDS:-4}
 
-# The workloads: name, fio options, and the metrics read from its terse line.
-WORKLOADS="randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 read_128k write_128k"
+# The workloads (KOFI_BLK_WORKLOADS: a subset): name, fio options, and the
+# metrics read from its terse line.
+WORKLOADS=${KOFI_BLK_WORKLOADS:-"randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 read_128k write_128k"}
 fio_args() {
 	case $1 in
 	randread_qd1) echo "--rw=randread --bs=4k --iodepth=1" ;;
