@@ -2,7 +2,8 @@
 # `make bench`: on the perf kernel, in one VM run, kofi_sock against a raw
 # in-kernel TCP baseline (pingpong round trip and streaming messages, 64 B to
 # 1 MiB), kofi_verbs against a raw verbs baseline on siw and on rxe
-# (pingpong round trip and streaming RMA writes), the cost of one call
+# (pingpong round trip and streaming RMA writes), RDM endpoints against the
+# MSG endpoints below them (round trip), the cost of one call
 # through the core, and kofi_blk against NVMe-oF (nvme-tcp, nvme-rdma on rxe
 # and siw, with nvmet on the same RAM disk; fio, three runs a cell). Prints
 # a table per transport with the ratio kofi/raw, the storage table with the
@@ -69,6 +70,7 @@ for op in ('fi_cq_read', 'fi_getname'):
               f"the core adds {median(added):.0f} ns [{min(added):.0f}-{max(added):.0f}] "
               f"(median of {len(added)} runs [min-max])")
 titles = {'tcp': 'kofi_sock vs raw TCP (bandwidth: streaming messages)',
+          'rdm': 'RDM endpoints vs the kofi_sock MSG endpoints below them (round trip; "raw" is MSG)',
           'siw': 'kofi_verbs vs raw verbs on siw (bandwidth: streaming RMA writes)',
           'rxe': 'kofi_verbs vs raw verbs on rxe (bandwidth: streaming RMA writes)'}
 # The storage table: medians (and spreads) of the runs per cell.
@@ -108,7 +110,7 @@ if blk:
 def ratio_cell(k):
     v = ratios.get(k)
     return '-' if not v else f"{median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"
-for t in ['tcp', 'siw', 'rxe']:
+for t in ['tcp', 'rdm', 'siw', 'rxe']:
     sizes = sorted({k[3] for k in runs if k[1] == t})
     if not sizes:
         continue

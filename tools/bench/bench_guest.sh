@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make bench`, inside the VM (perf kernel): kofi_sock against the raw TCP
 # baseline (pingpong round trip and streaming messages, 64 B to 1 MiB),
+# RDM endpoints against the MSG endpoints below them (round trip),
 # kofi_verbs against the raw verbs baseline on siw and on rxe (pingpong
 # round trip and streaming RMA writes), the cost of one call through the
 # core beside a bare baseline, and kofi_blk against NVMe-oF (blk_bench.sh).
@@ -23,6 +24,7 @@ storage=1
 [ "${1:-}" = --no-storage ] && storage=0
 SIZES="64 1024 4096 16384 65536 262144 1048576"
 VERBS_SIZES="64 4096 65536 1048576"
+RDM_SIZES="64 4096 65536"
 
 # The figure ("<n> ns" or "<n.nn> MB/s") at the end of the last line with $1.
 figure() {
@@ -47,8 +49,10 @@ run() {
 
 set -- $SIZES
 n_tcp=$#
+set -- $RDM_SIZES
+n_rdm=$#
 set -- $VERBS_SIZES
-ktap_plan $((ROUNDS * (1 + 4 * n_tcp + 2 * 4 * $#) + 2 + storage))
+ktap_plan $((ROUNDS * (1 + 4 * n_tcp + 2 * n_rdm + 2 * 4 * $#) + 2 + storage))
 insmod $M/kofi.ko && insmod $M/kofi_sock.ko && insmod $M/kofi_verbs.ko &&
 	insmod $M/kofi_test_provider.ko || exit 1
 
@@ -74,12 +78,23 @@ for round in $(seq $ROUNDS); do
 		bw=$((134217728 / size)); [ $bw -gt 20000 ] && bw=20000
 		run raw_pingpong_$size rtt_ns,tcp,raw,$size 'kofi_raw_tcp: pingpong' kofi_raw_tcp \
 			test=pingpong size=$size iters=$pp warmup=$warm
-		run kofi_pingpong_$size rtt_ns,tcp,kofi,$size 'kofi_pingpong: sock' kofi_pingpong \
+		run kofi_pingpong_$size rtt_ns,tcp,kofi,$size 'kofi_pingpong: sock:' kofi_pingpong \
 			size=$size iters=$pp warmup=$warm verify_in_clock=N
 		run raw_bw_$size bw_mbs,tcp,raw,$size 'kofi_raw_tcp: bw' kofi_raw_tcp \
 			test=bw size=$size iters=$bw
 		run kofi_bw_$size bw_mbs,tcp,kofi,$size 'kofi_bw: sock msg' kofi_bw \
 			test=msg size=$size iters=$bw window=16
+	done
+	# RDM endpoints (the core's layer) against the MSG endpoints below
+	# them, back to back: the MSG pingpong is this table's baseline.
+	for size in $RDM_SIZES; do
+		if [ $size -le 16384 ]; then pp=1500; else pp=300; fi
+		warm=$((pp / 10))
+		run msg_under_rdm_$size rtt_ns,rdm,raw,$size 'kofi_pingpong: sock:' kofi_pingpong \
+			size=$size iters=$pp warmup=$warm verify_in_clock=N
+		run rdm_pingpong_$size rtt_ns,rdm,kofi,$size 'kofi_pingpong: sock rdm:' kofi_pingpong \
+			ep_type=rdm size=$size iters=$pp warmup=$warm verify_in_clock=N
+		port=$((port + 1))
 	done
 done
 # kofi_verbs against raw verbs, on each soft device on eth0. rxe under TCG

@@ -801,9 +801,66 @@ static void sock_progress_made_by_the_sleeper(struct kunit *test)
 	kfree(dst);
 }
 
+struct sleeper {
+	struct fid_cq *cq;
+	ssize_t ret;
+	struct completion done;
+};
+
+static int sleep_on_cq(void *arg)
+{
+	struct sleeper *s = arg;
+	struct fi_cq_data_entry e;
+
+	s->ret = fi_cq_sread(s->cq, &e, 1, NULL, 3000);
+	complete(&s->done);
+	return 0;
+}
+
+/*
+ * The endpoint closes right after its data arrived, while the thread asked
+ * to make its progress may not have run yet: the progress is made before
+ * the close or not at all, the sleeper returns, nothing is used after it
+ * is freed (KASAN) and nothing leaks (kmemleak), twenty times over.
+ */
+static void sock_close_while_progress_asked(struct kunit *test)
+{
+	enum { LEN = 3000, ROUNDS = 20 };
+	u8 *src = kmalloc(LEN, GFP_KERNEL), *dst = kzalloc(LEN, GFP_KERNEL);
+	struct sleeper s;
+	struct pair p;
+	int i;
+
+	KUNIT_ASSERT_TRUE(test, src && dst);
+	fill(src, LEN, 5);
+	for (i = 0; i < ROUNDS; i++) {
+		struct task_struct *t;
+
+		memset(&p, 0, sizeof(p));
+		pair_open(test, &p, "sock", "127.0.0.1", "7488");
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, LEN, NULL, 0, NULL), 0);
+		s.cq = p.server.cq;
+		init_completion(&s.done);
+		t = kthread_run(sleep_on_cq, &s, "kofi_cq_sleeper");
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+		/* Asleep by now, or soon: the rounds cover both. */
+		msleep(i % 4 * 10);
+		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, LEN, NULL, 0, NULL), 0);
+		KUNIT_EXPECT_EQ(test, fi_close(&p.server.ep->fid), 0);
+		p.server.ep = NULL;
+		KUNIT_ASSERT_TRUE(test, wait_for_completion_timeout(&s.done, 10 * HZ) > 0);
+		/* The message, the receive cancelled by the close, or nothing. */
+		KUNIT_EXPECT_TRUE(test, s.ret == 1 || s.ret == -FI_EAVAIL || s.ret == -FI_EAGAIN);
+		pair_close(test, &p);
+	}
+	kfree(src);
+	kfree(dst);
+}
+
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_many_unexpected_messages),
 	KUNIT_CASE(sock_progress_made_by_the_sleeper),
+	KUNIT_CASE_SLOW(sock_close_while_progress_asked),
 	KUNIT_CASE(sock_rma_violations),
 	KUNIT_CASE(sock_rma_several_buffers),
 	KUNIT_CASE(sock_pages_and_slab_bvecs),

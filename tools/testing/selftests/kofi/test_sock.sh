@@ -1,11 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # kofi_sock as a module: registration, a consumer holding it (rmmod refused),
-# pingpong between two endpoints over IPv4 and IPv6, clean unload.
+# pingpong between two endpoints over IPv4 and IPv6 and through RDM
+# endpoints, clean unload.
 . "$(dirname "$0")/ktap_helpers.sh"
 MODDIR=/kofi/modules
 
-ktap_plan 12
+ktap_plan 14
 insmod $MODDIR/kofi.ko || { ktap_diag "insmod kofi.ko failed"; exit 1; }
 ktap_expect_ok "sock_registers" insmod $MODDIR/kofi_sock.ko
 ktap_expect_ok "consumer_opens_sock_objects" insmod $MODDIR/kofi_sample_consumer.ko prov=sock
@@ -16,6 +17,16 @@ rmmod kofi_pingpong
 ktap_expect_ok "pingpong_ipv6_64k" insmod $MODDIR/kofi_pingpong.ko mode=both addr=::1 port=7501 size=65536 iters=20
 rmmod kofi_pingpong
 if dmesg | grep -q 'kofi_pingpong: sock: 20 round trips of 65536 bytes'; then ktap_ok "pingpong_reported"; else ktap_not_ok "pingpong_reported"; fi
+# The same through RDM endpoints (the core's layer over kofi_sock), with
+# the benchmark's warm-up and verification outside the clock.
+ktap_expect_ok "pingpong_rdm_4k" insmod $MODDIR/kofi_pingpong.ko ep_type=rdm port=7530 size=4096 \
+	iters=40 warmup=4 verify_in_clock=N
+rmmod kofi_pingpong
+if dmesg | grep -q 'kofi_pingpong: sock rdm: 40 round trips of 4096 bytes'; then
+	ktap_ok "pingpong_rdm_reported"
+else
+	ktap_not_ok "pingpong_rdm_reported"
+fi
 # Streaming bandwidth: messages, RMA writes and reads, all completing.
 n=0
 for t in msg write read; do
