@@ -84,7 +84,8 @@ struct end {
 	u8 *tx, *rx;
 };
 
-static int open_common(struct end *e, u64 flags)
+/* The fabric, domain, EQ, CQ and buffers of one side; @ep_type's info for @service. */
+static int open_common(struct end *e, enum fi_ep_type ep_type, const char *service, u64 flags)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_eq_attr eq_attr = {};
@@ -93,10 +94,10 @@ static int open_common(struct end *e, u64 flags)
 
 	if (!hints)
 		return -ENOMEM;
-	hints->ep_attr->type = FI_EP_MSG;
+	hints->ep_attr->type = ep_type;
 	hints->caps = FI_MSG;
 	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
-	ret = fi_getinfo(V, addr, port, flags, hints, &e->info);
+	ret = fi_getinfo(V, addr, service, flags, hints, &e->info);
 	fi_freeinfo(hints);
 	if (!ret)
 		ret = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
@@ -207,7 +208,7 @@ static int serve(struct completion *listening)
 	struct cm_event ev;
 	int ret;
 
-	ret = open_common(&e, FI_SOURCE);
+	ret = open_common(&e, FI_EP_MSG, port, FI_SOURCE);
 	if (!ret)
 		ret = fi_passive_ep(e.fabric, e.info, &e.pep, NULL);
 	if (!ret)
@@ -254,7 +255,7 @@ static int client(void)
 	s64 ns = 0;
 	int ret;
 
-	ret = open_common(&e, 0);
+	ret = open_common(&e, FI_EP_MSG, port, 0);
 	if (!ret)
 		ret = sample_enable_ep(e.domain, e.info, e.eq, e.cq, &e.ep);
 	if (!ret)
@@ -297,26 +298,11 @@ static int client(void)
  */
 static int rdm_open(struct end *e, const char *own, const char *peer)
 {
-	struct fi_info *hints = fi_allocinfo();
 	struct fi_av_attr av_attr = { .type = FI_AV_MAP };
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
-	int ret;
+	int ret = open_common(e, FI_EP_RDM, own, FI_SOURCE);
 
-	if (!hints)
-		return -ENOMEM;
-	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG;
-	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
-	ret = fi_getinfo(V, addr, own, FI_SOURCE, hints, &e->info);
-	fi_freeinfo(hints);
-	if (!ret)
-		ret = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
-	if (!ret)
-		ret = fi_domain(e->fabric, e->info, &e->domain, NULL);
 	if (!ret)
 		ret = fi_av_open(e->domain, &av_attr, &e->av, NULL);
-	if (!ret)
-		ret = fi_cq_open(e->domain, &cq_attr, &e->cq, NULL);
 	if (!ret)
 		ret = fi_endpoint(e->domain, e->info, &e->ep, NULL);
 	if (!ret)
@@ -327,10 +313,6 @@ static int rdm_open(struct end *e, const char *own, const char *peer)
 		ret = fi_enable(e->ep);
 	if (!ret && fi_av_insertsvc(e->av, addr, peer, &e->peer, 0, NULL) != 1)
 		ret = -EINVAL;
-	e->tx = vmalloc(size + 1);
-	e->rx = vmalloc(size + 1);
-	if (!ret && (!e->tx || !e->rx))
-		ret = -ENOMEM;
 	return ret;
 }
 
