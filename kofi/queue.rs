@@ -12,12 +12,13 @@
 
 use crate::abi;
 use crate::errno;
-use crate::lock::{new_bh_spinlock, BhSpinLock};
+use crate::lock::{new_bh_spinlock, BhSpinLock, BhSpinLockBackend};
 use crate::object::{fid_head, Domain, Endpoint, Fabric, Object, Users};
 use crate::ring::{CompletionRing, Overrun, Slot};
 use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
+use kernel::sync::lock::Guard;
 use kernel::sync::{new_condvar, Arc, CondVar, CondVarTimeoutResult};
 use kernel::time::msecs_to_jiffies;
 use kernel::types::Opaque;
@@ -406,10 +407,7 @@ impl Cq {
             // A provider's progress, asked of this thread instead of its
             // work item: what it reports may be what we wait for.
             if let Some(ep) = state.next_progress() {
-                drop(state);
-                ep.make_progress();
-                drop(ep);
-                state = self.state.lock();
+                state = self.progress_unlocked(state, ep);
                 continue;
             }
             match sleep(&self.waiters, &mut state, left) {
@@ -425,28 +423,45 @@ impl Cq {
             let Some(ep) = state.next_progress() else {
                 break;
             };
-            drop(state);
-            ep.make_progress();
-            drop(ep);
-            state = self.state.lock();
+            state = self.progress_unlocked(state, ep);
         }
         result
     }
 
+    /// Makes `ep`'s progress with the queue unlocked (the provider reports
+    /// to it), and locks it again.
+    fn progress_unlocked<'a>(
+        &'a self,
+        state: Guard<'a, CqState, BhSpinLockBackend>,
+        ep: Arc<Endpoint>,
+    ) -> Guard<'a, CqState, BhSpinLockBackend> {
+        drop(state);
+        ep.make_progress();
+        // Maybe the last reference: dropped unlocked too.
+        drop(ep);
+        self.state.lock()
+    }
+
     /// Asks a consumer sleeping in fi_cq_sread to make `ep`'s progress (see
     /// `kofi_ep_progress_request`): false when none sleeps, or the queue of
-    /// such requests is full. Any context but hardirq.
-    pub(crate) fn request_progress(&self, ep: Arc<Endpoint>) -> bool {
+    /// such requests is full. `arc` gives a reference to keep, taken only
+    /// when one is queued (the common case, nobody asleep, costs one lock).
+    /// Any context but hardirq.
+    pub(crate) fn request_progress(
+        &self,
+        ep: &Endpoint,
+        arc: impl FnOnce() -> Arc<Endpoint>,
+    ) -> bool {
         let mut state = self.state.lock();
         if state.sleepers == 0 {
             return false;
         }
-        let queued = state.progress.iter().flatten().any(|e| Arc::ptr_eq(e, &ep));
+        let queued = state.progress.iter().flatten().any(|e| ptr::eq(&**e, ep));
         if !queued {
             let Some(free) = state.progress.iter_mut().find(|e| e.is_none()) else {
                 return false;
             };
-            *free = Some(ep);
+            *free = Some(arc());
         }
         drop(state);
         self.waiters.notify_all();
@@ -460,7 +475,7 @@ impl Cq {
             let slot = state
                 .progress
                 .iter_mut()
-                .find(|e| e.as_ref().is_some_and(|e| core::ptr::eq(&**e, ep)));
+                .find(|e| e.as_ref().is_some_and(|e| ptr::eq(&**e, ep)));
             slot.and_then(Option::take)
         };
         // Dropped with the lock released: it may be the last reference.

@@ -137,9 +137,12 @@ pub(crate) extern "C" fn kofi_ep_progress_request(ep: *mut abi::fid_ep) -> bool 
     let Some(cq) = e.bindings.lock().rx_cq.clone() else {
         return false;
     };
-    // SAFETY: Endpoints are published; the provider's is open (it asks only
-    // before its close op returns), so the consumer's reference is alive.
-    cq.request_progress(unsafe { arc_of(e) })
+    cq.request_progress(e, || {
+        // SAFETY: Endpoints are published; the provider's is open (it asks
+        // only before its close op returns), so the consumer's reference is
+        // alive.
+        unsafe { arc_of(e) }
+    })
 }
 
 /// The bytes of a CM entry's head.

@@ -155,15 +155,10 @@ impl ProgressWaker {
         }
     }
 
-    /// Arms the waker with `ep`; the first endpoint stays.
+    /// Arms the waker with `ep` (a connection gets one endpoint, once).
     pub(crate) fn arm(&self, ep: &EpRef) {
         // INVARIANT: An `EpRef`'s pointer.
-        let _ = self.ep.compare_exchange(
-            ptr::null_mut(),
-            ep.ptr.as_ptr(),
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
+        self.ep.store(ep.ptr.as_ptr(), Ordering::Release);
     }
 
     /// Asks a consumer sleeping on the endpoint's receive CQ to make its
