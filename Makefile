@@ -2,6 +2,7 @@
 # kofi: user-facing targets. What gets built is listed in `Kbuild`.
 #
 #   make          build every module against KDIR (default: kofi's cached kernel)
+#                 and the user tool kofi_info (target/release/kofi_info)
 #   make check    the whole test suite (sets up and builds what it needs)
 #   make demo     boot a VM, load kofi, run a sample consumer, show it
 #   make bench    kofi against raw kernel TCP and raw verbs on the perf kernel
@@ -21,12 +22,15 @@ endif
 
 KBUILD_ARGS = -C $(KDIR) M=$(CURDIR) LLVM=1
 
-.PHONY: all modules check demo bench profile setup kernel clean
+all: modules tools
 
-all: modules
+.PHONY: all modules tools check demo bench profile setup kernel clean
 
 modules:
 	$(MAKE) $(KBUILD_ARGS) modules
+
+tools:
+	cargo build --release -p kofi_info
 
 check:
 	scripts/check.sh

@@ -643,7 +643,8 @@ impl HintedNode {
     }
 }
 
-fn getinfo(
+/// fi_getinfo's work, for the export and for the core's own askers.
+pub(crate) fn getinfo(
     version: u32,
     node: *const c_char,
     service: *const c_char,

@@ -47,4 +47,34 @@ void kofi_seq_write(struct seq_file *m, const char *buf, size_t len);
 /* Implemented in Rust (registry.rs): the contents of debugfs kofi/providers. */
 void kofi_debugfs_show_providers(struct seq_file *m);
 
+/* kofi_netlink.c: the generic netlink family and its message helpers. */
+struct sk_buff;
+int kofi_nl_register(void);
+void kofi_nl_unregister(void);
+void *kofi_nl_msg_begin(struct sk_buff *skb, u32 portid, u32 seq, u8 cmd);
+void kofi_nl_msg_end(struct sk_buff *skb, void *hdr);
+void kofi_nl_msg_cancel(struct sk_buff *skb, void *hdr);
+int kofi_nl_put(struct sk_buff *skb, int type, const void *data, int len);
+int kofi_nl_put_u64(struct sk_buff *skb, int type, u64 value);
+void *kofi_nl_nest_start(struct sk_buff *skb, int type);
+void kofi_nl_nest_end(struct sk_buff *skb, void *nest);
+int kofi_nl_len(const struct sk_buff *skb);
+
+/* The hints of a KOFI_CMD_GET_INFO request; strings NULL when not given. */
+struct kofi_nl_hints {
+	const char *prov_name;
+	const char *node;
+	const char *service;
+	bool has_ep_type;
+	bool has_caps;
+	u32 ep_type;
+	u64 caps;
+};
+
+/* Implemented in Rust (netlink.rs): what the dumps answer. */
+int kofi_nl_fill_providers(struct sk_buff *skb, u32 portid, u32 seq, long *cursor);
+void *kofi_nl_collect_infos(const struct kofi_nl_hints *hints, int *err);
+int kofi_nl_fill_infos(struct sk_buff *skb, u32 portid, u32 seq, void *infos);
+void kofi_nl_release_infos(void *infos);
+
 #endif /* _KOFI_GLUE_H */

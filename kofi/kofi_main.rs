@@ -25,6 +25,7 @@ mod info;
 mod info_match;
 mod lock;
 mod mr;
+mod netlink;
 mod object;
 mod queue;
 mod rdm;
@@ -61,6 +62,14 @@ impl kernel::Module for Kofi {
                 return Err(e);
             }
         };
+        // SAFETY: No preconditions; undone in `drop`. The family's callbacks
+        // need the registry, installed above.
+        let r = unsafe { abi::kofi_nl_register() };
+        if r != 0 {
+            registry::Registry::uninstall();
+            rdm::exit();
+            return Err(Error::from_errno(r));
+        }
         // SAFETY: No preconditions; undone in `drop`.
         unsafe { abi::kofi_debugfs_init() };
         pr_info!(
@@ -79,6 +88,8 @@ impl Drop for Kofi {
         // Providers import kofi's symbols, so they are all gone by now.
         // SAFETY: Created in `init`; removal waits for readers.
         unsafe { abi::kofi_debugfs_exit() };
+        // SAFETY: Registered in `init`; returns once no callback runs.
+        unsafe { abi::kofi_nl_unregister() };
         registry::Registry::uninstall();
         rdm::exit();
         pr_info!("core unloaded\n");

@@ -45,7 +45,7 @@ pub(crate) struct Provider {
 }
 
 /// Object classes counted per provider: FI_CLASS_UNSPEC up to FI_CLASS_CONNREQ.
-const OBJECT_CLASSES: usize = abi::FI_CLASS_CONNREQ as usize + 1;
+pub(crate) const OBJECT_CLASSES: usize = abi::FI_CLASS_CONNREQ as usize + 1;
 
 impl Provider {
     /// Counts an object of `class` opened (`opened`) or closed.
@@ -59,8 +59,11 @@ impl Provider {
         }
     }
 
-    fn open(&self, class: u32) -> usize {
-        self.objects[class as usize].load(Ordering::Relaxed)
+    /// Open objects of `class` (0 for a class not counted).
+    pub(crate) fn open(&self, class: u32) -> usize {
+        self.objects
+            .get(class as usize)
+            .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 }
 
@@ -172,6 +175,24 @@ impl Registry {
             info_match::provider_order((a.priority, a.seq), (b.priority, b.seq))
         });
         Ok(out)
+    }
+
+    /// Calls `f` with each provider from the `skip`th on, in registration
+    /// order, and the references on its module, until `f` fails; returns how
+    /// many `f` took. Under the registry's lock: `f` must not sleep long.
+    pub(crate) fn visit(&self, skip: usize, mut f: impl FnMut(&Provider, i32) -> Result) -> usize {
+        let list = self.providers.lock();
+        let mut taken = 0;
+        for p in list.values().skip(skip) {
+            // SAFETY: `owner` is the provider's module, live while it is
+            // registered, and it stays registered while we hold the lock.
+            let refs = unsafe { abi::kofi_module_refcount(p.owner) };
+            if f(p, refs).is_err() {
+                break;
+            }
+            taken += 1;
+        }
+        taken
     }
 
     /// The provider called `name` (ignoring case), pinned.
@@ -317,11 +338,9 @@ pub(crate) extern "C" fn kofi_provider_deregister(prov: *mut abi::kofi_provider)
     pr_info!("provider {:?} deregistered\n", removed.name);
 }
 
-/// One line of debugfs `kofi/providers` for `p`.
-fn provider_line(p: &Provider) -> Result<CString> {
-    // SAFETY: `owner` stays valid while the provider is registered, and the
-    // registry lock is held by the caller.
-    let refs = unsafe { abi::kofi_module_refcount(p.owner) };
+/// One line of debugfs `kofi/providers` for `p`, whose module has `refs`
+/// references.
+fn provider_line(p: &Provider, refs: i32) -> Result<CString> {
     CString::try_from_fmt(kernel::fmt!(
         "{:<12} {:>3}.{:<3} {:>8} {:>11} {:>7} {:>7} {:>9} {:>11} {:>3} {:>3} {:>3} {:>8}\n",
         p.name.to_str().unwrap_or("?"),
@@ -356,10 +375,10 @@ pub(crate) extern "C" fn kofi_debugfs_show_providers(m: *mut abi::seq_file) {
     let Ok(registry) = Registry::get() else {
         return;
     };
-    let list = registry.providers.lock();
-    for p in list.values() {
-        if let Ok(line) = provider_line(p) {
+    registry.visit(0, |p, refs| {
+        if let Ok(line) = provider_line(p, refs) {
             seq_put(m, &line);
         }
-    }
+        Ok(())
+    });
 }

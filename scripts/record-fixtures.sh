@@ -8,6 +8,9 @@
 #   leak        a module leaks memory (kmemleak)
 #   oops        a module hits BUG() (the guest panics)
 # The faulty modules are built from scripts/vmlog/fault-modules/ into build/.
+# `record-fixtures.sh kofi_info` records kofi_info's answers instead
+# (tools/kofi_info/tests/fixtures/): the netlink datagrams of each case and
+# what the tool printed from them in the guest.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -32,6 +35,21 @@ record() { # record NAME TIMEOUT GUEST-COMMAND...
 	[ ! -e "build/fixture-$name/vm0/timed-out" ] || touch "$fixtures/$name/timed-out"
 	echo "recorded $fixtures/$name"
 }
+
+if [ "${1:-}" = kofi_info ]; then
+	out=tools/kofi_info/tests/fixtures
+	scripts/vm-run.sh --out build/fixture-kofi_info --timeout 600 \
+		-- /kofi/tests/kofi_info_record.sh >/dev/null || true
+	ktap=build/fixture-kofi_info/vm0/results.ktap
+	grep -q '^=== end' "$ktap" || die "record-fixtures: the kofi_info recording did not finish ($ktap)"
+	rm -rf "$out"
+	mkdir -p "$out"
+	# Split the guest's stdout (CRLF from the serial port) at its "=== FILE" lines.
+	tr -d '\r' <"$ktap" |
+		awk -v dir="$out" '/^=== end/ { exit } /^=== / { f = dir "/" $2; next } f { print > f }'
+	echo "recorded $out"
+	exit 0
+fi
 
 record pass 600 /kofi/tests/run_tests.sh
 record ktap_fail 600 /kofi/tests/fixture_guest.sh kunit_fail

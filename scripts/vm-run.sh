@@ -68,6 +68,10 @@ pack_bin() {
 if rdma_bin=$(command -v rdma 2>/dev/null || ls /sbin/rdma /usr/sbin/rdma 2>/dev/null | head -1); then
 	pack_bin "$rdma_bin" rdma
 fi
+# kofi_info (tools/kofi_info), built here, run there.
+(cd "$KOFI_ROOT" && cargo build --release --quiet -p kofi_info) ||
+	die "vm-run: building kofi_info failed"
+pack_bin "$KOFI_ROOT/target/release/kofi_info" kofi_info
 # kofi_blk's users: fio, ext4's tools, and nvme-cli for the NVMe-oF comparison.
 for tool in fio mkfs.ext4 e2fsck nvme; do
 	tool_bin=$(PATH=$PATH:/usr/sbin:/sbin command -v $tool) ||
