@@ -8,6 +8,7 @@
 # The device is added and removed through kofi_blk's sysfs files, as a user
 # would (Documentation/kofi/blk.rst).
 . /kofi/tests/ktap_helpers.sh
+. /kofi/samples/demo_common.sh
 . /kofi/tests/rdma_helpers.sh
 . /kofi/tests/blk_helpers.sh
 
@@ -40,7 +41,7 @@ over() {
 }
 
 ktap_plan 20
-ktap_diag "kernel $(uname -r) (kofi's debug build: KASAN, lockdep) under QEMU TCG: the figures show the path works; make bench measures speed"
+demo_kernel_label
 ktap_expect_ok "insmod kofi kofi_sock kofi_verbs kofi_blkt kofi_blk" sh -c \
 	"insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko &&
 	 insmod $MODDIR/kofi_blkt.ko && insmod $MODDIR/kofi_blk.ko"

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make demo`, inside the VM: load the core and the providers there are, let
 # the sample consumer discover them, open objects and move a message, show
-# the registry in debugfs, unload everything. Each step is a KTAP line so the
+# what kofi_info shows of them, unload everything. Each step is a KTAP line so the
 # runner can judge the run; the `#` lines show the kernel's own words.
 . /kofi/tests/ktap_helpers.sh
+. /kofi/samples/demo_common.sh
 MODDIR=/kofi/modules
 
 show() { # the kernel log lines about kofi since the last call
@@ -30,6 +31,7 @@ pingpong=0
 verbs=0
 case "$providers" in *kofi_verbs*) verbs=8 ;; esac
 ktap_plan $((4 + 2 * $# + pingpong + verbs))
+demo_kernel_label
 ktap_expect_ok "insmod kofi.ko" insmod $MODDIR/kofi.ko
 show
 for p in "$@"; do
@@ -78,8 +80,11 @@ else
 		insmod $MODDIR/kofi_sample_consumer.ko prov=$prov loopback=1
 fi
 show
-ktap_diag "/sys/kernel/debug/kofi/providers:"
-sed 's/^/#   /' /sys/kernel/debug/kofi/providers
+# What a user sees of it from user space, as libfabric's fi_info shows it.
+ktap_diag "kofi_info -o (the providers and the objects the consumer holds open):"
+kofi_info -o | sed 's/^/#   /'
+ktap_diag "kofi_info -p $prov -e FI_EP_MSG:"
+kofi_info -p $prov -e FI_EP_MSG | sed 's/^/#   /'
 ktap_expect_ok "rmmod kofi_sample_consumer" rmmod kofi_sample_consumer
 for p in "$@"; do
 	ktap_expect_ok "rmmod $p" rmmod $p

@@ -5,6 +5,7 @@
 # shared eth0). Node 0 serves, node 1 connects and reports the round trip
 # and bandwidth.
 . /kofi/tests/ktap_helpers.sh
+. /kofi/samples/demo_common.sh
 . /kofi/tests/rdma_helpers.sh
 MODDIR=/kofi/modules
 
@@ -15,6 +16,7 @@ client() {
 }
 
 ktap_plan 4
+demo_kernel_label
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko ||
 	{ ktap_diag "loading failed"; exit 1; }
 ktap_expect_ok "rxe0 on eth0" link_up rxe0 rxe

@@ -16,6 +16,8 @@ mkdir -p "$KOFI_ROOT/build"
 make -C "$KDIR" M="$KOFI_ROOT" LLVM=1 -j"$KOFI_JOBS" modules >"$KOFI_ROOT/build/demo-build.log" 2>&1 ||
 	{ cat "$KOFI_ROOT/build/demo-build.log"; exit 1; }
 grep -vE '^make(\[[0-9]+\])?: (Entering|Leaving)' "$KOFI_ROOT/build/demo-build.log" || true
+# Two CPUs per guest, as make check and make bench have (KOFI_VM_CPUS=1 for one).
+export KOFI_VM_CPUS=${KOFI_VM_CPUS:-2}
 rc=0
 # stage NAME VMS SHOWN-NODE TIMEOUT GUEST-SCRIPT: boots VMS guests running
 # the script, shows what node SHOWN-NODE did and the runner's verdict.
