@@ -194,6 +194,13 @@ fn endpoint(
             return Err(EINVAL);
         }
     }
+    // SAFETY: `check_info` checked the attrs are set.
+    let ep_attr = unsafe { &*i.ep_attr };
+    // One transmit and one receive context (0 asks for the default one):
+    // kofi has no scalable endpoints, nor shared contexts (usize::MAX).
+    if ep_attr.tx_ctx_cnt > 1 || ep_attr.rx_ctx_cnt > 1 {
+        return Err(EINVAL);
+    }
     let limits = limits(i);
     // The default op_flags apply to every plain call: only what a call takes.
     if limits.tx_op_flags & !TX_OP_FLAGS != 0 || limits.rx_op_flags & !RX_OP_FLAGS != 0 {

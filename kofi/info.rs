@@ -254,8 +254,11 @@ unsafe fn view<'a>(info: &'a abi::fi_info) -> InfoView<'a> {
             a.protocol = ep.protocol;
             a.protocol_version = ep.protocol_version;
             a.max_msg_size = ep.max_msg_size;
+            a.tx_ctx_cnt = ep.tx_ctx_cnt;
+            a.rx_ctx_cnt = ep.rx_ctx_cnt;
         }
         if let Some(tx) = info.tx_attr.as_ref() {
+            a.tx_caps = tx.caps;
             a.tx_msg_order = tx.msg_order;
             a.tx_comp_order = tx.comp_order;
             a.tx_op_flags = tx.op_flags;
@@ -265,6 +268,7 @@ unsafe fn view<'a>(info: &'a abi::fi_info) -> InfoView<'a> {
             a.rma_iov_limit = tx.rma_iov_limit;
         }
         if let Some(rx) = info.rx_attr.as_ref() {
+            a.rx_caps = rx.caps;
             a.rx_msg_order = rx.msg_order;
             a.rx_comp_order = rx.comp_order;
             a.rx_op_flags = rx.op_flags;
@@ -283,6 +287,8 @@ unsafe fn view<'a>(info: &'a abi::fi_info) -> InfoView<'a> {
             a.ep_cnt = d.ep_cnt;
             a.cq_cnt = d.cq_cnt;
             a.mr_cnt = d.mr_cnt;
+            a.max_ep_tx_ctx = d.max_ep_tx_ctx;
+            a.max_ep_rx_ctx = d.max_ep_rx_ctx;
         }
     }
     v
@@ -382,6 +388,60 @@ impl Choices {
     }
 }
 
+/// The capabilities that apply to transmits (`tx_attr->caps`) and to
+/// receives (`rx_attr->caps`), as fi_getinfo(3) lists them.
+const TX_CAPS: u64 = flags::FI_MSG
+    | flags::FI_RMA
+    | flags::FI_TAGGED
+    | flags::FI_ATOMIC
+    | flags::FI_READ
+    | flags::FI_WRITE
+    | flags::FI_SEND
+    | flags::FI_FENCE;
+const RX_CAPS: u64 = flags::FI_MSG
+    | flags::FI_RMA
+    | flags::FI_TAGGED
+    | flags::FI_ATOMIC
+    | flags::FI_RECV
+    | flags::FI_REMOTE_READ
+    | flags::FI_REMOTE_WRITE
+    | flags::FI_RMA_EVENT
+    | flags::FI_SOURCE
+    | flags::FI_MULTI_RECV
+    | flags::FI_DIRECTED_RECV;
+
+/// Fills in what a provider's well-formed `info` may leave to the core, as
+/// libfabric's providers state it: the capabilities of its transmits and
+/// receives (those of its own that apply to each), and one transmit and
+/// one receive context per endpoint (kofi has no scalable endpoints).
+fn complete(info: &mut abi::fi_info) {
+    // SAFETY: A well-formed info's attrs are set.
+    let (tx, rx, ep, d) = unsafe {
+        (
+            &mut *info.tx_attr,
+            &mut *info.rx_attr,
+            &mut *info.ep_attr,
+            &mut *info.domain_attr,
+        )
+    };
+    if tx.caps == 0 {
+        tx.caps = info.caps & TX_CAPS;
+    }
+    if rx.caps == 0 {
+        rx.caps = info.caps & RX_CAPS;
+    }
+    for count in [
+        &mut ep.tx_ctx_cnt,
+        &mut ep.rx_ctx_cnt,
+        &mut d.max_ep_tx_ctx,
+        &mut d.max_ep_rx_ctx,
+    ] {
+        if *count == 0 {
+            *count = 1;
+        }
+    }
+}
+
 /// Capabilities an RDM endpoint adds to its MSG endpoints'.
 const RDM_CAPS: u64 = flags::FI_SOURCE
     | flags::FI_DIRECTED_RECV
@@ -399,9 +459,13 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
     unsafe {
         let t = &mut *twin;
         t.caps |= RDM_CAPS;
+        (*t.tx_attr).caps |= RDM_CAPS & TX_CAPS;
+        (*t.rx_attr).caps |= RDM_CAPS & RX_CAPS;
         // A peer's RMA reaches the RDM endpoint's MSG ones, which report it
         // to nobody: no FI_RMA_EVENT.
         t.caps &= !flags::FI_RMA_EVENT;
+        (*t.tx_attr).caps &= t.caps;
+        (*t.rx_attr).caps &= t.caps;
         // Remote CQ data is the MSG endpoints' own business (rdm.rst).
         t.mode &= !abi::FI_RX_CQ_DATA;
         (*t.ep_attr).type_ = abi::fi_ep_type_FI_EP_RDM;
@@ -413,6 +477,10 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
         tx.iov_limit = tx.iov_limit.saturating_sub(1).max(1);
         tx.inject_size = tx.inject_size.min(crate::rdm::SEG);
         tx.msg_order = abi::FI_ORDER_SAS as u64;
+        // Sends alone are ordered: no RMA data order either.
+        ep.max_order_raw_size = 0;
+        ep.max_order_war_size = 0;
+        ep.max_order_waw_size = 0;
         // What an RDM operation refuses (rdm/tx.rs) is no default either.
         tx.op_flags &=
             !(flags::FI_TRANSMIT_COMPLETE | flags::FI_DELIVERY_COMPLETE | flags::FI_FENCE);
@@ -435,8 +503,11 @@ pub(crate) fn msg_twin(info: *mut abi::fi_info) {
         let t = &mut *info;
         // Tagged matching, multi-receive buffers and atomic operations are
         // the RDM layer's own.
-        t.caps &=
-            !(flags::FI_DIRECTED_RECV | flags::FI_TAGGED | flags::FI_MULTI_RECV | flags::FI_ATOMIC);
+        let own =
+            flags::FI_DIRECTED_RECV | flags::FI_TAGGED | flags::FI_MULTI_RECV | flags::FI_ATOMIC;
+        t.caps &= !own;
+        (*t.tx_attr).caps &= !own;
+        (*t.rx_attr).caps &= !own;
         let ep = &mut *t.ep_attr;
         ep.type_ = abi::fi_ep_type_FI_EP_MSG;
         ep.protocol = ep.protocol_version;
@@ -485,6 +556,9 @@ fn provider_infos(
         // SAFETY: The provider's list, which we own.
         let info = unsafe { &mut *at };
         let next = info.next;
+        if well_formed(info) {
+            complete(info);
+        }
         // SAFETY: `ep_attr` is null or valid.
         let msg =
             well_formed(info) && unsafe { (*info.ep_attr).type_ } == abi::fi_ep_type_FI_EP_MSG;

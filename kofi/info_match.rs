@@ -49,6 +49,16 @@ pub(crate) struct Attrs {
     pub(crate) ep_cnt: usize,
     pub(crate) cq_cnt: usize,
     pub(crate) mr_cnt: usize,
+    /// The capabilities of transmits and receives: the hints' must be
+    /// among the offer's.
+    pub(crate) tx_caps: u64,
+    pub(crate) rx_caps: u64,
+    /// Contexts per endpoint (more than one: scalable endpoints; shared
+    /// contexts are `usize::MAX`): at most the offer's.
+    pub(crate) tx_ctx_cnt: usize,
+    pub(crate) rx_ctx_cnt: usize,
+    pub(crate) max_ep_tx_ctx: usize,
+    pub(crate) max_ep_rx_ctx: usize,
 }
 
 /// The values of `fabric.h` this file reads (it is built on the host too,
@@ -233,6 +243,18 @@ fn check_attrs(caps: u64, h: &Attrs, o: &Attrs) -> Result<(), &'static str> {
         ("rx_attr.iov_limit", h.rx_iov_limit, o.rx_iov_limit),
         ("domain_attr.cq_data_size", h.cq_data_size, o.cq_data_size),
         ("domain_attr.mr_iov_limit", h.mr_iov_limit, o.mr_iov_limit),
+        ("ep_attr.tx_ctx_cnt", h.tx_ctx_cnt, o.tx_ctx_cnt),
+        ("ep_attr.rx_ctx_cnt", h.rx_ctx_cnt, o.rx_ctx_cnt),
+        (
+            "domain_attr.max_ep_tx_ctx",
+            h.max_ep_tx_ctx,
+            o.max_ep_tx_ctx,
+        ),
+        (
+            "domain_attr.max_ep_rx_ctx",
+            h.max_ep_rx_ctx,
+            o.max_ep_rx_ctx,
+        ),
     ];
     for (name, hint, offer) in at_most {
         if hint > offer {
@@ -257,6 +279,8 @@ fn check_attrs(caps: u64, h: &Attrs, o: &Attrs) -> Result<(), &'static str> {
         ("rx_attr.comp_order", h.rx_comp_order, o.rx_comp_order),
         ("tx_attr.op_flags", h.tx_op_flags, o.tx_op_flags),
         ("rx_attr.op_flags", h.rx_op_flags, o.rx_op_flags),
+        ("tx_attr.caps", h.tx_caps, o.tx_caps),
+        ("rx_attr.caps", h.rx_caps, o.rx_caps),
     ];
     for (name, hint, offer) in subsets {
         if hint & !offer != 0 {

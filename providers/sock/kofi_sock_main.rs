@@ -138,6 +138,10 @@ pub(crate) fn msg_info(
         f.ep.type_ = abi::fi_ep_type_FI_EP_MSG;
         f.ep.protocol = abi::FI_PROTO_SOCK_TCP;
         f.ep.max_msg_size = conn::MAX_MSG;
+        // One TCP stream, handled in order at the target: a read or a
+        // write sees every earlier write's data, whatever the sizes.
+        f.ep.max_order_raw_size = conn::MAX_MSG;
+        f.ep.max_order_waw_size = conn::MAX_MSG;
         f.tx.iov_limit = IOV_LIMIT;
         f.tx.rma_iov_limit = RMA_IOV_LIMIT;
         f.tx.inject_size = INJECT_SIZE;

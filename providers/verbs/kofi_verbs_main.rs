@@ -119,6 +119,10 @@ pub(crate) fn msg_info(
         // write finds its data in place (FI_ORDER_SAW).
         f.tx.msg_order =
             (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS | abi::FI_ORDER_SAW) as u64;
+        // The responder places one RC write's data before the next one's
+        // (libfabric's verbs provider says the same: up to the port's
+        // message size).
+        f.ep.max_order_waw_size = f.ep.max_msg_size;
         f.rx.iov_limit = RECV_IOV_LIMIT;
         f.rx.size = conn::RECV_DEPTH;
         // FI_MR_ENDPOINT is offered to consumers that ask for it: regions

@@ -127,7 +127,10 @@ fn completion_ring_pop_done_respects_max() {
 
 const MSG: u64 = 1 << 1;
 const RMA: u64 = 1 << 2;
+const TAGGED: u64 = 1 << 3;
 const ATOMIC: u64 = 1 << 4;
+const RECV: u64 = 1 << 10;
+const SEND: u64 = 1 << 11;
 const CONTEXT: u64 = 1 << 59;
 
 fn offer() -> InfoView<'static> {
@@ -411,6 +414,77 @@ fn caps_must_be_a_subset() {
     assert_eq!(check(&hints, &offer()), Ok(()));
     hints.caps = MSG | ATOMIC;
     assert_eq!(check(&hints, &offer()), Err(Mismatch::Caps(ATOMIC)));
+}
+
+#[test]
+fn context_caps_and_counts_bound_the_offer() {
+    // As the core completes kofi_sock's offer: one context each way, the
+    // transmit and receive capabilities of its caps.
+    let mut o = offer();
+    o.attrs.tx_caps = MSG | RMA | SEND;
+    o.attrs.rx_caps = MSG | RMA | RECV;
+    o.attrs.tx_ctx_cnt = 1;
+    o.attrs.rx_ctx_cnt = 1;
+    o.attrs.max_ep_tx_ctx = 1;
+    o.attrs.max_ep_rx_ctx = 1;
+    let wants = |attrs: Attrs| check(&hinting(attrs), &o);
+    assert_eq!(wants(Attrs::default()), Ok(()));
+    let asked = Attrs {
+        tx_caps: MSG | SEND,
+        rx_caps: RECV,
+        tx_ctx_cnt: 1,
+        rx_ctx_cnt: 1,
+        ..Attrs::default()
+    };
+    assert_eq!(wants(asked), Ok(()));
+    let too_much = [
+        (
+            Attrs {
+                tx_caps: MSG | TAGGED,
+                ..Attrs::default()
+            },
+            "tx_attr.caps",
+        ),
+        (
+            Attrs {
+                rx_caps: RECV | ATOMIC,
+                ..Attrs::default()
+            },
+            "rx_attr.caps",
+        ),
+        // A scalable endpoint, and a shared context.
+        (
+            Attrs {
+                tx_ctx_cnt: 4,
+                ..Attrs::default()
+            },
+            "ep_attr.tx_ctx_cnt",
+        ),
+        (
+            Attrs {
+                rx_ctx_cnt: usize::MAX,
+                ..Attrs::default()
+            },
+            "ep_attr.rx_ctx_cnt",
+        ),
+        (
+            Attrs {
+                max_ep_tx_ctx: 2,
+                ..Attrs::default()
+            },
+            "domain_attr.max_ep_tx_ctx",
+        ),
+        (
+            Attrs {
+                max_ep_rx_ctx: 2,
+                ..Attrs::default()
+            },
+            "domain_attr.max_ep_rx_ctx",
+        ),
+    ];
+    for (attrs, name) in too_much {
+        assert_eq!(wants(attrs), Err(Mismatch::Attr(name)), "{name}");
+    }
 }
 
 #[test]

@@ -50,6 +50,42 @@ static void conf_open(struct kunit *test, struct pair *p, int n)
 	pair_open(test, p, prov, node, port_of(port, n));
 }
 
+/*
+ * What an info states as libfabric's providers state it: the capabilities
+ * of its transmits and receives (a subset of its own, the transmit and
+ * receive ones among them), one context each way, and data ordering sizes
+ * only where the message order is claimed (the Programmer's Guide: "data
+ * ordering requires message ordering"; 0 means none).
+ */
+static void info_is_complete(struct kunit *test, const struct fi_info *i)
+{
+	const struct fi_ep_attr *ep = i->ep_attr;
+	u64 order = i->tx_attr->msg_order;
+
+	KUNIT_EXPECT_EQ(test, i->tx_attr->caps & ~i->caps, 0ULL);
+	KUNIT_EXPECT_EQ(test, i->rx_attr->caps & ~i->caps, 0ULL);
+	KUNIT_EXPECT_EQ(test, i->tx_attr->caps & (FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE),
+			i->caps & (FI_MSG | FI_RMA | FI_SEND | FI_READ | FI_WRITE));
+	KUNIT_EXPECT_EQ(test, i->rx_attr->caps & (FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ |
+						   FI_REMOTE_WRITE),
+			i->caps & (FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE));
+	KUNIT_EXPECT_EQ(test, i->tx_attr->caps & FI_RECV, 0ULL);
+	KUNIT_EXPECT_EQ(test, i->rx_attr->caps & FI_SEND, 0ULL);
+	KUNIT_EXPECT_EQ(test, ep->tx_ctx_cnt, (size_t)1);
+	KUNIT_EXPECT_EQ(test, ep->rx_ctx_cnt, (size_t)1);
+	KUNIT_EXPECT_GE(test, i->domain_attr->max_ep_tx_ctx, (size_t)1);
+	KUNIT_EXPECT_GE(test, i->domain_attr->max_ep_rx_ctx, (size_t)1);
+	KUNIT_EXPECT_LE(test, ep->max_order_raw_size, ep->max_msg_size);
+	KUNIT_EXPECT_LE(test, ep->max_order_war_size, ep->max_msg_size);
+	KUNIT_EXPECT_LE(test, ep->max_order_waw_size, ep->max_msg_size);
+	if (!(order & FI_ORDER_RAW))
+		KUNIT_EXPECT_EQ(test, ep->max_order_raw_size, (size_t)0);
+	if (!(order & FI_ORDER_WAR))
+		KUNIT_EXPECT_EQ(test, ep->max_order_war_size, (size_t)0);
+	if (!(order & FI_ORDER_WAW))
+		KUNIT_EXPECT_EQ(test, ep->max_order_waw_size, (size_t)0);
+}
+
 static void getinfo_describes_the_provider(struct kunit *test)
 {
 	struct fi_info *info = test_info(test, prov, node, NULL, 0), *src;
@@ -67,6 +103,8 @@ static void getinfo_describes_the_provider(struct kunit *test)
 	KUNIT_EXPECT_GE(test, info->ep_attr->max_msg_size, (size_t)(1 << 20));
 	KUNIT_EXPECT_GE(test, info->domain_attr->cq_data_size, (size_t)4);
 	KUNIT_EXPECT_NOT_NULL(test, info->dest_addr);
+	for (src = info; src; src = src->next)
+		info_is_complete(test, src);
 	fi_freeinfo(info);
 
 	src = test_info(test, prov, node, port_of(port, 0), FI_SOURCE);
@@ -133,6 +171,27 @@ static void getinfo_hints_bound_the_offer(struct kunit *test)
 	h->tx_attr->comp_order = FI_ORDER_STRICT;
 	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
 	h->tx_attr->comp_order = 0;
+
+	/* Contexts: one each way; a scalable endpoint (several) or a shared
+	 * context (FI_SHARED_CONTEXT, SIZE_MAX) is offered by nobody. */
+	h->ep_attr->tx_ctx_cnt = 4;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
+	h->ep_attr->tx_ctx_cnt = 0;
+	h->ep_attr->rx_ctx_cnt = SIZE_MAX;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
+	h->ep_attr->rx_ctx_cnt = 1;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
+	h->ep_attr->rx_ctx_cnt = offer->ep_attr->rx_ctx_cnt;
+	/* Transmit and receive capabilities: within the offer's. */
+	h->tx_attr->caps = FI_MSG | FI_SEND;
+	h->rx_attr->caps = FI_MSG | FI_RECV;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
+	h->tx_attr->caps = FI_MSG | FI_TAGGED;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
+	h->tx_attr->caps = offer->tx_attr->caps;
+	h->rx_attr->caps = FI_RECV | FI_ATOMIC;
+	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
+	h->rx_attr->caps = offer->rx_attr->caps;
 	h->ep_attr->protocol = FI_PROTO_IWARP + offer->ep_attr->protocol;
 	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
 	h->ep_attr->protocol = offer->ep_attr->protocol;
@@ -220,6 +279,13 @@ static void bad_arguments(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_mr_reg(p.domain, NULL, sizeof(buf), FI_REMOTE_READ, 0, 0, 0, &mr,
 					NULL), -EINVAL);
 	open_queues(test, &p, &p.client);
+	/* More than one context each way: no scalable endpoints here. */
+	info->ep_attr->tx_ctx_cnt = 2;
+	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), -EINVAL);
+	info->ep_attr->tx_ctx_cnt = 1;
+	info->ep_attr->rx_ctx_cnt = SIZE_MAX;
+	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), -EINVAL);
+	info->ep_attr->rx_ctx_cnt = 1;
 	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
 	/* Not enabled, then not connected. */
 	KUNIT_EXPECT_LT(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
@@ -1142,6 +1208,56 @@ static void send_after_write_finds_its_data(struct kunit *test)
 	vfree(region);
 }
 
+/*
+ * Data order as the info states it (max_order_waw_size): of two writes to
+ * the same bytes, back to back, the second's data is what stays, every
+ * round. A message after them (FI_ORDER_SAW) says when to look.
+ */
+static void write_after_write_data_ordered(struct kunit *test)
+{
+	enum { ROUNDS = 32, LEN = 65536 };
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+	u8 *region = vzalloc(LEN), *first = vmalloc(LEN), *second = vmalloc(LEN);
+	struct fi_cq_data_entry e;
+	struct pair p = {};
+	struct fid_mr *mr;
+	int i, ordered = 0;
+	u32 note, got;
+	u64 key;
+
+	KUNIT_ASSERT_TRUE(test, region && first && second);
+	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_WAW);
+	KUNIT_EXPECT_GE(test, info->ep_attr->max_order_waw_size, (size_t)LEN);
+	fi_freeinfo(info);
+	conf_open(test, &p, 33);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, LEN, FI_REMOTE_WRITE, 0, 0, 0, &mr,
+					NULL), 0);
+	key = fi_mr_key(mr);
+	for (i = 0; i < ROUNDS; i++) {
+		fill(first, LEN, 2 * i);
+		fill(second, LEN, 2 * i + 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, &got, sizeof(got), NULL, 0, &got), 0);
+		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, first, LEN, NULL, 0, 0, key, first), 0);
+		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, second, LEN, NULL, 0, 0, key, second),
+				0);
+		note = i;
+		KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, &note, sizeof(note), 0), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, got, (u32)i);
+		if (!memcmp(region, second, LEN))
+			ordered++;
+		else
+			KUNIT_FAIL(test, "round %d: the first write's data overtook the second's", i);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	}
+	KUNIT_EXPECT_EQ(test, ordered, (int)ROUNDS);
+	pair_close_with(test, &p, mr);
+	vfree(second);
+	vfree(first);
+	vfree(region);
+}
+
 static void queued_sends(struct kunit *test)
 {
 	enum { COUNT = 16 };
@@ -1852,6 +1968,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(rma),
 	KUNIT_CASE(mr_endpoint),
 	KUNIT_CASE_SLOW(send_after_write_finds_its_data),
+	KUNIT_CASE(write_after_write_data_ordered),
 	KUNIT_CASE_SLOW(large_region),
 	KUNIT_CASE(queued_sends),
 	KUNIT_CASE(shutdown_mid_traffic),
