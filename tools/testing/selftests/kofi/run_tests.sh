@@ -83,11 +83,14 @@ echo "1..$#"
 i=0
 for s in "$@"; do
 	i=$((i + 1))
+	start=$(date +%s)
 	case "$s" in
 	kunit:*) out=$(run_kunit_module "${s#kunit:}" 2>&1); rc=$? ;;
 	*) out=$(sh "$TESTDIR/$s.sh" 2>&1); rc=$? ;;
 	esac
 	echo "$out" | sed 's/^/    /'
+	# What each suite costs, for keeping make check inside its time.
+	echo "    # $s took $(($(date +%s) - start)) s"
 	if [ $rc -eq 0 ] && ! echo "$out" | grep -q '^ *not ok'; then
 		echo "ok $i $s"
 	else
