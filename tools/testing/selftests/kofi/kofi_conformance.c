@@ -1161,101 +1161,82 @@ static void large_region(struct kunit *test)
 }
 
 /*
- * FI_ORDER_SAW, which every provider offers: a message sent right after a
- * write, without waiting for the write's completion, finds the write's
- * bytes in place when it is received (kofi_blkt answers a read so). 64
- * rounds of 64 KiB, each with new bytes, the message naming its round.
+ * @writes RMA writes (one or two) of the same 64 KiB, back to back, then a
+ * message naming its round, without waiting for the writes' completions,
+ * @rounds times with new bytes each: each time the message is received,
+ * the region holds the last write's bytes.
  */
-static void send_after_write_finds_its_data(struct kunit *test)
+static void writes_then_send(struct kunit *test, int writes, int rounds, int port_n)
 {
-	enum { ROUNDS = 64, LEN = 65536 };
-	struct fi_info *info = test_info(test, prov, node, NULL, 0);
-	u8 *region = vzalloc(LEN), *src = vmalloc(LEN);
+	enum { LEN = 65536 };
+	u8 *region = vzalloc(LEN), *src[2] = { vmalloc(LEN), vmalloc(LEN) };
 	struct fi_cq_data_entry e;
 	struct pair p = {};
 	struct fid_mr *mr;
-	int i, in_place = 0;
+	int i, w, in_place = 0;
 	u32 note, got;
 	u64 key;
 
-	KUNIT_ASSERT_TRUE(test, region && src);
-	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_SAW);
-	fi_freeinfo(info);
-	conf_open(test, &p, 31);
+	KUNIT_ASSERT_TRUE(test, region && src[0] && src[1]);
+	conf_open(test, &p, port_n);
 	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, LEN, FI_REMOTE_WRITE, 0, 0, 0, &mr,
 					NULL), 0);
 	key = fi_mr_key(mr);
-	for (i = 0; i < ROUNDS; i++) {
-		fill(src, LEN, i);
+	for (i = 0; i < rounds; i++) {
 		got = ~0U;
 		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, &got, sizeof(got), NULL, 0, &got), 0);
-		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, LEN, NULL, 0, 0, key, src), 0);
+		for (w = 0; w < writes; w++) {
+			fill(src[w], LEN, writes * i + w);
+			KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src[w], LEN, NULL, 0, 0, key,
+						       src[w]), 0);
+		}
 		note = i;
 		KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, &note, sizeof(note), 0), 0);
 		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&got);
 		KUNIT_EXPECT_EQ(test, got, (u32)i);
-		if (!memcmp(region, src, LEN))
+		if (!memcmp(region, src[writes - 1], LEN))
 			in_place++;
 		else
-			KUNIT_FAIL(test, "round %d: the message came before the write's bytes", i);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+			KUNIT_FAIL(test, "round %d: the message came before the last write's bytes", i);
+		for (w = 0; w < writes; w++) {
+			KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+			KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src[w]);
+		}
 	}
-	KUNIT_EXPECT_EQ(test, in_place, (int)ROUNDS);
+	KUNIT_EXPECT_EQ(test, in_place, rounds);
 	pair_close_with(test, &p, mr);
-	vfree(src);
+	vfree(src[1]);
+	vfree(src[0]);
 	vfree(region);
 }
 
 /*
+ * FI_ORDER_SAW, which every provider offers: a message sent right after a
+ * write finds the write's bytes in place when it is received (kofi_blkt
+ * answers a read so). 64 rounds.
+ */
+static void send_after_write_finds_its_data(struct kunit *test)
+{
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+
+	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_SAW);
+	fi_freeinfo(info);
+	writes_then_send(test, 1, 64, 31);
+}
+
+/*
  * Data order as the info states it (max_order_waw_size): of two writes to
- * the same bytes, back to back, the second's data is what stays, every
- * round. A message after them (FI_ORDER_SAW) says when to look.
+ * the same bytes, back to back, the second's data is what stays. 32 rounds.
  */
 static void write_after_write_data_ordered(struct kunit *test)
 {
-	enum { ROUNDS = 32, LEN = 65536 };
 	struct fi_info *info = test_info(test, prov, node, NULL, 0);
-	u8 *region = vzalloc(LEN), *first = vmalloc(LEN), *second = vmalloc(LEN);
-	struct fi_cq_data_entry e;
-	struct pair p = {};
-	struct fid_mr *mr;
-	int i, ordered = 0;
-	u32 note, got;
-	u64 key;
 
-	KUNIT_ASSERT_TRUE(test, region && first && second);
 	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_WAW);
-	KUNIT_EXPECT_GE(test, info->ep_attr->max_order_waw_size, (size_t)LEN);
+	KUNIT_EXPECT_GE(test, info->ep_attr->max_order_waw_size, (size_t)65536);
 	fi_freeinfo(info);
-	conf_open(test, &p, 33);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, LEN, FI_REMOTE_WRITE, 0, 0, 0, &mr,
-					NULL), 0);
-	key = fi_mr_key(mr);
-	for (i = 0; i < ROUNDS; i++) {
-		fill(first, LEN, 2 * i);
-		fill(second, LEN, 2 * i + 1);
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, &got, sizeof(got), NULL, 0, &got), 0);
-		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, first, LEN, NULL, 0, 0, key, first), 0);
-		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, second, LEN, NULL, 0, 0, key, second),
-				0);
-		note = i;
-		KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, &note, sizeof(note), 0), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
-		KUNIT_EXPECT_EQ(test, got, (u32)i);
-		if (!memcmp(region, second, LEN))
-			ordered++;
-		else
-			KUNIT_FAIL(test, "round %d: the first write's data overtook the second's", i);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-	}
-	KUNIT_EXPECT_EQ(test, ordered, (int)ROUNDS);
-	pair_close_with(test, &p, mr);
-	vfree(second);
-	vfree(first);
-	vfree(region);
+	writes_then_send(test, 2, 32, 33);
 }
 
 static void queued_sends(struct kunit *test)
