@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make bench`: on the perf kernel, in one VM run, kofi_sock against a raw
 # in-kernel TCP baseline (pingpong round trip and streaming messages, 64 B to
-# 1 MiB), kofi_verbs against a raw verbs baseline on siw and on rxe
+# 1 MiB), scaling (1, 4 and 16 kofi_sock endpoint pairs against as many raw
+# TCP connections: aggregate bandwidth, CPU time per KiB), kofi_verbs
+# against a raw verbs baseline on siw and on rxe
 # (pingpong round trip and streaming RMA writes), RDM endpoints against the
 # MSG endpoints below them (round trip), the cost of one call
 # through the core, and kofi_blk against NVMe-oF (nvme-tcp, nvme-rdma on rxe
@@ -45,7 +47,7 @@ for l in lines:
 # Ratios round by round: kofi and its baseline ran back to back.
 ratios = {}
 for (m, t, impl, s), by_round in runs.items():
-    if m in ('rtt_ns', 'bw_mbs') and impl == 'kofi':
+    if m in ('rtt_ns', 'bw_mbs', 'cpu_ns_per_kib') and impl == 'kofi':
         raw = runs.get((m, t, 'raw', s), {})
         ratios[(m, t, s)] = [v / raw[k] for k, v in by_round.items() if raw.get(k)]
     if m == 'call_ns' and t == 'core':
@@ -110,6 +112,19 @@ if blk:
 def ratio_cell(k):
     v = ratios.get(k)
     return '-' if not v else f"{median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"
+pairs = sorted({k[3] for k in runs if k[1] == 'scale'})
+if pairs:
+    print("\nScaling: N kofi_sock endpoint pairs streaming 64 KiB messages at once against N raw "
+          "TCP connections, 128 MiB in all; medians of rounds, kofi/raw [min-max]; CPU: the "
+          "guest's busy time per KiB moved (both sides, all CPUs)")
+    print(f"{'pairs':>5} | {'bw raw MB/s':>11} {'bw kofi MB/s':>12} {'kofi/raw':>17} | "
+          f"{'cpu raw ns/KiB':>14} {'cpu kofi ns/KiB':>15} {'kofi/raw':>17}")
+    for n in pairs:
+        br, bk = med(('bw_mbs', 'scale', 'raw', n)), med(('bw_mbs', 'scale', 'kofi', n))
+        cr, ck = med(('cpu_ns_per_kib', 'scale', 'raw', n)), med(('cpu_ns_per_kib', 'scale', 'kofi', n))
+        g = lambda x: '-' if x is None else f"{x:.0f}"
+        print(f"{n:>5} | {g(br):>11} {g(bk):>12} {ratio_cell(('bw_mbs', 'scale', n)):>17} | "
+              f"{g(cr):>14} {g(ck):>15} {ratio_cell(('cpu_ns_per_kib', 'scale', n)):>17}")
 for t in ['tcp', 'rdm', 'siw', 'rxe']:
     sizes = sorted({k[3] for k in runs if k[1] == t})
     if not sizes:

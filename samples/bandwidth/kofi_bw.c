@@ -13,10 +13,14 @@
  * read into). The module's init returns when the run is over (0: every
  * operation succeeded and every byte arrived) and prints one line:
  *   kofi_bw: <prov> <test> <size> bytes x <iters>: <MB/s, two decimals> MB/s
+ * With pairs=N (mode=both), N pairs of endpoints (ports port, port+1, ...)
+ * connect first, then stream at once from one start; the line gives their
+ * aggregate bandwidth, "... x <iters> x <N> pairs: <MB/s> MB/s".
  */
 #include <linux/completion.h>
 #include <linux/kthread.h>
 #include <linux/ktime.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -47,9 +51,23 @@ module_param(iters, uint, 0444);
 static unsigned int window = 16;
 module_param(window, uint, 0444);
 MODULE_PARM_DESC(window, "operations in flight");
+static unsigned int pairs = 1;
+module_param(pairs, uint, 0444);
+MODULE_PARM_DESC(pairs, "mode=both: endpoint pairs streaming at once (aggregate bandwidth)");
 
 #define V FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION)
 #define WAIT_MS 60000
+
+/* One pair's part of a run: its port, and how its two sides did. */
+struct stream {
+	char port[8];
+	struct completion listening, served, connected, finished;
+	int serve_ret, client_ret;
+	ktime_t end;
+};
+
+/* Every client is connected: the clocks start. */
+static DECLARE_COMPLETION(go);
 
 /* What the server's accept tells the client: its region. */
 struct region_desc {
@@ -105,7 +123,7 @@ static int check_slots(const u8 *buf, const char *who)
 	return 0;
 }
 
-static int open_end(struct end *e, u64 flags)
+static int open_end(struct end *e, const char *service, u64 flags)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_eq_attr eq_attr = {};
@@ -117,7 +135,7 @@ static int open_end(struct end *e, u64 flags)
 	hints->ep_attr->type = FI_EP_MSG;
 	hints->caps = FI_MSG | (is_rma() ? FI_RMA : 0);
 	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
-	ret = fi_getinfo(V, addr, port, flags, hints, &e->info);
+	ret = fi_getinfo(V, addr, service, flags, hints, &e->info);
 	fi_freeinfo(hints);
 	if (!ret)
 		ret = fi_fabric(e->info->fabric_attr, &e->fabric, NULL);
@@ -151,7 +169,7 @@ static void close_end(struct end *e)
 	vfree(e->buf);
 }
 
-static int serve(struct completion *listening)
+static int serve(struct stream *st)
 {
 	struct end e = {};
 	struct cm_event ev;
@@ -160,7 +178,7 @@ static int serve(struct completion *listening)
 	u8 done;
 	int ret;
 
-	ret = open_end(&e, FI_SOURCE);
+	ret = open_end(&e, st->port, FI_SOURCE);
 	/* What reads take. */
 	if (!ret && !strcmp(test, "read"))
 		fill_slots(e.buf);
@@ -175,8 +193,7 @@ static int serve(struct completion *listening)
 		ret = fi_pep_bind(e.pep, &e.eq->fid, 0);
 	if (!ret)
 		ret = fi_listen(e.pep);
-	if (listening)
-		complete(listening);
+	complete(&st->listening);
 	if (!ret)
 		ret = sample_wait_cm(e.eq, FI_CONNREQ, &ev, WAIT_MS);
 	if (!ret) {
@@ -233,18 +250,18 @@ static int post(struct end *e, const struct region_desc *rd, unsigned int i)
 	return fi_send(e->ep, buf, size, NULL, 0, NULL);
 }
 
-static int client(void)
+/* Streams once every client is connected (the run's start); @st->end is
+ * when the server had it all. */
+static int client(struct stream *st)
 {
 	struct end e = {};
 	struct cm_event ev;
 	struct region_desc rd = {};
 	unsigned int posted = 0, done = 0;
-	ktime_t start;
-	s64 ns, kbs;
 	u8 ack;
 	int ret;
 
-	ret = open_end(&e, 0);
+	ret = open_end(&e, st->port, 0);
 	if (!ret)
 		ret = sample_enable_ep(e.domain, e.info, e.eq, e.cq, &e.ep);
 	if (!ret)
@@ -258,7 +275,8 @@ static int client(void)
 	/* What messages and writes carry (reads bring the server's). */
 	if (!ret && strcmp(test, "read"))
 		fill_slots(e.buf);
-	start = ktime_get();
+	complete(&st->connected);
+	wait_for_completion(&go);
 	while (!ret && done < iters) {
 		while (!ret && posted < iters && posted - done < window) {
 			ret = post(&e, &rd, posted);
@@ -271,9 +289,7 @@ static int client(void)
 	/* msg: the receiver's word that everything arrived; RMA: release it. */
 	if (!ret && !is_rma())
 		ret = sample_wait_cq(e.cq, WAIT_MS);
-	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
-	/* kB/s, printed as MB/s with two decimals (small messages move few MB/s). */
-	kbs = (s64)size * iters * 1000000 / (ns ?: 1);
+	st->end = ktime_get();
 	if (!ret && !strcmp(test, "read"))
 		ret = check_slots(e.buf, "client");
 	if (!ret && is_rma()) {
@@ -281,22 +297,131 @@ static int client(void)
 		if (!ret)
 			ret = sample_wait_cq(e.cq, WAIT_MS);
 	}
-	if (!ret)
-		pr_info("kofi_bw: %s %s %u bytes x %u: %lld.%02lld MB/s\n", prov, test, size, iters,
-			kbs / 1000, kbs % 1000 / 10);
-	else
+	if (ret)
 		pr_err("kofi_bw: client: %s (%d)\n", fi_strerror(ret), ret);
+	/* A client that failed before its connection must not hold the start. */
+	complete(&st->connected);
 	close_end(&e);
+	return ret;
+}
+
+static int serve_thread(void *arg)
+{
+	struct stream *st = arg;
+
+	st->serve_ret = serve(st);
+	complete(&st->served);
+	return 0;
+}
+
+static int client_thread(void *arg)
+{
+	struct stream *st = arg;
+
+	st->client_ret = client(st);
+	complete(&st->finished);
+	return 0;
+}
+
+/* Starts @fn in a thread for each of @n streams; returns how many started. */
+static unsigned int start_sides(struct stream *sts, unsigned int n, int (*fn)(void *),
+				bool servers)
+{
+	struct task_struct *t;
+	unsigned int k;
+
+	for (k = 0; k < n; k++) {
+		t = kthread_run(fn, &sts[k], "kofi_bw/%c%u", servers ? 's' : 'c', k);
+		if (IS_ERR(t))
+			break;
+	}
+	return k;
+}
+
+/* The aggregate bandwidth of @n streams that all began at @start. */
+static void report(const struct stream *sts, unsigned int n, ktime_t start)
+{
+	ktime_t end = start;
+	unsigned int k;
+	s64 ns, kbs;
+
+	for (k = 0; k < n; k++)
+		if (ktime_after(sts[k].end, end))
+			end = sts[k].end;
+	ns = ktime_to_ns(ktime_sub(end, start));
+	/* kB/s, printed as MB/s with two decimals (small messages move few MB/s). */
+	kbs = div64_s64((s64)size * iters * n * 1000000, ns ?: 1);
+	if (n == 1)
+		pr_info("kofi_bw: %s %s %u bytes x %u: %lld.%02lld MB/s\n", prov, test, size,
+			iters, kbs / 1000, kbs % 1000 / 10);
+	else
+		pr_info("kofi_bw: %s %s %u bytes x %u x %u pairs: %lld.%02lld MB/s\n", prov, test,
+			size, iters, n, kbs / 1000, kbs % 1000 / 10);
+}
+
+static int run(void)
+{
+	bool both = !strcmp(mode, "both"), server = !strcmp(mode, "server");
+	unsigned int n = both ? pairs : 1, k, servers = 0, clients = 0;
+	struct stream *sts;
+	unsigned int base;
+	ktime_t start;
+	int ret = 0;
+
+	if ((!both && !server && strcmp(mode, "client")) || kstrtouint(port, 10, &base) ||
+	    base + n > 65536)
+		return -EINVAL;
+	sts = kcalloc(n, sizeof(*sts), GFP_KERNEL);
+	if (!sts)
+		return -ENOMEM;
+	for (k = 0; k < n; k++) {
+		snprintf(sts[k].port, sizeof(sts[k].port), "%u", base + k);
+		init_completion(&sts[k].listening);
+		init_completion(&sts[k].served);
+		init_completion(&sts[k].connected);
+		init_completion(&sts[k].finished);
+	}
+	if (server) {
+		ret = serve(&sts[0]);
+		goto out;
+	}
+	if (both) {
+		servers = start_sides(sts, n, serve_thread, true);
+		for (k = 0; k < servers; k++)
+			wait_for_completion(&sts[k].listening);
+	}
+	if (servers == n || !both)
+		clients = start_sides(sts, n, client_thread, false);
+	for (k = 0; k < clients; k++)
+		wait_for_completion(&sts[k].connected);
+	start = ktime_get();
+	complete_all(&go);
+	for (k = 0; k < clients; k++) {
+		wait_for_completion(&sts[k].finished);
+		ret = ret ?: sts[k].client_ret;
+	}
+	/* A server whose client never came waits for it until WAIT_MS. */
+	for (k = 0; k < servers; k++) {
+		wait_for_completion(&sts[k].served);
+		ret = ret ?: sts[k].serve_ret;
+	}
+	if (!ret && clients < n)
+		ret = -EAGAIN;
+	if (!ret)
+		report(sts, n, start);
+out:
+	kfree(sts);
 	return ret;
 }
 
 static int __init kofi_bw_init(void)
 {
-	if (!size || size > (16 << 20) || !iters || !window || window > 256)
+	if (!size || size > (16 << 20) || !iters || !window || window > 256 || !pairs ||
+	    pairs > 64)
 		return -EINVAL;
 	if (strcmp(test, "msg") && strcmp(test, "write") && strcmp(test, "read"))
 		return -EINVAL;
-	return sample_run(mode, "kofi_bw", serve, client);
+	return run();
 }
 
 static void __exit kofi_bw_exit(void)

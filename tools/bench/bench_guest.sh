@@ -3,6 +3,8 @@
 # `make bench`, inside the VM (perf kernel): kofi_sock against the raw TCP
 # baseline (pingpong round trip and streaming messages, 64 B to 1 MiB),
 # RDM endpoints against the MSG endpoints below them (round trip),
+# scaling (1, 4 and 16 kofi_sock endpoint pairs streaming at once against as
+# many raw TCP connections: aggregate bandwidth and CPU time per byte),
 # kofi_verbs against the raw verbs baseline on siw and on rxe (pingpong
 # round trip and streaming RMA writes), the cost of one call through the
 # core beside a bare baseline, and kofi_blk against NVMe-oF (blk_bench.sh).
@@ -47,12 +49,44 @@ run() {
 	fi
 }
 
+# busy_ticks: the guest's CPU time so far, all CPUs, in USER_HZ ticks
+# (/proc/stat's cpu line less idle and iowait).
+busy_ticks() {
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
+
+# scale NAME IMPL N MARK MODULE ARGS...: a scaling run of N streams (ports
+# port.. port+N-1): its aggregate MB/s and the CPU time it took per KiB
+# moved (TOTAL bytes), as "scale" figures of size N.
+scale() {
+	name=$1 impl=$2 n=$3 mark=$4 mod=$5
+	shift 5
+	first=$((port + 1))
+	port=$((port + n))
+	before=$(busy_ticks)
+	if insmod $M/$mod.ko "$@" port=$first && rmmod $mod; then
+		ticks=$(($(busy_ticks) - before))
+		echo "# bench,bw_mbs,scale,$impl,$n,$(figure "$mark"),$round"
+		echo "# bench,cpu_ns_per_kib,scale,$impl,$n,$((ticks * (1000000000 / HZ_USER) / (TOTAL / 1024))),$round"
+		ktap_ok "${name}_r$round"
+	else
+		ktap_not_ok "${name}_r$round"
+	fi
+}
+# /proc/stat counts in USER_HZ ticks: 100 a second on x86.
+HZ_USER=100
+SCALE="1 4 16"
+# Bytes each scaling run moves in all: 64 KiB messages, 2048 of them.
+TOTAL=$((65536 * 2048))
+
 set -- $SIZES
 n_tcp=$#
+set -- $SCALE
+n_scale=$#
 set -- $RDM_SIZES
 n_rdm=$#
 set -- $VERBS_SIZES
-ktap_plan $((ROUNDS * (1 + 4 * n_tcp + 2 * n_rdm + 2 * 4 * $#) + 2 + storage))
+ktap_plan $((ROUNDS * (1 + 4 * n_tcp + 2 * n_rdm + 2 * n_scale + 2 * 4 * $#) + 2 + storage))
 insmod $M/kofi.ko && insmod $M/kofi_sock.ko && insmod $M/kofi_verbs.ko &&
 	insmod $M/kofi_test_provider.ko || exit 1
 
@@ -95,6 +129,15 @@ for round in $(seq $ROUNDS); do
 		run rdm_pingpong_$size rtt_ns,rdm,kofi,$size 'kofi_pingpong: sock rdm:' kofi_pingpong \
 			ep_type=rdm size=$size iters=$pp warmup=$warm verify_in_clock=N
 		port=$((port + 1))
+	done
+	# Scaling: N pairs of kofi_sock endpoints against N raw TCP
+	# connections, the same bytes in all, back to back.
+	for n in $SCALE; do
+		each=$((TOTAL / 65536 / n))
+		scale scale_raw_$n raw $n 'kofi_raw_tcp: bw' kofi_raw_tcp \
+			test=bw size=65536 iters=$each streams=$n
+		scale scale_kofi_$n kofi $n 'kofi_bw: sock msg' kofi_bw \
+			test=msg size=65536 iters=$each window=16 pairs=$n
 	done
 done
 # kofi_verbs against raw verbs, on each soft device on eth0. rxe under TCG

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # kofi_sock as a module: registration, a consumer holding it (rmmod refused),
 # pingpong between two endpoints over IPv4 and IPv6 and through RDM
-# endpoints, clean unload.
+# endpoints, streaming bandwidth (one pair and four at once), clean unload.
 . "$(dirname "$0")/ktap_helpers.sh"
 MODDIR=/kofi/modules
 
-ktap_plan 14
+ktap_plan 17
 insmod $MODDIR/kofi.ko || { ktap_diag "insmod kofi.ko failed"; exit 1; }
 ktap_expect_ok "sock_registers" insmod $MODDIR/kofi_sock.ko
 ktap_expect_ok "consumer_opens_sock_objects" insmod $MODDIR/kofi_sample_consumer.ko prov=sock
@@ -34,6 +34,19 @@ for t in msg write read; do
 	ktap_expect_ok "bandwidth_$t" insmod $MODDIR/kofi_bw.ko test=$t size=65536 iters=64 window=8 port=$((7510 + n))
 	rmmod kofi_bw
 done
+# Four pairs streaming at once (make bench's scaling table), every byte
+# checked on each; and the raw baseline's four connections beside them.
+ktap_expect_ok "bandwidth_4_pairs" insmod $MODDIR/kofi_bw.ko test=msg size=65536 iters=32 \
+	window=8 pairs=4 port=7520
+rmmod kofi_bw
+if dmesg | grep -q 'kofi_bw: sock msg 65536 bytes x 32 x 4 pairs: '; then
+	ktap_ok "bandwidth_4_pairs_reported"
+else
+	ktap_not_ok "bandwidth_4_pairs_reported"
+fi
+ktap_expect_ok "raw_tcp_4_streams" insmod $MODDIR/kofi_raw_tcp.ko test=bw size=65536 iters=32 \
+	streams=4 port=7540
+rmmod kofi_raw_tcp
 # A consumer written in Rust, through the same exported ABI.
 if insmod $MODDIR/kofi_rust_pingpong.ko && rmmod kofi_rust_pingpong &&
 	dmesg | grep -q 'kofi_rust_pingpong: 50 round trips of 4096 bytes through kofi from Rust'; then
