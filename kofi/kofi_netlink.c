@@ -78,14 +78,15 @@ static const struct genl_ops kofi_nl_ops[] = {
 /*
  * parallel_ops: the dumps take the registry's own lock; under genetlink's
  * global mutex, a provider's getinfo (rdma_cm resolving an address) would
- * hold up every other family's requests.
+ * hold up every other family's requests. Not netnsok: kofi's providers
+ * work in the initial network namespace, so the family is seen there only
+ * (another namespace would be shown a fabric it cannot reach).
  */
 static struct genl_family kofi_nl_family = {
 	.name = KOFI_GENL_NAME,
 	.version = KOFI_GENL_VERSION,
 	.maxattr = KOFI_A_MAX,
 	.policy = kofi_nl_policy,
-	.netnsok = true,
 	.parallel_ops = true,
 	.module = THIS_MODULE,
 	.ops = kofi_nl_ops,

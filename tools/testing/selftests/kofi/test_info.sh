@@ -44,7 +44,7 @@ only_types() {
 		! echo "$out" | grep 'type: ' | grep -qv "type: $1\$"
 }
 
-ktap_plan 17
+ktap_plan 18
 
 info_run -l
 [ $rc = 1 ] && echo "$err" | grep -q 'kofi.ko loaded'
@@ -99,6 +99,11 @@ info_run -v -n 127.0.0.1 -P 7777 -e FI_EP_MSG
 [ $rc = 0 ] &&
 	echo "$out" | grep -q 'dest_addr: fi_sockaddr_in://127.0.0.1:7777$'
 check "node_and_port_reach_fi_getinfo"
+
+# Requests the family's policy refuses: a node longer than any address.
+info_run -n "$(printf '%0300d' 0)"
+[ $rc = 1 ] && echo "$err" | grep -q -- '-22'
+check "overlong_node_refused"
 
 info_run -p nosuch
 [ $rc = 1 ] && echo "$err" | grep -q -- '-61' &&
