@@ -91,7 +91,13 @@ pub(crate) fn msg_info(
         // as a verbs write with immediate data does.
         f.info.mode = abi::FI_RX_CQ_DATA;
         f.ep.type_ = abi::fi_ep_type_FI_EP_MSG;
-        f.ep.protocol = abi::FI_PROTO_RDMA_CM_IB_RC;
+        // As libfabric's verbs provider names them: iWARP devices (siw)
+        // apart from InfiniBand and RoCE ones (rxe).
+        f.ep.protocol = if limits.is_some_and(|l| l.iwarp) {
+            abi::FI_PROTO_IWARP
+        } else {
+            abi::FI_PROTO_RDMA_CM_IB_RC
+        };
         // Messages go in segments; an RMA goes in one work request per
         // remote buffer, up to the port's message size.
         f.ep.max_msg_size = limits.map_or(conn::MAX_MSG, |l| conn::MAX_MSG.min(l.max_msg as usize));

@@ -85,7 +85,7 @@ fn infos_of_both_providers_and_types() {
         "    type: FI_EP_MSG\n",
         "    type: FI_EP_RDM\n",
         "    protocol: FI_PROTO_SOCK_TCP\n",
-        "    protocol: FI_PROTO_RDMA_CM_IB_RC\n",
+        "    protocol: FI_PROTO_IWARP\n",
         "    domain: siw0\n",
     ] {
         assert!(c.out.contains(want), "no {want:?} in {}", c.out);

@@ -103,6 +103,10 @@ static void getinfo_describes_the_provider(struct kunit *test)
 	KUNIT_EXPECT_GE(test, info->ep_attr->max_msg_size, (size_t)(1 << 20));
 	KUNIT_EXPECT_GE(test, info->domain_attr->cq_data_size, (size_t)4);
 	KUNIT_EXPECT_NOT_NULL(test, info->dest_addr);
+	/* kofi_verbs names iWARP (siw) apart from InfiniBand and RoCE (rxe). */
+	if (!strcmp(prov, "verbs"))
+		KUNIT_EXPECT_EQ(test, info->ep_attr->protocol,
+				strstr(label, "siw") ? (u32)FI_PROTO_IWARP : (u32)FI_PROTO_RDMA_CM_IB_RC);
 	for (src = info; src; src = src->next)
 		info_is_complete(test, src);
 	fi_freeinfo(info);

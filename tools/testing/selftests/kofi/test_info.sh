@@ -136,7 +136,8 @@ check "replay_prints_what_the_kernel_said"
 if link_up siw0 siw && insmod $MODDIR/kofi_verbs.ko; then
 	info_run -p verbs -e FI_EP_MSG
 	[ $rc = 0 ] && echo "$out" | grep -q '^provider: verbs$' &&
-		echo "$out" | grep -q 'domain: siw0$' && only_types FI_EP_MSG
+		echo "$out" | grep -q 'domain: siw0$' && only_types FI_EP_MSG &&
+		echo "$out" | grep -q 'protocol: FI_PROTO_IWARP$'
 	check "verbs_on_siw"
 	rmmod kofi_verbs
 else
