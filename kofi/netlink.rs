@@ -58,6 +58,15 @@ impl Dump {
     }
 }
 
+/// An `nla_put*` result: its only failure is a full buffer.
+fn room(r: c_int) -> Result {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno::emsgsize())
+    }
+}
+
 /// A message being written into a [`Dump`]; taken back out unless ended.
 struct Message<'a> {
     dump: &'a mut Dump,
@@ -71,11 +80,7 @@ impl Message<'_> {
         // SAFETY: The dump's buffer (see `Dump`); `data` is valid for `len`
         // bytes, which `nla_put` copies.
         let r = unsafe { abi::kofi_nl_put(self.dump.skb, ty as c_int, data.as_ptr().cast(), len) };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(errno::emsgsize())
-        }
+        room(r)
     }
 
     fn put_u32(&mut self, ty: u32, value: u32) -> Result {
@@ -85,11 +90,7 @@ impl Message<'_> {
     fn put_u64(&mut self, ty: u32, value: u64) -> Result {
         // SAFETY: The dump's buffer (see `Dump`).
         let r = unsafe { abi::kofi_nl_put_u64(self.dump.skb, ty as c_int, value) };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(errno::emsgsize())
-        }
+        room(r)
     }
 
     /// A string attribute from a C string of an info; none for NULL.

@@ -219,25 +219,24 @@ fn query(o: &Options) -> Result<String, String> {
         Ok(msgs) => show::infos(&msgs, o.verbose).map_err(|e| e.to_string()),
         Err(Error::Kernel(e)) => {
             let mut msg = format!("fi_getinfo: {}", Error::Kernel(e));
-            // Say why when the provider asked for is not there at all.
-            if let (Some(p), Source::Kernel { .. }) = (&o.provider, &src) {
-                if let Ok(mut s) = source(&Options::default()) {
-                    if let Ok(list) = s.dump(abi::KOFI_CMD_GET_PROVIDERS, &[]) {
-                        let names: Vec<String> = list
-                            .iter()
-                            .filter_map(|m| m.get(&abi::attr("KOFI_A_PROV_NAME"))?.str())
-                            .collect();
-                        if !names.iter().any(|n| n.eq_ignore_ascii_case(p)) {
-                            msg = format!(
-                                "{msg}: no provider '{p}' is registered (registered: {})",
-                                if names.is_empty() {
-                                    "none".into()
-                                } else {
-                                    names.join(", ")
-                                }
-                            );
-                        }
-                    }
+            // Say why when the provider asked for is not there at all: ask
+            // the same socket for the registered ones (a replay has no more).
+            let registered = match (&o.provider, &src) {
+                (Some(_), Source::Kernel { .. }) => src.dump(abi::KOFI_CMD_GET_PROVIDERS, &[]).ok(),
+                _ => None,
+            };
+            if let (Some(p), Some(list)) = (&o.provider, registered) {
+                let names: Vec<String> = list
+                    .iter()
+                    .filter_map(|m| m.get(&abi::attr("KOFI_A_PROV_NAME"))?.str())
+                    .collect();
+                if !names.iter().any(|n| n.eq_ignore_ascii_case(p)) {
+                    let names = if names.is_empty() {
+                        "none".into()
+                    } else {
+                        names.join(", ")
+                    };
+                    msg = format!("{msg}: no provider '{p}' is registered (registered: {names})");
                 }
             }
             Err(msg)
