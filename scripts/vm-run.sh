@@ -123,13 +123,23 @@ fi
 # allocations of its own task with /proc/self/fail-nth (or the task's
 # fail_nth), or a fault run sets a probability; failures are silent (no
 # stack dump, which would read as a splat) and sleeping allocations count.
+# None fails inside vmalloc, which reports its own failures with a stack
+# dump (kvmalloc's first try, kmalloc, fails quietly); fail-nth skips what
+# the stack filter rejects.
+set -- \$(grep -A1 ' __vmalloc_node_range_noprof\$' /proc/kallsyms | cut -d' ' -f1)
 for f in failslab fail_page_alloc; do
 	d=/sys/kernel/debug/\$f
 	[ -d \$d ] || continue
 	echo 0 >\$d/probability
 	echo 0 >\$d/verbose
 	echo N >\$d/ignore-gfp-wait
+	echo 0x\$1 >\$d/reject-start
+	echo 0x\$2 >\$d/reject-end
 done
+# The hung-task detector (debug kernel) looks every 30 s, not every timeout
+# (240 s): a hang fails the run about four minutes after it begins.
+f=/proc/sys/kernel/hung_task_check_interval_secs
+[ -e \$f ] && echo 30 >\$f
 echo "kofi-guest: running $guest_cmd" >/dev/console
 cd /kofi
 $guest_cmd >/dev/ttyS1 2>/dev/console

@@ -239,6 +239,12 @@ struct Resources {
     id: IdHandle,
     cq: Option<Cq>,
     rx: KVec<RxBuf>,
+    /// The QP reached RTS (the accept or the connect went through), so a
+    /// drain completes. One whose move to RTR or RTS failed may never
+    /// flush (rxe leaves its responder stopped when the move to RTR fails
+    /// to allocate), and holds only the provider's receive buffers, which
+    /// destroying it releases.
+    up: bool,
 }
 
 /// A provider buffer holding a segment, and the bytes received into it.
@@ -427,6 +433,7 @@ impl Conn {
                 id: unsafe { id.handle() },
                 cq: None,
                 rx: KVec::new(),
+                up: false,
             });
             *owner = Some(id);
         }
@@ -453,6 +460,7 @@ impl Conn {
             id,
             cq: None,
             rx: KVec::new(),
+            up: false,
         });
     }
 
@@ -567,10 +575,16 @@ impl Conn {
         // callback takes the state mutex: call it without the latter.
         let r = owner.as_ref().ok_or(EINVAL)?.accept(data.as_bytes(), reads);
         drop(owner);
+        let mut g = self.inner.lock();
         if r.is_err() {
-            self.inner.lock().phase = Phase::Closed;
+            g.phase = Phase::Closed;
             return r;
         }
+        // rdma_accept returns with the QP in RTS (iw_cm's accept too).
+        if let Some(res) = g.res.as_mut() {
+            res.up = true;
+        }
+        drop(g);
         // Regions registered before any connection of the domain: the
         // consumer may have sent their keys in this accept's private data,
         // so register them now rather than at ESTABLISHED, which the peer's
@@ -667,13 +681,15 @@ impl Conn {
         self.entry.remove_conn(self);
     }
 
-    /// Drains the QP, then destroys the id (and QP), the CQ and the
-    /// buffers, in that order.
+    /// Drains the QP if it came up, then destroys the id (and QP), the CQ
+    /// and the buffers, in that order.
     fn release(&self, owner: &mut Option<CmId>, res: Option<Resources>) {
         if let Some(res) = &res {
             res.id.disconnect();
-            // Flushes every posted work request through `completed`.
-            res.id.drain();
+            if res.up {
+                // Flushes every posted work request through `completed`.
+                res.id.drain();
+            }
         }
         drop(owner.take());
         if let Some(res) = res {

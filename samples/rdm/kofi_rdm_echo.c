@@ -156,7 +156,10 @@ static void close_net(struct net *t)
 		fi_freeinfo(t->info[i]);
 }
 
-/* The next completion of @cq and its source; an error entry as -err. */
+/*
+ * The next completion of @cq and its source; an error entry as -err, its
+ * context in @e.
+ */
 static int next(struct fid_cq *cq, struct fi_cq_data_entry *e, fi_addr_t *src, int wait_ms)
 {
 	ssize_t ret = fi_cq_sreadfrom(cq, e, 1, src, NULL, wait_ms);
@@ -165,6 +168,7 @@ static int next(struct fid_cq *cq, struct fi_cq_data_entry *e, fi_addr_t *src, i
 		struct fi_cq_err_entry err = {};
 
 		fi_cq_readerr(cq, &err, 0);
+		e->op_context = err.op_context;
 		return -err.err;
 	}
 	return ret < 0 ? ret : 0;
@@ -175,12 +179,20 @@ static int next(struct fid_cq *cq, struct fi_cq_data_entry *e, fi_addr_t *src, i
 #define CTX_BUF(c) ((int)(((uintptr_t)(c) - 16) >> 1))
 #define CTX_SEND(c) ((((uintptr_t)(c) - 16) & 1) != 0)
 
-/* The clients the server has met: their names and AV addresses. */
+/*
+ * The clients the server has met: their names, AV addresses and the echoes
+ * they got. A client run that gave up part way (insmod is retried until the
+ * server listens on every port) may have met it too: the server is done
+ * when eps clients have had all their echoes, whatever the others got.
+ */
 struct known {
 	u8 name[NAME_MAX_LEN];
 	u32 len;
 	fi_addr_t addr;
+	unsigned int echoed;
 };
+
+#define KNOWN_MAX (4 * EPS_MAX)
 
 static int serve(struct completion *listening)
 {
@@ -189,17 +201,19 @@ static int serve(struct completion *listening)
 	struct fi_cq_data_entry e;
 	struct head *h;
 	fi_addr_t src;
-	unsigned int total = eps * eps * iters, done = 0, nknown = 0, k;
+	/* The client each buffer's echo goes to. */
+	unsigned int echo_to[EPS_MAX][BUFS];
+	unsigned int each = eps * iters, whole = 0, done = 0, lost = 0, nknown = 0, k;
 	int i, ret, idle = 0;
 
-	known = kcalloc(EPS_MAX, sizeof(*known), GFP_KERNEL);
+	known = kcalloc(KNOWN_MAX, sizeof(*known), GFP_KERNEL);
 	ret = known && t ? open_net(t, addr, port, eps) : -ENOMEM;
 	for (i = 0; !ret && i < t->n; i++)
 		for (k = 0; !ret && k < BUFS; k++)
 			ret = fi_recv(t->ep[i], t->buf[i][k], size, NULL, FI_ADDR_UNSPEC, CTX(k, 0));
 	if (listening)
 		complete(listening);
-	while (!ret && done < total) {
+	while (!ret && whole < eps) {
 		bool any = false;
 
 		for (i = 0; !ret && i < t->n; i++) {
@@ -208,15 +222,24 @@ static int serve(struct completion *listening)
 				ret = 0;
 				continue;
 			}
-			if (ret)
+			if (ret && !CTX_SEND(e.op_context))
 				break;
 			any = true;
 			k = CTX_BUF(e.op_context);
 			if (CTX_SEND(e.op_context)) {
-				/* Echoed: the buffer takes the next message. */
+				/*
+				 * Echoed (or not: its client gave up and went):
+				 * the buffer takes the next message.
+				 */
+				if (ret) {
+					lost++;
+				} else {
+					done++;
+					if (++known[echo_to[i][k]].echoed == each)
+						whole++;
+				}
 				ret = fi_recv(t->ep[i], t->buf[i][k], size, NULL, FI_ADDR_UNSPEC,
 					      CTX(k, 0));
-				done++;
 				continue;
 			}
 			h = (struct head *)t->buf[i][k];
@@ -230,7 +253,7 @@ static int serve(struct completion *listening)
 					break;
 			if (k == nknown) {
 				/* A client not in the AV yet: no source to name. */
-				if (src != FI_ADDR_NOTAVAIL || nknown == EPS_MAX) {
+				if (src != FI_ADDR_NOTAVAIL || nknown == KNOWN_MAX) {
 					pr_err("kofi_rdm_echo: server: unknown client from %llx\n", src);
 					ret = -EPROTO;
 					break;
@@ -248,6 +271,7 @@ static int serve(struct completion *listening)
 				ret = -EPROTO;
 				break;
 			}
+			echo_to[i][CTX_BUF(e.op_context)] = k;
 			ret = fi_sendto(t->ep[i], h, size, NULL, known[k].addr,
 					CTX(CTX_BUF(e.op_context), 1));
 		}
@@ -261,8 +285,8 @@ static int serve(struct completion *listening)
 			usleep_range(1000, 2000);
 	}
 	if (!ret)
-		pr_info("kofi_rdm_echo: server: %s: %u messages from %u clients echoed, sources verified\n",
-			prov, done, nknown);
+		pr_info("kofi_rdm_echo: server: %s: %u messages from %u clients echoed (%u whole), %u to clients gone, sources verified\n",
+			prov, done, nknown, whole, lost);
 	else
 		pr_err("kofi_rdm_echo: server: %s (%d) after %u messages\n", fi_strerror(ret), ret,
 		       done);

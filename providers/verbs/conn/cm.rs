@@ -27,6 +27,10 @@ impl Conn {
                 }
             }
             CmEvent::Established(data) => {
+                // rdma_cm reports it with the QP in RTS.
+                if let Some(res) = g.res.as_mut() {
+                    res.up = true;
+                }
                 if g.phase != Phase::Connecting && g.phase != Phase::Accepting {
                     return;
                 }
