@@ -161,6 +161,12 @@ impl ProgressWaker {
         self.ep.store(ep.ptr.as_ptr(), Ordering::Release);
     }
 
+    /// Disarms the waker: the endpoint is closing (its close op began), and
+    /// its callbacks make the progress themselves from here on.
+    pub(crate) fn disarm(&self) {
+        self.ep.store(ptr::null_mut(), Ordering::Release);
+    }
+
     /// Asks a consumer sleeping on the endpoint's receive CQ to make its
     /// progress: false when none will (or the waker is not armed yet), and
     /// the caller makes the progress itself.

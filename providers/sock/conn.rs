@@ -27,7 +27,7 @@ use crate::wire::{self, Header, Op, HEADER_LEN};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
-use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 /// Frames waiting to go out, per connection.
 pub(crate) const TX_DEPTH: usize = 256;
@@ -361,7 +361,7 @@ impl Conn {
 
     /// Queues the work item (already queued is fine).
     pub(crate) fn kick(self: &Arc<Self>) {
-        let _ = crate::queue().enqueue(self.clone());
+        let _ = crate::workqueue::queue().enqueue(self.clone());
     }
 
     /// Binds the endpoint that accepts this (server) connection
@@ -1297,5 +1297,3 @@ pub(crate) fn rma_call(
         parts_left: 0,
     }
 }
-
-pub(crate) use workqueue::Queue;

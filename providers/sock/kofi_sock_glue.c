@@ -202,17 +202,6 @@ void ksock_noio_restore(unsigned int flags)
 	memalloc_noio_restore(flags);
 }
 
-struct workqueue_struct *ksock_alloc_wq(void)
-{
-	/* Progress must go on under memory pressure: storage depends on it. */
-	return alloc_workqueue("kofi_sock", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
-}
-
-void ksock_destroy_wq(struct workqueue_struct *wq)
-{
-	destroy_workqueue(wq);
-}
-
 struct ksock_timer {
 	struct timer_list timer;
 	const void *owner;

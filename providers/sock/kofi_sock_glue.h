@@ -39,8 +39,6 @@ int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer)
 
 unsigned int ksock_noio_save(void);
 void ksock_noio_restore(unsigned int flags);
-struct workqueue_struct *ksock_alloc_wq(void);
-void ksock_destroy_wq(struct workqueue_struct *wq);
 
 /* A one-shot timer: when it expires, kofi_sock_timer_fired(@owner) runs in
  * softirq. Arming returns 0, or 1 when the timer was armed already (it is

@@ -8,8 +8,8 @@
 //! queue each connection's work item on a WQ_MEM_RECLAIM workqueue. The
 //! wire protocol is in `wire.rs` and `Documentation/kofi/sock-wire.rst`.
 
-use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::alloc::KVVec;
+use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::{c_str, str::CStr};
@@ -38,6 +38,8 @@ mod timer;
 mod vec;
 #[allow(dead_code)]
 mod wire;
+#[path = "../common/workqueue.rs"]
+mod workqueue;
 
 use conn::{Conn, TxPayload};
 use conn_slot::ConnSlot;
@@ -66,16 +68,6 @@ const RMA_IOV_LIMIT: usize = 4;
 /// request's pages (a 1 MiB request is 256 of them, 257 unaligned) fit.
 const MR_IOV_LIMIT: usize = 257;
 const CQ_DATA_SIZE: usize = 8;
-
-/// The provider's workqueue (WQ_MEM_RECLAIM), for the module's lifetime.
-static WQ: AtomicPtr<abi::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
-
-/// The provider's workqueue.
-pub(crate) fn queue() -> &'static conn::Queue {
-    // SAFETY: Set in `init` before registration and destroyed after
-    // deregistration in `drop`; nothing queues work outside that span.
-    unsafe { conn::Queue::from_raw(WQ.load(Ordering::Acquire).cast()) }
-}
 
 /// Called by the socket callbacks (softirq) with the owner of the socket.
 ///
@@ -512,34 +504,19 @@ impl kofi::PassiveEndpoint for SockPep {
 
 struct SockModule {
     _registration: kofi::Registration<Sock>,
+    // Dropped after the registration: what work is left only finishes
+    // closed connections.
+    _queue: workqueue::OwnQueue,
 }
 
 impl kernel::Module for SockModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
-        // SAFETY: No preconditions.
-        let wq = unsafe { abi::ksock_alloc_wq() };
-        if wq.is_null() {
-            return Err(ENOMEM);
-        }
-        WQ.store(wq, Ordering::Release);
-        match kofi::Registration::register(module) {
-            Ok(r) => Ok(SockModule { _registration: r }),
-            Err(e) => {
-                // SAFETY: Nothing was queued: the provider never registered.
-                unsafe { abi::ksock_destroy_wq(wq) };
-                Err(e)
-            }
-        }
-    }
-}
-
-impl Drop for SockModule {
-    fn drop(&mut self) {
-        // The registration (a field) is dropped after this body: no fabric
-        // is open (the module was pinned otherwise), so no endpoint is, and
-        // what work remains only finishes closed connections.
-        let wq = WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
-        // SAFETY: Created in `init`; destroying flushes what is queued.
-        unsafe { abi::ksock_destroy_wq(wq) };
+        // Unbound: a connection's progress need not wait for the CPU whose
+        // softirq queued it.
+        let queue = workqueue::OwnQueue::new(c_str!("kofi_sock"), bindings::wq_flags_WQ_UNBOUND)?;
+        Ok(SockModule {
+            _registration: kofi::Registration::register(module)?,
+            _queue: queue,
+        })
     }
 }

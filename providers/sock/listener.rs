@@ -114,7 +114,7 @@ impl Listener {
         // SAFETY: The socket holds a reference until detached, which waits
         // for callbacks like this one.
         let l: Arc<Listener> = unsafe { ArcBorrow::from_raw(owner.cast::<Listener>()) }.into();
-        let _ = crate::queue().enqueue(l);
+        let _ = crate::workqueue::queue().enqueue(l);
     }
 
     /// The timer expired (softirq): the work closes what waited too long.
@@ -122,7 +122,7 @@ impl Listener {
         // Already queued: that run expires them. (The passive endpoint's
         // close holds a reference while it stops the timer, so this one is
         // never the last.)
-        let _ = crate::queue().enqueue(this);
+        let _ = crate::workqueue::queue().enqueue(this);
     }
 
     fn accept_all(self: Arc<Self>) {

@@ -25,11 +25,11 @@ use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, swap_remove, Context, EpRef, Lent, MrMemory, PepRef,
-    PostedRecv,
+    PostedRecv, ProgressWaker,
 };
 use crate::rdma::{
-    inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, Device, IdHandle, Mapping,
-    ReadDepths, Region, Slots, WorkCompletion,
+    inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, CqHandler, Device, IdHandle,
+    Mapping, ReadDepths, Region, Slots, WorkCompletion,
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
@@ -37,7 +37,8 @@ use crate::vec::VecExt;
 use crate::wire::{self, CmData, Header, KeyTable, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
+use kernel::sync::{new_mutex, new_spinlock, Arc, ArcBorrow, Mutex, SpinLock};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 mod cm;
 mod rx;
@@ -237,7 +238,6 @@ struct Reporting {
 /// `Conn::id`, which drops it only after taking these away).
 struct Resources {
     id: IdHandle,
-    cq: Option<Cq>,
     rx: KVec<RxBuf>,
     /// The QP reached RTS (the accept or the connect went through), so a
     /// drain completes. One whose move to RTR or RTS failed may never
@@ -328,7 +328,44 @@ pub(crate) struct Conn {
     reporting: Mutex<Reporting>,
     /// Bound to an endpoint (fi_endpoint took the request).
     bound: AtomicBool,
+    /// The CQ, once made; a poller holds a reference while it polls, so
+    /// `release` can drain through it after taking the resources.
+    #[pin]
+    cq: SpinLock<Option<Arc<Cq<Conn>>>>,
+    /// One poller of the CQ at a time, so completions are handled in order.
+    #[pin]
+    polling: Mutex<()>,
+    /// Polls the CQ when no consumer sleeps on the endpoint's CQ to do it.
+    #[pin]
+    work: Work<Conn>,
+    /// Its endpoint, for the CQ's events to hand the polling to a consumer
+    /// sleeping on the endpoint's receive CQ (one hand-off fewer).
+    waker: ProgressWaker,
 }
+
+impl_has_work! {
+    impl HasWork<Self> for Conn { self.work }
+}
+
+impl WorkItem for Conn {
+    type Pointer = Arc<Conn>;
+
+    fn run(this: Arc<Conn>) {
+        this.poll();
+    }
+}
+
+impl CqHandler for Conn {
+    fn cq_event(this: ArcBorrow<'_, Self>, can_wake: bool) {
+        if !(can_wake && this.waker.request()) {
+            // Already queued is fine: that run polls what this announces.
+            let _ = crate::workqueue::queue().enqueue(Arc::from(this));
+        }
+    }
+}
+
+/// Completions one call of `Cq::poll` hands over.
+const POLL_BUDGET: u32 = 16;
 
 fn ring<T>(n: usize) -> Result<KVec<Option<T>>> {
     let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
@@ -401,6 +438,10 @@ impl Conn {
                 entry,
                 reporting <- new_mutex!(Reporting::default(), "kofi_verbs_reporting"),
                 bound: AtomicBool::new(false),
+                cq <- new_spinlock!(None, "kofi_verbs_cq"),
+                polling <- new_mutex!((), "kofi_verbs_polling"),
+                work <- new_work!("kofi_verbs_conn"),
+                waker: ProgressWaker::new(),
             }),
             GFP_KERNEL,
         )?;
@@ -419,7 +460,9 @@ impl Conn {
         rx_cq_data: bool,
     ) -> Result<Arc<Conn>> {
         let data = CmData::encode(param).ok_or(EINVAL)?;
-        let conn = Conn::new(domain.entry().clone(), Phase::Resolving, Some(ep))?;
+        let conn = Conn::new(domain.entry().clone(), Phase::Resolving, None)?;
+        conn.waker.arm(&ep);
+        conn.inner.lock().ep = Some(ep);
         let id = CmId::new(conn.clone())?;
         {
             let mut owner = conn.id.lock();
@@ -431,7 +474,6 @@ impl Conn {
             g.res = Some(Resources {
                 // SAFETY: `close` takes the resources before the id.
                 id: unsafe { id.handle() },
-                cq: None,
                 rx: KVec::new(),
                 up: false,
             });
@@ -458,7 +500,6 @@ impl Conn {
     pub(crate) fn set_handle(&self, id: IdHandle) {
         self.inner.lock().res = Some(Resources {
             id,
-            cq: None,
             rx: KVec::new(),
             up: false,
         });
@@ -516,13 +557,14 @@ impl Conn {
         }
         g.rx_cq_data = rx_cq_data;
         *owner = Some(id.take().ok_or(EINVAL)?);
+        self.waker.arm(&ep);
         g.ep = Some(ep);
         g.domain = Some(domain);
         Ok(())
     }
 
     /// Creates the CQ, the QP and posts the receive buffers.
-    fn setup(&self, g: &mut Inner) -> Result {
+    fn setup(self: ArcBorrow<'_, Self>, g: &mut Inner) -> Result {
         let domain = g.domain.clone().ok_or(EINVAL)?;
         let res = g.res.as_mut().ok_or(EINVAL)?;
         let dev = res.id.device().ok_or(EINVAL)?;
@@ -533,11 +575,12 @@ impl Conn {
             }
             let limits = dev.limits();
             let sge = limits.max_sge.min(16);
-            let cq = Cq::new(dev, (RX_DEPTH + SQ_DEPTH + 1) as u32)?;
+            let cq = Cq::new(dev, (RX_DEPTH + SQ_DEPTH + 1) as u32, self.into())?;
+            let cq = Arc::new(cq, GFP_KERNEL)?;
             let inline =
                 res.id
                     .create_qp(pd, &cq, SQ_DEPTH as u32, RX_DEPTH as u32, sge, INLINE_ASK)?;
-            res.cq = Some(cq);
+            *self.cq.lock() = Some(cq);
             Ok((pd.lkey(), limits, inline))
         })?;
         g.dev = Some(dev);
@@ -557,7 +600,7 @@ impl Conn {
     }
 
     /// fi_accept.
-    pub(crate) fn accept(&self, param: &[u8]) -> Result {
+    pub(crate) fn accept(self: &Arc<Self>, param: &[u8]) -> Result {
         let data = CmData::encode(param).ok_or(EINVAL)?;
         let owner = self.id.lock();
         let reads = {
@@ -566,7 +609,7 @@ impl Conn {
                 (Phase::Requested, Some(_), Some(reads)) => reads,
                 _ => return Err(fi_error(abi::FI_EOPBADSTATE)),
             };
-            self.setup(&mut g)?;
+            self.as_arc_borrow().setup(&mut g)?;
             g.phase = Phase::Accepting;
             g.speaks_second = g.iwarp;
             reads
@@ -684,6 +727,11 @@ impl Conn {
     /// Drains the QP if it came up, then destroys the id (and QP), the CQ
     /// and the buffers, in that order.
     fn release(&self, owner: &mut Option<CmId>, res: Option<Resources>) {
+        // No consumer polls for the connection from here on, and an event
+        // handed to one whose endpoint began closing was dropped: poll (and
+        // arm the CQ) here instead, so the work item sees the next.
+        self.waker.disarm();
+        self.poll();
         if let Some(res) = &res {
             res.id.disconnect();
             if res.up {
@@ -692,9 +740,24 @@ impl Conn {
             }
         }
         drop(owner.take());
-        if let Some(res) = res {
-            drop(res.cq);
-            drop(res.rx);
+        // A poller may still hold it: then the CQ goes when that one is done.
+        let cq = self.cq.lock().take();
+        drop(cq);
+        drop(res);
+    }
+
+    /// Hands what the CQ holds to `completed`, then arms it again (in the
+    /// work item, or in a consumer's thread the CQ's event woke).
+    pub(crate) fn poll(&self) {
+        let _one = self.polling.lock();
+        let Some(cq) = self.cq.lock().clone() else {
+            return;
+        };
+        loop {
+            while cq.poll(POLL_BUDGET) == POLL_BUDGET {}
+            if !cq.arm() {
+                break;
+            }
         }
     }
 

@@ -81,11 +81,51 @@ u32 kverbs_pd_lkey(struct ib_pd *pd)
 	return pd->local_dma_lkey;
 }
 
-struct ib_cq *kverbs_alloc_cq(struct ib_device *dev, int nr_cqe)
+struct ib_cq *kverbs_create_cq(struct ib_device *dev, int nr_cqe,
+			       void (*event)(struct ib_cq *cq, void *context), void *context)
 {
-	struct ib_cq *cq = ib_alloc_cq(dev, NULL, nr_cqe, 0, IB_POLL_WORKQUEUE);
+	struct ib_cq_init_attr attr = { .cqe = nr_cqe };
+	struct ib_cq *cq = ib_create_cq(dev, event, NULL, context, &attr);
 
-	return IS_ERR(cq) ? NULL : cq;
+	if (IS_ERR(cq))
+		return NULL;
+	if (ib_req_notify_cq(cq, IB_CQ_NEXT_COMP)) {
+		ib_destroy_cq(cq);
+		return NULL;
+	}
+	return cq;
+}
+
+int kverbs_poll_cq(struct ib_cq *cq, int budget)
+{
+	struct ib_wc wcs[8];
+	int polled = 0, n, i;
+
+	while (polled < budget) {
+		n = ib_poll_cq(cq, min_t(int, budget - polled, ARRAY_SIZE(wcs)), wcs);
+		for (i = 0; i < n; i++)
+			if (wcs[i].wr_cqe)
+				wcs[i].wr_cqe->done(cq, &wcs[i]);
+		if (n <= 0)
+			break;
+		polled += n;
+	}
+	return polled;
+}
+
+bool kverbs_arm_cq(struct ib_cq *cq)
+{
+	return ib_req_notify_cq(cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) > 0;
+}
+
+void kverbs_destroy_cq(struct ib_cq *cq)
+{
+	ib_destroy_cq(cq);
+}
+
+bool kverbs_can_wake(void)
+{
+	return !in_hardirq() && !irqs_disabled();
 }
 
 struct rdma_cm_id *kverbs_create_id(rdma_cm_event_handler handler, void *context)

@@ -44,8 +44,22 @@ void kverbs_dev_limits(struct ib_device *dev, struct kverbs_limits *out);
 struct ib_pd *kverbs_alloc_pd(struct ib_device *dev);
 void kverbs_dealloc_pd(struct ib_pd *pd);
 u32 kverbs_pd_lkey(struct ib_pd *pd);
-/* A CQ polled from a workqueue: each ib_cqe's done runs in process context. */
-struct ib_cq *kverbs_alloc_cq(struct ib_device *dev, int nr_cqe);
+/*
+ * A CQ its owner polls (kverbs_poll_cq) in process context. @event(cq,
+ * @context) runs, in the driver's context (softirq, its own thread, or with
+ * interrupts off: kverbs_can_wake() tells), at the first completion after
+ * the CQ was armed: it is armed when made and by kverbs_arm_cq. NULL on
+ * failure.
+ */
+struct ib_cq *kverbs_create_cq(struct ib_device *dev, int nr_cqe,
+			       void (*event)(struct ib_cq *cq, void *context), void *context);
+/* Polls up to @budget completions, each to its ib_cqe's done; how many. */
+int kverbs_poll_cq(struct ib_cq *cq, int budget);
+/* Arms @cq again: true when completions may have come in unreported (poll). */
+bool kverbs_arm_cq(struct ib_cq *cq);
+void kverbs_destroy_cq(struct ib_cq *cq);
+/* Whether this context may wake a sleeping task (interrupts on, not hardirq). */
+bool kverbs_can_wake(void);
 
 struct rdma_cm_id *kverbs_create_id(rdma_cm_event_handler handler, void *context);
 struct ib_device *kverbs_id_device(struct rdma_cm_id *id);

@@ -10,6 +10,7 @@
 //! Devices come and go through an ib_client (`device.rs`); the RDMA calls
 //! are wrapped in `rdma.rs`, the provider's one unsafe layer.
 
+use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::{c_str, str::CStr};
@@ -36,6 +37,8 @@ mod sockaddr;
 #[allow(dead_code)]
 mod vec;
 mod wire;
+#[path = "../common/workqueue.rs"]
+mod workqueue;
 
 use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
 use conn_slot::ConnSlot;
@@ -373,6 +376,12 @@ impl kofi::Endpoint for VerbsEp {
             .cancel(context, &self.ep, |conn| conn.cancel_recv(context))
     }
 
+    fn progress(&self) {
+        if let Ok(conn) = self.conn() {
+            conn.poll();
+        }
+    }
+
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
         refuse_unkept(flags)?;
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
@@ -493,10 +502,14 @@ struct VerbsModule {
     registration: Option<kofi::Registration<Verbs>>,
     client: Option<rdma::ClientRegistration>,
     _registry: Pin<KBox<device::Registry>>,
+    // Last: connections closed as their devices go poll their CQs there.
+    _queue: workqueue::OwnQueue,
 }
 
 impl kernel::Module for VerbsModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
+        // Completions, as the RDMA core's own CQ workqueue has them.
+        let queue = workqueue::OwnQueue::new(c_str!("kofi_verbs"), bindings::wq_flags_WQ_HIGHPRI)?;
         // The registry first: the client's callbacks fill it at once.
         let registry = device::Registry::install()?;
         let client = rdma::ClientRegistration::register()
@@ -506,6 +519,7 @@ impl kernel::Module for VerbsModule {
                 registration: Some(registration),
                 client: Some(client),
                 _registry: registry,
+                _queue: queue,
             }),
             Err(e) => {
                 device::Registry::uninstall();

@@ -126,35 +126,99 @@ impl Drop for Pd {
     }
 }
 
-/// A completion queue polled from a workqueue.
+/// What a CQ's owner does when a completion arrives on it.
+pub(crate) trait CqHandler: Send + Sync + 'static {
+    /// The first completion since the CQ was armed ([`Cq::arm`]) arrived.
+    /// Runs in the driver's context and must not sleep; `can_wake` says
+    /// whether it may wake a task (rxe calls it with interrupts off).
+    fn cq_event(this: ArcBorrow<'_, Self>, can_wake: bool);
+}
+
+/// A completion queue its owner polls ([`Cq::poll`]) in process context,
+/// when its [`CqHandler`] hears of a completion.
 ///
 /// # Invariants
 ///
-/// `ptr` is owned and freed on drop (which waits for its polling).
-pub(crate) struct Cq {
+/// `ptr` is owned and destroyed on drop; its event context is `owner`, an
+/// `Arc<H>` reference released after the CQ is destroyed.
+pub(crate) struct Cq<H: CqHandler> {
     ptr: NonNull<abi::ib_cq>,
+    owner: *const H,
 }
 
-// SAFETY: CQs are used from any thread.
-unsafe impl Send for Cq {}
-// SAFETY: As above.
-unsafe impl Sync for Cq {}
+// SAFETY: CQs are used from any thread; `owner` is an `Arc` of a `Send +
+// Sync` type.
+unsafe impl<H: CqHandler> Send for Cq<H> {}
+// SAFETY: As above: polling and arming are thread-safe in every driver.
+unsafe impl<H: CqHandler> Sync for Cq<H> {}
 
-impl Cq {
-    pub(crate) fn new(dev: Device, entries: u32) -> Result<Cq> {
-        // SAFETY: The device is registered.
-        let ptr = unsafe { abi::kverbs_alloc_cq(dev.ptr.as_ptr(), entries as c_int) };
-        Ok(Cq {
-            ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
-        })
+impl<H: CqHandler> Cq<H> {
+    /// A CQ of `entries` on `dev`, armed, whose events go to `owner`.
+    pub(crate) fn new(dev: Device, entries: u32, owner: Arc<H>) -> Result<Self> {
+        let owner = Arc::into_raw(owner);
+        // SAFETY: The device is registered; the context is the reference
+        // taken above, which the CQ holds until it is destroyed.
+        let ptr = unsafe {
+            abi::kverbs_create_cq(
+                dev.ptr.as_ptr(),
+                entries as c_int,
+                Some(cq_trampoline::<H>),
+                owner.cast_mut().cast(),
+            )
+        };
+        match NonNull::new(ptr) {
+            // INVARIANT: Owned; its context is `owner`.
+            Some(ptr) => Ok(Cq { ptr, owner }),
+            None => {
+                // SAFETY: Taken above; the CQ that would have held it failed.
+                drop(unsafe { Arc::from_raw(owner) });
+                Err(ENOMEM)
+            }
+        }
+    }
+
+    /// Hands up to `budget` completions to their work requests' slots
+    /// ([`Completion::completed`], here in the caller's thread); how many.
+    /// The caller serializes polls, so completions are reported in order.
+    pub(crate) fn poll(&self, budget: u32) -> u32 {
+        let budget = budget.min(c_int::MAX as u32) as c_int;
+        // SAFETY: A live CQ (type invariants); its completions name `Slots`
+        // or the RDMA core's drain, whose done callbacks take process
+        // context, which a poller is.
+        let n = unsafe { abi::kverbs_poll_cq(self.ptr.as_ptr(), budget) };
+        n.max(0) as u32
+    }
+
+    /// Asks for an event at the next completion: true when completions may
+    /// have arrived unreported meanwhile (poll again).
+    pub(crate) fn arm(&self) -> bool {
+        // SAFETY: A live CQ (type invariants).
+        unsafe { abi::kverbs_arm_cq(self.ptr.as_ptr()) }
     }
 }
 
-impl Drop for Cq {
+impl<H: CqHandler> Drop for Cq<H> {
     fn drop(&mut self) {
-        // SAFETY: Owned (type invariants); its QP was destroyed first.
-        unsafe { abi::ib_free_cq(self.ptr.as_ptr()) };
+        // SAFETY: Owned (type invariants); its QP was destroyed first, so
+        // no completion, and no event, comes any more.
+        unsafe { abi::kverbs_destroy_cq(self.ptr.as_ptr()) };
+        // SAFETY: The reference `new` took for the CQ's context.
+        drop(unsafe { Arc::from_raw(self.owner) });
     }
+}
+
+/// A CQ's event callback, for CQs whose handler is `H`.
+///
+/// # Safety
+///
+/// Called by the driver for a CQ made by [`Cq::new`], whose context is an
+/// `Arc<H>` reference held until the CQ is destroyed.
+unsafe extern "C" fn cq_trampoline<H: CqHandler>(_cq: *mut abi::ib_cq, context: *mut c_void) {
+    // SAFETY: The CQ's context reference (see above) outlives its events.
+    let this = unsafe { ArcBorrow::<H>::from_raw(context.cast()) };
+    // SAFETY: No preconditions.
+    let can_wake = unsafe { abi::kverbs_can_wake() };
+    H::cq_event(this, can_wake);
 }
 
 /// A work completion, copied out of the CQ.
@@ -235,7 +299,7 @@ impl<T: Completion> Slots<T> {
         self.slots[i].cqe.get()
     }
 
-    /// The CQ's callback (workqueue context).
+    /// A completion's callback, from [`Cq::poll`] (process context).
     ///
     /// # Safety
     ///
@@ -903,10 +967,10 @@ impl IdHandle {
     /// An RC QP on `pd`, completing to `cq`, destroyed with the id; up to
     /// `inline` bytes sent inline if the device takes them. Returns how many
     /// it takes.
-    pub(crate) fn create_qp(
+    pub(crate) fn create_qp<H: CqHandler>(
         &self,
         pd: &Pd,
-        cq: &Cq,
+        cq: &Cq<H>,
         sq: u32,
         rq: u32,
         sge: u32,
@@ -1028,7 +1092,8 @@ impl IdHandle {
     /// it has completed (flushed).
     pub(crate) fn drain(&self) {
         if let Ok(qp) = self.qp() {
-            // SAFETY: A live QP whose CQ is polled from a workqueue.
+            // SAFETY: A live QP; its CQ's owner polls it from another
+            // thread (its work item) while this waits.
             unsafe { abi::ib_drain_qp(qp) };
         }
     }

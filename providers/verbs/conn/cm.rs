@@ -6,7 +6,7 @@
 use super::*;
 
 impl Conn {
-    pub(super) fn cm(&self, event: CmEvent<'_>) {
+    pub(super) fn cm(self: ArcBorrow<'_, Self>, event: CmEvent<'_>) {
         let mut g = self.inner.lock();
         match event {
             CmEvent::AddrResolved => {
@@ -42,7 +42,7 @@ impl Conn {
                 // their keys.
                 if let Some(domain) = g.domain.clone() {
                     drop(g);
-                    domain.register_pending(self);
+                    domain.register_pending(&self);
                     domain.settle_registrations();
                     g = self.inner.lock();
                 }

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The provider's own workqueue, for the module's lifetime: WQ_MEM_RECLAIM,
+//! so its progress goes on under memory pressure (storage depends on it),
+//! and destroyed only after what is queued on it has run, so no work of
+//! the provider's outlives its code. Each provider crate compiles this
+//! file (`#[path]`), so each has a queue of its own.
+
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+use kernel::workqueue::Queue;
+use kernel::{bindings, c_str};
+
+static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
+
+/// The provider's workqueue.
+///
+/// Called only while the module's [`OwnQueue`] lives: by the provider's
+/// objects, which are all closed before the module goes.
+pub(crate) fn queue() -> &'static Queue {
+    // SAFETY: Set by `OwnQueue::new` before the provider registers, and
+    // destroyed by its drop after the provider's objects are gone.
+    unsafe { Queue::from_raw(WQ.load(Ordering::Acquire)) }
+}
+
+/// Owns the provider's workqueue: made first in the module's init, dropped
+/// last.
+///
+/// # Invariants
+///
+/// At most one lives (the module's); while it does, `WQ` is its queue.
+pub(crate) struct OwnQueue(());
+
+impl OwnQueue {
+    /// Creates the queue named `name`, with `flags` (`WQ_*`) beside
+    /// `WQ_MEM_RECLAIM`.
+    pub(crate) fn new(name: &'static CStr, flags: u32) -> Result<OwnQueue> {
+        // SAFETY: A "%s" format with one NUL-terminated string argument.
+        let wq = unsafe {
+            bindings::alloc_workqueue(
+                c_str!("%s").as_char_ptr(),
+                flags | bindings::wq_flags_WQ_MEM_RECLAIM,
+                0,
+                name.as_char_ptr(),
+            )
+        };
+        if wq.is_null() {
+            return Err(ENOMEM);
+        }
+        // INVARIANT: The module makes one, in its init.
+        WQ.store(wq, Ordering::Release);
+        Ok(OwnQueue(()))
+    }
+}
+
+impl Drop for OwnQueue {
+    fn drop(&mut self) {
+        let wq = WQ.swap(ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: Made in `new` (type invariants); destroying it runs what
+        // is queued first.
+        unsafe { bindings::destroy_workqueue(wq) };
+    }
+}
