@@ -6,7 +6,7 @@
 # scaling (1, 4 and 16 kofi_sock endpoint pairs streaming at once against as
 # many raw TCP connections: aggregate bandwidth and CPU time per byte),
 # kofi_verbs against the raw verbs baseline on siw and on rxe (pingpong
-# round trip and streaming RMA writes), the cost of one call through the
+# round trip, streaming RMA writes and streaming messages), the cost of one call through the
 # core beside a bare baseline, and kofi_blk against NVMe-oF (blk_bench.sh).
 #
 # Every cell runs $ROUNDS rounds, kofi and its baseline back to back in each
@@ -86,7 +86,7 @@ n_scale=$#
 set -- $RDM_SIZES
 n_rdm=$#
 set -- $VERBS_SIZES
-ktap_plan $((ROUNDS * (1 + 4 * n_tcp + 2 * n_rdm + 2 * n_scale + 2 * 4 * $#) + 2 + storage))
+ktap_plan $((ROUNDS * (1 + 4 * n_tcp + 2 * n_rdm + 2 * n_scale + 2 * 6 * $#) + 2 + storage))
 insmod $M/kofi.ko && insmod $M/kofi_sock.ko && insmod $M/kofi_verbs.ko &&
 	insmod $M/kofi_test_provider.ko || exit 1
 
@@ -163,6 +163,10 @@ for type in siw rxe; do
 				kofi_raw_verbs test=write addr=$own size=$size iters=$bw window=$win
 			run ${type}_kofi_write_$size bw_mbs,$type,kofi,$size 'kofi_bw: verbs write' \
 				kofi_bw prov=verbs test=write addr=$own size=$size iters=$bw window=$win
+			run ${type}_raw_send_$size msgbw_mbs,$type,raw,$size 'kofi_raw_verbs: send' \
+				kofi_raw_verbs test=send addr=$own size=$size iters=$bw window=$win
+			run ${type}_kofi_msg_$size msgbw_mbs,$type,kofi,$size 'kofi_bw: verbs msg' \
+				kofi_bw prov=verbs test=msg addr=$own size=$size iters=$bw window=$win
 		done
 	done
 	rdma link delete ${type}0

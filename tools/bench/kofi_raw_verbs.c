@@ -7,9 +7,14 @@
  * starves the peer on the two CPUs of a TCG guest), a PD with the unsafe
  * global rkey (no memory registration). test=pingpong bounces size bytes iters times with
  * SEND/RECV; test=write streams iters RDMA WRITEs of size bytes, window at a
- * time, then a SEND the server waits for. Prints
+ * time, then a SEND the server waits for; test=send streams iters SENDs,
+ * window at a time, into receives the server keeps posted (twice the
+ * window, each reposted by the CQ's callback as it completes: a thread
+ * would fall behind the sender, whose window counts only what arrived, and
+ * siw fails a SEND with no receive posted). Prints
  *   kofi_raw_verbs: pingpong <size> x <iters>: <ns> ns
  *   kofi_raw_verbs: write <size> x <iters>: <MB/s, two decimals> MB/s
+ *   kofi_raw_verbs: send <size> x <iters>: <MB/s, two decimals> MB/s
  *
  * It is also the bad peer of kofi_verbs' tests: test=garbage_short and
  * test=garbage_op connect to a kofi_pingpong server at addr:port (with the
@@ -81,6 +86,11 @@ static bool garbage(void)
 	return !strncmp(test, "garbage_", 8);
 }
 
+static bool streaming_sends(void)
+{
+	return !strcmp(test, "send");
+}
+
 /* kofi's private data: a length byte, then kofi_pingpong's greeting. */
 static const char hello[] = "\x14kofi-pingpong hello";
 
@@ -128,22 +138,24 @@ static void teardown_end(struct end *e)
 		rdma_destroy_id(e->id);
 }
 
-static void wr_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct end *e = container_of(wc->wr_cqe, struct end, cqe);
-
-	if (wc->status != IB_WC_SUCCESS)
-		atomic_inc(&e->failed);
-	atomic_inc(&e->done);
-	wake_up(&e->wq);
-}
-
 static int post_recv(struct end *e)
 {
 	struct ib_sge sge = { .addr = e->dma, .length = size ?: 1, .lkey = e->pd->local_dma_lkey };
 	struct ib_recv_wr wr = { .wr_cqe = &e->cqe, .sg_list = &sge, .num_sge = 1 };
 
 	return ib_post_recv(e->id->qp, &wr, NULL);
+}
+
+static void wr_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct end *e = container_of(wc->wr_cqe, struct end, cqe);
+
+	if (wc->status != IB_WC_SUCCESS)
+		atomic_inc(&e->failed);
+	else if (e == &server && streaming_sends() && post_recv(e))
+		atomic_inc(&e->failed);
+	atomic_inc(&e->done);
+	wake_up(&e->wq);
 }
 
 static int post_send(struct end *e, enum ib_wr_opcode op, u32 len, u64 raddr, u32 rkey)
@@ -201,7 +213,11 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			target.rkey = server.pd->unsafe_global_rkey;
 			p.private_data = &target;
 			p.private_data_len = sizeof(target);
-			ret = post_recv(&server) ?: rdma_accept(id, &p);
+			unsigned int n = streaming_sends() ? 2 * window : 1;
+
+			while (!ret && n--)
+				ret = post_recv(&server);
+			ret = ret ?: rdma_accept(id, &p);
 		}
 		if (ret) {
 			server.id = NULL;
@@ -233,14 +249,24 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 static struct completion served;
 static int served_ret;
 
-/* The server: echo every message (pingpong) or wait for the closing SEND. */
+/*
+ * The server: echo every message (pingpong), take every message (send), or
+ * wait for the SEND that closes the writes.
+ */
 static int server_fn(void *arg)
 {
-	unsigned int i;
+	unsigned int i, n = 1;
 	int ret = 0;
 
-	for (i = 0; !ret && i < (strcmp(test, "pingpong") ? 1 : warmup + iters); i++) {
-		ret = poll_one(&server) ?: post_recv(&server);
+	if (!strcmp(test, "pingpong"))
+		n = warmup + iters;
+	else if (streaming_sends())
+		n = iters;
+	for (i = 0; !ret && i < n; i++) {
+		ret = poll_one(&server);
+		/* A streamed message's receive is reposted by the callback. */
+		if (!ret && !streaming_sends())
+			ret = post_recv(&server);
 		if (!ret && !strcmp(test, "pingpong"))
 			ret = post_send(&server, IB_WR_SEND, size, 0, 0) ?: poll_one(&server);
 	}
@@ -288,6 +314,9 @@ static int run(void)
 
 	if (!in4_pton(addr, -1, (u8 *)&sin.sin_addr, '\0', NULL))
 		return -EINVAL;
+	/* The server posts twice the window: within its 64 receive WRs. */
+	if (!window || window > 32)
+		return -EINVAL;
 	init_end(&server);
 	init_end(&client);
 	init_completion(&served);
@@ -325,18 +354,23 @@ static int run(void)
 			      poll_one(&client) ?: poll_one(&client);
 		}
 	} else {
-		/* Writes, window at a time, then the SEND that ends the stream. */
+		/*
+		 * Writes or sends, window at a time; the writes' stream ends with
+		 * a SEND (a send's completion says it was received already).
+		 */
+		enum ib_wr_opcode op = streaming_sends() ? IB_WR_SEND : IB_WR_RDMA_WRITE;
+
 		while (!ret && done < iters) {
 			while (!ret && posted < iters && posted - done < window) {
-				ret = post_send(&client, IB_WR_RDMA_WRITE, size, target.addr,
-						target.rkey);
+				ret = post_send(&client, op, size, target.addr, target.rkey);
 				posted++;
 			}
 			if (!ret)
 				ret = poll_one(&client);
 			done++;
 		}
-		ret = ret ?: post_send(&client, IB_WR_SEND, 0, 0, 0) ?: poll_one(&client);
+		if (!streaming_sends())
+			ret = ret ?: post_send(&client, IB_WR_SEND, 0, 0, 0) ?: poll_one(&client);
 	}
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));
 	/* kB/s, printed as MB/s with two decimals (small messages move few MB/s). */
@@ -350,7 +384,7 @@ static int run(void)
 		pr_info("kofi_raw_verbs: pingpong %u x %u: %lld ns\n", size, iters,
 			ns / (iters ?: 1));
 	else
-		pr_info("kofi_raw_verbs: write %u x %u: %lld.%02lld MB/s\n", size, iters,
+		pr_info("kofi_raw_verbs: %s %u x %u: %lld.%02lld MB/s\n", test, size, iters,
 			kbs / 1000, kbs % 1000 / 10);
 	return 0;
 }
