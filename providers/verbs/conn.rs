@@ -29,7 +29,7 @@ use crate::kofi::{
 };
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, CqHandler, Device, IdHandle,
-    Mapping, ReadDepths, Region, Slots, WorkCompletion,
+    Mapping, ReadDepths, Region, Slots, WcStatus, WorkCompletion, WrOp,
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
@@ -376,16 +376,12 @@ fn ring<T>(n: usize) -> Result<KVec<Option<T>>> {
 }
 
 /// A work completion's status as a positive FI_E*.
-fn wc_error(status: u32) -> u32 {
+fn wc_error(status: WcStatus) -> u32 {
     match status {
-        abi::ib_wc_status_IB_WC_WR_FLUSH_ERR => abi::FI_ECANCELED,
-        abi::ib_wc_status_IB_WC_REM_ACCESS_ERR | abi::ib_wc_status_IB_WC_LOC_PROT_ERR => {
-            abi::FI_EACCES
-        }
-        abi::ib_wc_status_IB_WC_RETRY_EXC_ERR | abi::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR => {
-            abi::FI_ECONNRESET
-        }
-        _ => abi::FI_EIO,
+        WcStatus::Flushed => abi::FI_ECANCELED,
+        WcStatus::AccessDenied => abi::FI_EACCES,
+        WcStatus::PeerGone => abi::FI_ECONNRESET,
+        WcStatus::Success | WcStatus::Failed => abi::FI_EIO,
     }
 }
 

@@ -225,13 +225,68 @@ unsafe extern "C" fn cq_trampoline<H: CqHandler>(_cq: *mut abi::ib_cq, context: 
 pub(crate) struct WorkCompletion {
     /// The slot the work request was posted with.
     pub(crate) slot: usize,
-    pub(crate) status: u32,
+    pub(crate) status: WcStatus,
     pub(crate) byte_len: u32,
+    /// The driver's status code, for an error entry's `prov_errno`.
+    raw_status: u32,
 }
 
 impl WorkCompletion {
     pub(crate) fn ok(&self) -> bool {
-        self.status == abi::ib_wc_status_IB_WC_SUCCESS
+        self.status == WcStatus::Success
+    }
+
+    /// The device's own code of the status.
+    pub(crate) fn prov_errno(&self) -> i32 {
+        self.raw_status as i32
+    }
+}
+
+/// How a work request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WcStatus {
+    Success,
+    /// Never ran: the QP went to the error state first.
+    Flushed,
+    /// The peer refused the access, or the local protection check failed.
+    AccessDenied,
+    /// The peer did not answer (retries exhausted, receiver never ready).
+    PeerGone,
+    /// Any other error.
+    Failed,
+}
+
+impl WcStatus {
+    fn from_raw(status: u32) -> WcStatus {
+        match status {
+            abi::ib_wc_status_IB_WC_SUCCESS => WcStatus::Success,
+            abi::ib_wc_status_IB_WC_WR_FLUSH_ERR => WcStatus::Flushed,
+            abi::ib_wc_status_IB_WC_REM_ACCESS_ERR | abi::ib_wc_status_IB_WC_LOC_PROT_ERR => {
+                WcStatus::AccessDenied
+            }
+            abi::ib_wc_status_IB_WC_RETRY_EXC_ERR | abi::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR => {
+                WcStatus::PeerGone
+            }
+            _ => WcStatus::Failed,
+        }
+    }
+}
+
+/// What a send-queue work request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WrOp {
+    Send,
+    RdmaWrite,
+    RdmaRead,
+}
+
+impl WrOp {
+    fn raw(self) -> u32 {
+        match self {
+            WrOp::Send => abi::ib_wr_opcode_IB_WR_SEND,
+            WrOp::RdmaWrite => abi::ib_wr_opcode_IB_WR_RDMA_WRITE,
+            WrOp::RdmaRead => abi::ib_wr_opcode_IB_WR_RDMA_READ,
+        }
     }
 }
 
@@ -313,8 +368,9 @@ impl<T: Completion> Slots<T> {
             let slot = &*wc.__bindgen_anon_1.wr_cqe.cast::<Slot<T>>();
             let done = WorkCompletion {
                 slot: slot.index,
-                status: wc.status,
+                status: WcStatus::from_raw(wc.status),
                 byte_len: wc.byte_len,
+                raw_status: wc.status,
             };
             let owner = slot.owner.load(Ordering::Acquire);
             if let Some(owner) = owner.as_ref() {
@@ -1035,7 +1091,7 @@ impl IdHandle {
         &self,
         slots: &Slots<T>,
         slot: usize,
-        opcode: u32,
+        op: WrOp,
         sges: &[abi::ib_sge],
         remote: (u64, u32),
         inline: bool,
@@ -1047,7 +1103,7 @@ impl IdHandle {
             abi::kverbs_post_send(
                 qp,
                 slots.cqe(slot),
-                opcode,
+                op.raw(),
                 sges.as_ptr(),
                 sges.len() as u32,
                 remote.0,

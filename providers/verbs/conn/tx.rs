@@ -391,7 +391,7 @@ impl Conn {
         self.post_send(
             resources(&g.res)?,
             slot,
-            abi::ib_wr_opcode_IB_WR_RDMA_READ,
+            WrOp::RdmaRead,
             map.sges(),
             (0, key as u32),
         )?;
@@ -465,12 +465,11 @@ impl Conn {
         &self,
         res: &Resources,
         slot: usize,
-        opcode: u32,
+        op: WrOp,
         sges: &[abi::ib_sge],
         remote: (u64, u32),
     ) -> Result {
-        res.id
-            .post_send(&self.slots, slot, opcode, sges, remote, false)
+        res.id.post_send(&self.slots, slot, op, sges, remote, false)
     }
 
     /// Posts a SEND of header `h` and `payload` bytes at `offset` of the
@@ -510,14 +509,8 @@ impl Conn {
         }
         if inline {
             let sge = inline_sge(&buf);
-            res.id.post_send(
-                &self.slots,
-                slot,
-                abi::ib_wr_opcode_IB_WR_SEND,
-                &[sge],
-                (0, 0),
-                true,
-            )?;
+            res.id
+                .post_send(&self.slots, slot, WrOp::Send, &[sge], (0, 0), true)?;
             return Ok(TxWr::Send {
                 _map: map,
                 _head: None,
@@ -529,7 +522,7 @@ impl Conn {
         let mut sges = KVec::with_capacity(1 + map.sges().len(), GFP_KERNEL)?;
         sges.extend_from_slice(head.sges(), GFP_KERNEL)?;
         sges.extend_from_slice(map.sges(), GFP_KERNEL)?;
-        self.post_send(res, slot, abi::ib_wr_opcode_IB_WR_SEND, &sges, (0, 0))?;
+        self.post_send(res, slot, WrOp::Send, &sges, (0, 0))?;
         Ok(TxWr::Send {
             _map: map,
             _head: Some(head),
@@ -652,15 +645,13 @@ impl Conn {
                             Mapping::of_buffer(dev, &mut buf, true, lkey)?
                         }
                     };
-                    let opcode = if *write {
-                        abi::ib_wr_opcode_IB_WR_RDMA_WRITE
+                    let op = if *write {
+                        WrOp::RdmaWrite
                     } else {
-                        abi::ib_wr_opcode_IB_WR_RDMA_READ
+                        WrOp::RdmaRead
                     };
-                    // The key carries the rkey and what to add to the address.
-                    let rkey = p.key as u32;
-                    let addr = p.addr.wrapping_add(p.key >> 32);
-                    self.post_send(resources(res)?, slot, opcode, map.sges(), (addr, rkey))?;
+                    let remote = wire::remote(p.key, p.addr);
+                    self.post_send(resources(res)?, slot, op, map.sges(), remote)?;
                     *next += 1;
                     let last = *next == parts.len() && data.is_none();
                     (
@@ -683,14 +674,8 @@ impl Conn {
                 let (offset, n) = chunks[*next];
                 let map = Mapping::of_lent(dev, local, (offset, n), false, lkey, caps.max_sge_rd)?;
                 // The sender's region starts at the message's first byte.
-                let addr = (offset as u64).wrapping_add(*key >> 32);
-                self.post_send(
-                    resources(res)?,
-                    slot,
-                    abi::ib_wr_opcode_IB_WR_RDMA_READ,
-                    map.sges(),
-                    (addr, *key as u32),
-                )?;
+                let remote = wire::remote(*key, offset as u64);
+                self.post_send(resources(res)?, slot, WrOp::RdmaRead, map.sges(), remote)?;
                 *next += 1;
                 let last = *next == chunks.len();
                 (TxWr::RndvRead { _map: map, last }, last, false)
@@ -812,7 +797,7 @@ impl Conn {
         if !wc.ok() && g.sq_error.is_none() {
             g.sq_error = Some(wc_error(wc.status));
             // The QP is in error: end the connection on both sides.
-            if wc.status != abi::ib_wc_status_IB_WC_WR_FLUSH_ERR {
+            if wc.status != WcStatus::Flushed {
                 if let Some(res) = &g.res {
                     res.id.disconnect();
                 }
@@ -856,7 +841,7 @@ impl Conn {
                 let _ = ep.complete(r.flags, r.ctx, r.len, 0);
             } else if r.errors {
                 let err = g.sq_error.unwrap_or(abi::FI_EIO);
-                let _ = ep.complete_error(r.flags, r.ctx, err, 0, 0, wc.status as i32);
+                let _ = ep.complete_error(r.flags, r.ctx, err, 0, 0, wc.prov_errno());
             }
         }
         self.pump(g);

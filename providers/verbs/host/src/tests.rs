@@ -189,3 +189,13 @@ fn a_malformed_key_table_is_refused() {
     assert!(KeyTable::decode(KEY, &unordered).is_none());
     assert!(KeyTable::decode(KEY, &table_bytes(2, 100, &[(0, 1), (100, 2)])).is_none());
 }
+
+#[test]
+fn a_key_names_its_rkey_and_the_address_delta() {
+    // rkey 0x1234, and 0x40 added to every address (the in-page offset).
+    let key = 0x40 << 32 | 0x1234;
+    assert_eq!(remote(key, 0), (0x40, 0x1234));
+    assert_eq!(remote(key, 4096), (4096 + 0x40, 0x1234));
+    // The device's addresses wrap as the key's owner computed them.
+    assert_eq!(remote(key, u64::MAX), (0x3f, 0x1234));
+}
