@@ -1877,6 +1877,22 @@ static void completion_levels_and_fence(struct kunit *test)
 	vfree(back);
 }
 
+/*
+ * After a walk of allocation failures: @p's listener at @port still takes
+ * a connection, which moves data both ways checked byte for byte.
+ */
+static void pair_still_works(struct kunit *test, struct pair *p, const char *port)
+{
+	struct cm_event ev;
+
+	side_connect(test, p, &p->client, node, port, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, p, 4096, 3);
+}
+
 /* fi_connect with each of its allocations failing in turn: an error or a
  * connection, never a crash or a leak (kmemleak and KASAN judge the run),
  * and the provider serves a connection afterwards. */
@@ -1896,10 +1912,7 @@ static void connect_under_allocation_failures(struct kunit *test)
 		struct side s = {};
 
 		side_open(test, &p, &s, node, port);
-		fail_nth(n);
-		ret = fi_connect(s.ep, NULL, "f", 2);
-		done = fail_armed() != 0;
-		fail_nth(0);
+		ret = with_nth_failing(n, &done, fi_connect(s.ep, NULL, "f", 2));
 		KUNIT_EXPECT_LE(test, ret, 0);
 		if (ret)
 			failed++;
@@ -1922,12 +1935,7 @@ static void connect_under_allocation_failures(struct kunit *test)
 			fi_freeinfo(ev.entry.info);
 		}
 	}
-	side_connect(test, &p, &p.client, node, port, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-	side_accept(test, &p, &p.server, &ev, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	exchange(test, &p, 4096, 3);
+	pair_still_works(test, &p, port);
 	pair_close(test, &p);
 }
 
@@ -1958,10 +1966,7 @@ static void accept_under_allocation_failures(struct kunit *test)
 		open_queues(test, &p, &s);
 		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, s.info, &s.ep, NULL), 0);
 		bind_enable(test, &s);
-		fail_nth(n);
-		ret = fi_accept(s.ep, "a", 2);
-		done = fail_armed() != 0;
-		fail_nth(0);
+		ret = with_nth_failing(n, &done, fi_accept(s.ep, "a", 2));
 		KUNIT_EXPECT_LE(test, ret, 0);
 		if (ret)
 			failed++;
@@ -1972,12 +1977,7 @@ static void accept_under_allocation_failures(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, done);
 	/* Some providers bear every failure (kofi_sock: TCP waits for memory). */
 	kunit_info(test, "%d allocations of fi_accept walked, %d failed it", n - 2, failed);
-	side_connect(test, &p, &p.client, node, port, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-	side_accept(test, &p, &p.server, &ev, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	exchange(test, &p, 4096, 5);
+	pair_still_works(test, &p, port);
 	pair_close(test, &p);
 }
 

@@ -1466,11 +1466,7 @@ static void eq_connreq_alloc_failure_releases_nothing(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, fi_passive_ep(f.fabric, f.info, &pep, NULL), 0);
 	for (n = 1; n < 20 && !done; n++) {
 		released = kofi_test_connreq_released();
-		fail_nth(n);
-		handle = kofi_connreq_alloc(pep, NULL);
-		/* Still armed: the call made fewer than n allocations. */
-		done = fail_armed() != 0;
-		fail_nth(0);
+		handle = with_nth_failing(n, &done, kofi_connreq_alloc(pep, NULL));
 		if (!handle) {
 			failed++;
 			KUNIT_EXPECT_EQ(test, kofi_test_connreq_released(), released);

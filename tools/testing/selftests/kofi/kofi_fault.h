@@ -42,6 +42,20 @@ static inline unsigned int fail_armed(void)
 }
 #endif
 
+/*
+ * Evaluates @expr with the @n-th allocation of this task failing, and is
+ * its value; sets *@done when @expr made fewer than @n allocations (the
+ * failure never fired: a sweep of n upwards is over).
+ */
+#define with_nth_failing(n, done, expr)					\
+	({								\
+		fail_nth(n);						\
+		__auto_type __kofi_v = (expr);				\
+		*(done) = fail_armed() != 0;				\
+		fail_nth(0);						\
+		__kofi_v;						\
+	})
+
 /* Skips a KUnit case that needs fail-nth on a kernel without it. */
 #define KOFI_NEEDS_FAULT_INJECTION(test)					\
 	do {									\
