@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # The fault run: kofi_fault_soak.ko's consumer flow (connect, messages, RMA,
-# shutdown, RDM endpoints) over kofi_sock and kofi_verbs (rxe) while every
+# shutdown, RDM endpoints) over kofi_sock and kofi_verbs (rxe, siw) while every
 # Nth allocation made with a kofi module on the stack fails, for each N of
 # KOFI_FAULT_INTERVAL (a round fails at its first fault: small intervals
 # walk the flow's early allocations, large ones its late ones) (failslab and fail_page_alloc, sleeping allocations included; the
@@ -66,11 +66,10 @@ soak() {
 
 set -- $intervals
 echo "KTAP version 1"
-echo "1..$((2 * $# + 3))"
+echo "1..$((3 * $# + 4))"
 [ -d /sys/kernel/debug/failslab ] || { echo "# no fault injection in this kernel"; exit 1; }
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko ||
 	{ echo "# loading failed"; exit 1; }
-link_up rxe0 rxe || { echo "# no rxe link"; exit 1; }
 # Every loadable module in the guest is kofi's (the kernel has the rest
 # built in): the module area is the kofi modules' code.
 start=0xffffffffa0000000
@@ -79,16 +78,30 @@ end=0xffffffffff000000
 # it reports its own failures with a stack dump, a splat to the run.
 echo "# faults: allocations with kofi code in [$start, $end) on the stack, none in vmalloc [$(cat /sys/kernel/debug/failslab/reject-start), $(cat /sys/kernel/debug/failslab/reject-end))"
 
+# faulty LABEL PROV NODE: the soak under each interval's faults (each soak
+# takes 50 ports from $port: a round takes the next).
+faulty() {
+	for i in $intervals; do
+		echo "# $1: every ${i}th such allocation fails"
+		faults on "$i"
+		soak ${1}_every_$i $2 $3 $port "$rounds"
+		faults off
+		count=$((count + $(injected)))
+		port=$((port + 50))
+	done
+}
+
 port=7600
 count=0
-for i in $intervals; do
-	echo "# every ${i}th such allocation fails"
-	faults on "$i"
-	soak sock_ipv4_every_$i sock 127.0.0.1 $port "$rounds"
-	soak verbs_rxe_every_$i verbs $own $((port + 50)) "$rounds"
-	faults off
-	count=$((count + $(injected)))
-	port=$((port + 100))
+faulty sock_ipv4 sock 127.0.0.1
+# kofi_verbs on each soft device (one at a time: both would serve the
+# same address), then, faults off, the whole flow on the device again.
+for type in rxe siw; do
+	link_up ${type}0 $type || { echo "# no $type link"; exit 1; }
+	faulty verbs_$type verbs $own
+	soak verbs_${type}_after verbs $own $port 4 must_pass=1
+	port=$((port + 50))
+	rdma link delete ${type}0
 done
 n=$((n + 1))
 if [ "$count" -gt 0 ]; then
@@ -98,6 +111,4 @@ else
 	failed=1
 fi
 soak sock_ipv4_after sock 127.0.0.1 $port 4 must_pass=1
-soak verbs_rxe_after verbs $own $((port + 50)) 4 must_pass=1
-rdma link delete rxe0
 rmmod kofi_verbs && rmmod kofi_sock && rmmod kofi && [ $failed = 0 ]
