@@ -364,9 +364,6 @@ impl CqHandler for Conn {
     }
 }
 
-/// Completions one call of `Cq::poll` hands over.
-const POLL_BUDGET: u32 = 16;
-
 fn ring<T>(n: usize) -> Result<KVec<Option<T>>> {
     let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
     for _ in 0..n {
@@ -395,6 +392,10 @@ impl Conn {
         }
         let slots = Slots::new(RX_DEPTH + SQ_DEPTH)?;
         let (queue, recvs, held) = (ring(TX_DEPTH)?, ring(RECV_DEPTH)?, ring(RX_DEPTH)?);
+        let waker = ProgressWaker::new();
+        if let Some(ep) = &ep {
+            waker.arm(ep);
+        }
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 slots,
@@ -437,7 +438,7 @@ impl Conn {
                 cq <- new_spinlock!(None, "kofi_verbs_cq"),
                 polling <- new_mutex!((), "kofi_verbs_polling"),
                 work <- new_work!("kofi_verbs_conn"),
-                waker: ProgressWaker::new(),
+                waker,
             }),
             GFP_KERNEL,
         )?;
@@ -456,9 +457,7 @@ impl Conn {
         rx_cq_data: bool,
     ) -> Result<Arc<Conn>> {
         let data = CmData::encode(param).ok_or(EINVAL)?;
-        let conn = Conn::new(domain.entry().clone(), Phase::Resolving, None)?;
-        conn.waker.arm(&ep);
-        conn.inner.lock().ep = Some(ep);
+        let conn = Conn::new(domain.entry().clone(), Phase::Resolving, Some(ep))?;
         let id = CmId::new(conn.clone())?;
         {
             let mut owner = conn.id.lock();
@@ -750,7 +749,7 @@ impl Conn {
             return;
         };
         loop {
-            while cq.poll(POLL_BUDGET) == POLL_BUDGET {}
+            cq.poll();
             if !cq.arm() {
                 break;
             }

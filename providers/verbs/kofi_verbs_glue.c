@@ -96,21 +96,17 @@ struct ib_cq *kverbs_create_cq(struct ib_device *dev, int nr_cqe,
 	return cq;
 }
 
-int kverbs_poll_cq(struct ib_cq *cq, int budget)
+void kverbs_poll_cq(struct ib_cq *cq)
 {
 	struct ib_wc wcs[8];
-	int polled = 0, n, i;
+	int n, i;
 
-	while (polled < budget) {
-		n = ib_poll_cq(cq, min_t(int, budget - polled, ARRAY_SIZE(wcs)), wcs);
+	do {
+		n = ib_poll_cq(cq, ARRAY_SIZE(wcs), wcs);
 		for (i = 0; i < n; i++)
 			if (wcs[i].wr_cqe)
 				wcs[i].wr_cqe->done(cq, &wcs[i]);
-		if (n <= 0)
-			break;
-		polled += n;
-	}
-	return polled;
+	} while (n == ARRAY_SIZE(wcs));
 }
 
 bool kverbs_arm_cq(struct ib_cq *cq)

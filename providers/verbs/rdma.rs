@@ -177,16 +177,14 @@ impl<H: CqHandler> Cq<H> {
         }
     }
 
-    /// Hands up to `budget` completions to their work requests' slots
-    /// ([`Completion::completed`], here in the caller's thread); how many.
-    /// The caller serializes polls, so completions are reported in order.
-    pub(crate) fn poll(&self, budget: u32) -> u32 {
-        let budget = budget.min(c_int::MAX as u32) as c_int;
+    /// Hands every completion the CQ holds to its work request's slot
+    /// ([`Completion::completed`], here in the caller's thread). The caller
+    /// serializes polls, so completions are reported in order.
+    pub(crate) fn poll(&self) {
         // SAFETY: A live CQ (type invariants); its completions name `Slots`
         // or the RDMA core's drain, whose done callbacks take process
         // context, which a poller is.
-        let n = unsafe { abi::kverbs_poll_cq(self.ptr.as_ptr(), budget) };
-        n.max(0) as u32
+        unsafe { abi::kverbs_poll_cq(self.ptr.as_ptr()) };
     }
 
     /// Asks for an event at the next completion: true when completions may
@@ -225,18 +223,22 @@ unsafe extern "C" fn cq_trampoline<H: CqHandler>(_cq: *mut abi::ib_cq, context: 
 pub(crate) struct WorkCompletion {
     /// The slot the work request was posted with.
     pub(crate) slot: usize,
-    pub(crate) status: WcStatus,
     pub(crate) byte_len: u32,
-    /// The driver's status code, for an error entry's `prov_errno`.
+    /// The device's status code.
     raw_status: u32,
 }
 
 impl WorkCompletion {
-    pub(crate) fn ok(&self) -> bool {
-        self.status == WcStatus::Success
+    pub(crate) fn status(&self) -> WcStatus {
+        WcStatus::from_raw(self.raw_status)
     }
 
-    /// The device's own code of the status.
+    pub(crate) fn ok(&self) -> bool {
+        self.raw_status == abi::ib_wc_status_IB_WC_SUCCESS
+    }
+
+    /// The device's own code of the status, for an error entry's
+    /// `prov_errno`.
     pub(crate) fn prov_errno(&self) -> i32 {
         self.raw_status as i32
     }
@@ -368,7 +370,6 @@ impl<T: Completion> Slots<T> {
             let slot = &*wc.__bindgen_anon_1.wr_cqe.cast::<Slot<T>>();
             let done = WorkCompletion {
                 slot: slot.index,
-                status: WcStatus::from_raw(wc.status),
                 byte_len: wc.byte_len,
                 raw_status: wc.status,
             };

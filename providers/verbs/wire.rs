@@ -142,12 +142,6 @@ pub(crate) fn cm_data_decode(b: &[u8]) -> &[u8] {
 pub(crate) const KEY_TABLE: u64 = 1 << 63;
 /// The bits of a key that a peer adds to an address.
 pub(crate) const KEY_DELTA: u64 = 0xffff << 32;
-/// Where an access at `addr` of the region of key `key` (one MR's, not a
-/// table's) goes: the address the device is given, and the rkey.
-pub(crate) fn remote(key: u64, addr: u64) -> (u64, u32) {
-    (addr.wrapping_add(key >> 32), key as u32)
-}
-
 /// Where a table key's nonce starts, and its bits.
 pub(crate) const KEY_NONCE_SHIFT: u32 = 48;
 pub(crate) const KEY_NONCE_MASK: u64 = 0x7fff;
@@ -157,6 +151,12 @@ pub(crate) const TABLE_MAGIC: u32 = 0x6b6b_7462;
 pub(crate) const PIECES_MAX: usize = 32;
 /// The bytes of a key table a peer reads.
 pub(crate) const TABLE_LEN: usize = 24 + 16 * PIECES_MAX;
+
+/// Where an access at `addr` of the region of key `key` (one MR's, not a
+/// table's) goes: the address the device is given, and the rkey.
+pub(crate) fn remote(key: u64, addr: u64) -> (u64, u32) {
+    (addr.wrapping_add(key >> 32), key as u32)
+}
 
 /// A region's key table: each piece's first address and rkey, in order,
 /// and the address one past the region's end.

@@ -6,8 +6,9 @@
 # scaling (1, 4 and 16 kofi_sock endpoint pairs streaming at once against as
 # many raw TCP connections: aggregate bandwidth and CPU time per byte),
 # kofi_verbs against the raw verbs baseline on siw and on rxe (pingpong
-# round trip, streaming RMA writes and streaming messages), the cost of one call through the
-# core beside a bare baseline, and kofi_blk against NVMe-oF (blk_bench.sh).
+# round trip, streaming RMA writes and streaming messages), the cost of one
+# call through the core beside a bare baseline, and kofi_blk against
+# NVMe-oF (blk_bench.sh).
 #
 # Every cell runs $ROUNDS rounds, kofi and its baseline back to back in each
 # (so a slow spell of the host hits both), each run long enough to hold

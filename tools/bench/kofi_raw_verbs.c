@@ -86,10 +86,8 @@ static bool garbage(void)
 	return !strncmp(test, "garbage_", 8);
 }
 
-static bool streaming_sends(void)
-{
-	return !strcmp(test, "send");
-}
+/* test=send, read once in run(): the CQ callback asks on every completion. */
+static bool streaming_sends;
 
 /* kofi's private data: a length byte, then kofi_pingpong's greeting. */
 static const char hello[] = "\x14kofi-pingpong hello";
@@ -152,7 +150,7 @@ static void wr_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS)
 		atomic_inc(&e->failed);
-	else if (e == &server && streaming_sends() && post_recv(e))
+	else if (e == &server && streaming_sends && post_recv(e))
 		atomic_inc(&e->failed);
 	atomic_inc(&e->done);
 	wake_up(&e->wq);
@@ -213,7 +211,7 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			target.rkey = server.pd->unsafe_global_rkey;
 			p.private_data = &target;
 			p.private_data_len = sizeof(target);
-			unsigned int n = streaming_sends() ? 2 * window : 1;
+			unsigned int n = streaming_sends ? 2 * window : 1;
 
 			while (!ret && n--)
 				ret = post_recv(&server);
@@ -260,12 +258,12 @@ static int server_fn(void *arg)
 
 	if (!strcmp(test, "pingpong"))
 		n = warmup + iters;
-	else if (streaming_sends())
+	else if (streaming_sends)
 		n = iters;
 	for (i = 0; !ret && i < n; i++) {
 		ret = poll_one(&server);
 		/* A streamed message's receive is reposted by the callback. */
-		if (!ret && !streaming_sends())
+		if (!ret && !streaming_sends)
 			ret = post_recv(&server);
 		if (!ret && !strcmp(test, "pingpong"))
 			ret = post_send(&server, IB_WR_SEND, size, 0, 0) ?: poll_one(&server);
@@ -314,6 +312,7 @@ static int run(void)
 
 	if (!in4_pton(addr, -1, (u8 *)&sin.sin_addr, '\0', NULL))
 		return -EINVAL;
+	streaming_sends = !strcmp(test, "send");
 	/* The server posts twice the window: within its 64 receive WRs. */
 	if (!window || window > 32)
 		return -EINVAL;
@@ -358,7 +357,7 @@ static int run(void)
 		 * Writes or sends, window at a time; the writes' stream ends with
 		 * a SEND (a send's completion says it was received already).
 		 */
-		enum ib_wr_opcode op = streaming_sends() ? IB_WR_SEND : IB_WR_RDMA_WRITE;
+		enum ib_wr_opcode op = streaming_sends ? IB_WR_SEND : IB_WR_RDMA_WRITE;
 
 		while (!ret && done < iters) {
 			while (!ret && posted < iters && posted - done < window) {
@@ -369,7 +368,7 @@ static int run(void)
 				ret = poll_one(&client);
 			done++;
 		}
-		if (!streaming_sends())
+		if (!streaming_sends)
 			ret = ret ?: post_send(&client, IB_WR_SEND, 0, 0, 0) ?: poll_one(&client);
 	}
 	ns = ktime_to_ns(ktime_sub(ktime_get(), start));

@@ -795,9 +795,9 @@ impl Conn {
         };
         let _ = g.tx_free.push(wc.slot, GFP_ATOMIC);
         if !wc.ok() && g.sq_error.is_none() {
-            g.sq_error = Some(wc_error(wc.status));
+            g.sq_error = Some(wc_error(wc.status()));
             // The QP is in error: end the connection on both sides.
-            if wc.status != WcStatus::Flushed {
+            if wc.status() != WcStatus::Flushed {
                 if let Some(res) = &g.res {
                     res.id.disconnect();
                 }
