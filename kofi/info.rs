@@ -414,7 +414,7 @@ const RX_CAPS: u64 = flags::FI_MSG
 /// libfabric's providers state it: the capabilities of its transmits and
 /// receives (those of its own that apply to each), and one transmit and
 /// one receive context per endpoint (kofi has no scalable endpoints).
-fn complete(info: &mut abi::fi_info) {
+pub(crate) fn complete(info: &mut abi::fi_info) {
     // SAFETY: A well-formed info's attrs are set.
     let (tx, rx, ep, d) = unsafe {
         (

@@ -318,6 +318,7 @@ EXPORT_SYMBOL_NS_GPL(fi_mr_enable, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_provider_register, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_provider_deregister, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_complete, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_complete_tagged, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_complete_error, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_progress_request, KOFI);
 EXPORT_SYMBOL_NS_GPL(kofi_ep_event, KOFI);

@@ -95,13 +95,27 @@ pub(crate) extern "C" fn kofi_ep_complete(
     buf: *mut c_void,
     data: u64,
 ) -> c_int {
+    kofi_ep_complete_tagged(ep, flags, op_context, len, buf, data, 0)
+}
+
+/// `kofi_ep_complete_tagged()`.
+#[no_mangle]
+pub(crate) extern "C" fn kofi_ep_complete_tagged(
+    ep: *mut abi::fid_ep,
+    flags: u64,
+    op_context: *mut c_void,
+    len: usize,
+    buf: *mut c_void,
+    data: u64,
+    tag: u64,
+) -> c_int {
     let c = Completion {
         op_context,
         flags: flags & CQ_FLAGS,
         len,
         buf,
         data,
-        tag: 0,
+        tag,
         src: FI_ADDR_NOTAVAIL,
     };
     to_c(complete(ep, Slot::Done(c), flags))
@@ -310,6 +324,9 @@ pub(crate) extern "C" fn kofi_pep_connreq(
         if !crate::info::well_formed(i) {
             return Err(EINVAL);
         }
+        // Stated in full, as fi_getinfo's infos are (its transmit and
+        // receive capabilities, say).
+        crate::info::complete(i);
         // Like fi_getinfo's, this info opens a fabric of its provider.
         // SAFETY: The fabric's head was written at its creation.
         let api_version = unsafe { (*p.fabric.public()).api_version };

@@ -7,7 +7,7 @@
  * not set in @ignore: (tag | ignore) == (msg_tag | ignore). Tagged and
  * untagged messages never match each other. A message no receive matches
  * waits for one (an unexpected message). The endpoint needs FI_TAGGED in
- * its caps (kofi offers it on FI_EP_RDM endpoints); elsewhere every call
+ * its caps (kofi offers it on MSG and RDM endpoints); without it every call
  * returns -FI_EOPNOTSUPP. Completions carry FI_TAGGED and the message's
  * tag (FI_CQ_FORMAT_TAGGED's @tag; fi_cq_err_entry's @tag).
  */

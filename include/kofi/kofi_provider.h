@@ -186,8 +186,8 @@ void kofi_provider_deregister(struct kofi_provider *prov);
 /**
  * kofi_ep_complete() - report a completed operation of @ep
  * @flags: FI_SEND, FI_RECV, FI_READ, FI_WRITE or FI_REMOTE_WRITE, with FI_MSG
- *	or FI_RMA, FI_REMOTE_CQ_DATA when @data is valid, and the operation's
- *	FI_COMPLETION
+ *	or FI_RMA (FI_TAGGED: kofi_ep_complete_tagged()), FI_REMOTE_CQ_DATA when
+ *	@data is valid, and the operation's FI_COMPLETION
  *
  * Goes to the CQ bound for transmit or for receive, as @flags says, and is
  * dropped when that CQ was bound with FI_SELECTIVE_COMPLETION and @flags
@@ -196,7 +196,16 @@ void kofi_provider_deregister(struct kofi_provider *prov);
  */
 int kofi_ep_complete(struct fid_ep *ep, u64 flags, void *op_context, size_t len, void *buf,
 		     u64 data);
-/* As kofi_ep_complete(), for a failed operation; @err->err is a positive FI_E*. */
+/*
+ * As kofi_ep_complete(), for a tagged message (@flags with FI_TAGGED): @tag
+ * is the message's, shown in FI_CQ_FORMAT_TAGGED entries.
+ */
+int kofi_ep_complete_tagged(struct fid_ep *ep, u64 flags, void *op_context, size_t len,
+			    void *buf, u64 data, u64 tag);
+/*
+ * As kofi_ep_complete(), for a failed operation; @err->err is a positive
+ * FI_E* (@err->tag: a tagged receive's or message's tag).
+ */
 int kofi_ep_complete_error(struct fid_ep *ep, const struct fi_cq_err_entry *err);
 
 /**

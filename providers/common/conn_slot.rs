@@ -54,7 +54,7 @@ impl<C> ConnSlot<C> {
     pub(crate) fn take(&self, ep: &EpRef) -> Option<Arc<C>> {
         let mut s = self.inner.lock();
         for recv in core::mem::take(&mut s.early) {
-            report_cancelled(ep, recv.context);
+            report_cancelled(ep, &recv);
         }
         s.conn.take()
     }
@@ -115,7 +115,7 @@ impl<C> ConnSlot<C> {
             .iter()
             .position(|r| r.context == context)
             .ok_or_else(|| fi_error(abi::FI_ENOENT))?;
-        report_cancelled(ep, s.early.remove(i).context);
+        report_cancelled(ep, &s.early.remove(i));
         Ok(())
     }
 }

@@ -21,7 +21,7 @@
 //! through. The provider's own code needs no FFI.
 
 use crate::abi;
-use crate::flags::{FI_MSG, FI_RECV};
+use crate::flags::{FI_COMPLETION, FI_MSG, FI_RECV, FI_REMOTE_CQ_DATA, FI_TAGGED};
 use crate::vec::VecExt;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -86,6 +86,30 @@ impl EpRef {
         })
     }
 
+    /// Reports a completed tagged operation (`flags` with FI_TAGGED) of a
+    /// message tagged `tag` (see `kofi_ep_complete_tagged`).
+    pub(crate) fn complete_tagged(
+        &self,
+        flags: u64,
+        ctx: Context,
+        len: usize,
+        data: u64,
+        tag: u64,
+    ) -> Result {
+        // SAFETY: `ptr` is live (type invariants).
+        to_result(unsafe {
+            abi::kofi_ep_complete_tagged(
+                self.ptr.as_ptr(),
+                flags,
+                ctx.0,
+                len,
+                ptr::null_mut(),
+                data,
+                tag,
+            )
+        })
+    }
+
     /// Reports a failed operation with positive error `err` (`FI_E*`);
     /// `olen` is what did not fit (FI_ETRUNC).
     pub(crate) fn complete_error(
@@ -97,7 +121,7 @@ impl EpRef {
         olen: usize,
         prov_errno: i32,
     ) -> Result {
-        let entry = abi::fi_cq_err_entry {
+        self.fail_entry(abi::fi_cq_err_entry {
             op_context: ctx.0,
             flags,
             len,
@@ -105,9 +129,55 @@ impl EpRef {
             err: err as c_int,
             prov_errno,
             ..Default::default()
-        };
+        })
+    }
+
+    fn fail_entry(&self, entry: abi::fi_cq_err_entry) -> Result {
         // SAFETY: `ptr` is live (type invariants); `entry` is read during the call.
         to_result(unsafe { abi::kofi_ep_complete_error(self.ptr.as_ptr(), &entry) })
+    }
+
+    /// Reports receive `recv` filled by a message of `len` bytes, with remote
+    /// CQ data `data`; `tag` is the message's (a tagged receive's).
+    pub(crate) fn recv_done(
+        &self,
+        recv: &PostedRecv,
+        len: usize,
+        data: Option<u64>,
+        tag: u64,
+    ) -> Result {
+        let mut flags = FI_RECV | recv.kind() | (recv.flags & FI_COMPLETION);
+        if data.is_some() {
+            flags |= FI_REMOTE_CQ_DATA;
+        }
+        let data = data.unwrap_or(0);
+        if recv.tag.is_some() {
+            self.complete_tagged(flags, recv.context, len, data, tag)
+        } else {
+            self.complete(flags, recv.context, len, data)
+        }
+    }
+
+    /// Reports receive `recv` failed with positive error `err`: `len` bytes
+    /// reached it, `olen` more did not fit (FI_ETRUNC); `tag` is the
+    /// message's, or the receive's own when no message reached it.
+    pub(crate) fn recv_failed(
+        &self,
+        recv: &PostedRecv,
+        err: u32,
+        len: usize,
+        olen: usize,
+        tag: u64,
+    ) -> Result {
+        self.fail_entry(abi::fi_cq_err_entry {
+            op_context: recv.context.0,
+            flags: FI_RECV | recv.kind(),
+            len,
+            olen,
+            tag,
+            err: err as c_int,
+            ..Default::default()
+        })
     }
 
     /// FI_CONNECTED or FI_SHUTDOWN, with the peer's private data.
@@ -412,7 +482,83 @@ impl Msg<'_> {
             buffers: self.buffers()?,
             context: Context(self.raw.context),
             flags,
+            tag: None,
         })
+    }
+}
+
+/// A tagged message operation's arguments, borrowed for the op call.
+pub(crate) struct TaggedMsg<'a> {
+    raw: &'a abi::fi_msg_tagged,
+}
+
+impl TaggedMsg<'_> {
+    pub(crate) fn context(&self) -> Context {
+        Context(self.raw.context)
+    }
+
+    /// Remote CQ data (with FI_REMOTE_CQ_DATA).
+    pub(crate) fn data(&self) -> u64 {
+        self.raw.data
+    }
+
+    /// A send's tag.
+    pub(crate) fn tag(&self) -> u64 {
+        self.raw.tag
+    }
+
+    /// What a receive takes.
+    pub(crate) fn tag_match(&self) -> TagMatch {
+        TagMatch {
+            tag: self.raw.tag,
+            ignore: self.raw.ignore,
+        }
+    }
+
+    fn buffers(&self) -> Result<Buffers> {
+        Buffers::of(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count)
+    }
+
+    /// Appends the message's bytes (from kvecs or pages) to `out`.
+    pub(crate) fn gather<A: Allocator>(&self, out: &mut Vec<u8, A>) -> Result {
+        self.buffers()?.gather(out)
+    }
+
+    /// The message's buffers, lent until the send completes (see [`Msg::lend`]).
+    pub(crate) fn lend(&self) -> Result<Lent> {
+        Ok(match self.buffers()? {
+            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov }),
+            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs }),
+        })
+    }
+
+    /// The tagged receive this describes, to fill later; `buffers`: false
+    /// for one that uses none (FI_DISCARD).
+    pub(crate) fn to_posted(&self, flags: u64, buffers: bool) -> Result<PostedRecv> {
+        Ok(PostedRecv {
+            buffers: if buffers {
+                self.buffers()?
+            } else {
+                Buffers::Kvec(KVec::new())
+            },
+            context: Context(self.raw.context),
+            flags,
+            tag: Some(self.tag_match()),
+        })
+    }
+}
+
+/// The tags a tagged receive takes: those equal to `tag` in every bit
+/// `ignore` does not set (fi_tagged(3)).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct TagMatch {
+    pub(crate) tag: u64,
+    pub(crate) ignore: u64,
+}
+
+impl TagMatch {
+    pub(crate) fn takes(&self, tag: u64) -> bool {
+        (tag | self.ignore) == (self.tag | self.ignore)
     }
 }
 
@@ -586,14 +732,29 @@ impl Kvecs {
 }
 
 /// A posted receive (or a read's local buffers): the consumer's buffers,
-/// its context and flags.
+/// its context and flags, and for a tagged receive the tags it takes.
 pub(crate) struct PostedRecv {
     buffers: Buffers,
     pub(crate) context: Context,
     pub(crate) flags: u64,
+    pub(crate) tag: Option<TagMatch>,
 }
 
 impl PostedRecv {
+    /// FI_TAGGED for a tagged receive, else FI_MSG: what its completion says.
+    pub(crate) fn kind(&self) -> u64 {
+        if self.tag.is_some() {
+            FI_TAGGED
+        } else {
+            FI_MSG
+        }
+    }
+
+    /// The tag its error entry shows when no message reached it.
+    pub(crate) fn own_tag(&self) -> u64 {
+        self.tag.map_or(0, |t| t.tag)
+    }
+
     /// The receive's buffers as a lent view (a copy of their descriptors),
     /// for a provider whose device writes into them.
     pub(crate) fn lend(&self) -> Result<Lent> {
@@ -683,6 +844,7 @@ impl RmaMsg<'_> {
             buffers: self.buffers()?,
             context: Context(self.raw.context),
             flags,
+            tag: None,
         })
     }
 
@@ -930,9 +1092,10 @@ pub(crate) fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
     }
 }
 
-/// Reports a receive taken back by fi_cancel.
-pub(crate) fn report_cancelled(ep: &EpRef, context: Context) {
-    let _ = ep.complete_error(FI_RECV | FI_MSG, context, abi::FI_ECANCELED, 0, 0, 0);
+/// Reports a receive taken back by fi_cancel, or that no message can reach
+/// any more.
+pub(crate) fn report_cancelled(ep: &EpRef, recv: &PostedRecv) {
+    let _ = ep.recv_failed(recv, abi::FI_ECANCELED, 0, 0, recv.own_tag());
 }
 
 /// fi_cancel on a connection's posted receives: the oldest in `ring` with
@@ -947,16 +1110,17 @@ pub(crate) fn cancel_posted<S: core::ops::DerefMut<Target = [Option<PostedRecv>]
     let mut found = false;
     ring.retain(|r| {
         let hit = !found && r.context == context;
+        if let (true, Some(ep)) = (hit, ep) {
+            report_cancelled(ep, r);
+        }
         found |= hit;
         !hit
     });
-    match (found, ep) {
-        (true, Some(ep)) => report_cancelled(ep, context),
-        (true, None) => {}
-        (false, _) if filling => return Err(fi_error(abi::FI_EBUSY)),
-        (false, _) => return Err(fi_error(abi::FI_ENOENT)),
+    match found {
+        true => Ok(()),
+        false if filling => Err(fi_error(abi::FI_EBUSY)),
+        false => Err(fi_error(abi::FI_ENOENT)),
     }
-    Ok(())
 }
 
 /// A kofi passive endpoint, for connection requests.
@@ -1160,6 +1324,15 @@ pub(crate) trait Endpoint: Send + Sync + Sized + 'static {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     fn writemsg(&self, _msg: &RmaMsg<'_>, _flags: u64) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// A tagged send (an endpoint whose info offers FI_TAGGED).
+    fn tsendmsg(&self, _msg: &TaggedMsg<'_>, _flags: u64) -> Result {
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+    /// A tagged receive, with FI_PEEK, FI_CLAIM and FI_DISCARD as the
+    /// consumer gave them (a combination the core checked).
+    fn trecvmsg(&self, _msg: &TaggedMsg<'_>, _flags: u64) -> Result {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// fi_cancel: takes back the oldest receive posted with `context` that
@@ -1496,6 +1669,32 @@ impl<P: Provider> Adapter<P> {
     /// # Safety
     ///
     /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_tsendmsg(
+        ep: *mut abi::fid_ep,
+        msg: *const abi::fi_msg_tagged,
+        flags: u64,
+    ) -> isize {
+        // SAFETY: The core calls this only on an open, enabled endpoint of
+        // this provider, set up by `ep_open`, with a `msg` it checked.
+        ret(unsafe { Self::ep(ep).tsendmsg(&TaggedMsg { raw: &*msg }, flags) }) as isize
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
+    unsafe extern "C" fn ep_trecvmsg(
+        ep: *mut abi::fid_ep,
+        msg: *const abi::fi_msg_tagged,
+        flags: u64,
+    ) -> isize {
+        // SAFETY: The core calls this only on an open, enabled endpoint of
+        // this provider, set up by `ep_open`, with a `msg` it checked.
+        ret(unsafe { Self::ep(ep).trecvmsg(&TaggedMsg { raw: &*msg }, flags) }) as isize
+    }
+
+    /// # Safety
+    ///
+    /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
     unsafe extern "C" fn ep_cancel(ep: *mut abi::fid_ep, context: *mut c_void) -> isize {
         // SAFETY: The core calls this only on an open, enabled endpoint of
         // this provider, set up by `ep_open`; `context` is a cookie.
@@ -1741,10 +1940,17 @@ impl<P: Provider> Adapter<P> {
         } else {
             None
         },
-        // Tagged messages are the core's RDM layer's (rdm.rst).
-        tsendmsg: None,
-        trecvmsg: None,
-        // So are atomic operations.
+        tsendmsg: if <P::Endpoint as Endpoint>::HAS_TSENDMSG {
+            Some(Self::ep_tsendmsg)
+        } else {
+            None
+        },
+        trecvmsg: if <P::Endpoint as Endpoint>::HAS_TRECVMSG {
+            Some(Self::ep_trecvmsg)
+        } else {
+            None
+        },
+        // Atomic operations are the core's RDM layer's (rdm.rst).
         atomicmsg: None,
         progress: if <P::Endpoint as Endpoint>::HAS_PROGRESS {
             Some(Self::ep_progress)

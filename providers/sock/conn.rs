@@ -5,9 +5,10 @@
 //! (WQ_MEM_RECLAIM, in a memalloc_noio scope) and by the endpoint's calls.
 //!
 //! Everything about a connection is under its mutex: the socket, the phase,
-//! the frames waiting to go out, the frame coming in, the posted receives,
-//! the unexpected messages and the RMAs in flight. Reporting to the core
-//! happens under it too (the core's queues take only spinlocks).
+//! the frames waiting to go out, the frame coming in, the posted receives
+//! (untagged and tagged), the unexpected messages and the RMAs in flight.
+//! Reporting to the core happens under it too (the core's queues take only
+//! spinlocks).
 //!
 //! A malformed frame, a socket error or EOF ends the connection: pending
 //! transmits and RMAs complete with FI_ECONNRESET and FI_SHUTDOWN (or a
@@ -23,6 +24,7 @@ use crate::kofi::{
 use crate::listener::Listener;
 use crate::ring::Ring;
 use crate::socket::{Received, SockAddr, Socket};
+use crate::tagged::{HeldMessage, HeldTagged, TaggedRecvs, Trecv};
 use crate::wire::{self, Header, Op, HEADER_LEN};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
@@ -137,6 +139,22 @@ pub(crate) struct RmaPart {
     pub(crate) payload: TxPayload,
 }
 
+/// A tagged message no receive wanted yet: its bytes and remote CQ data.
+struct HeldBytes {
+    data: KVVec<u8>,
+    cq_data: Option<u64>,
+}
+
+impl HeldMessage for HeldBytes {
+    fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    fn data(&self) -> Option<u64> {
+        self.cq_data
+    }
+}
+
 /// What waits for a posted receive.
 enum Unexpected {
     /// A message no receive was posted for.
@@ -168,6 +186,12 @@ struct Direct {
     recv: PostedRecv,
     /// Bytes of the message received so far (into `recv`, then drained).
     got: usize,
+}
+
+impl Direct {
+    fn new(recv: PostedRecv) -> Direct {
+        Direct { recv, got: 0 }
+    }
 }
 
 impl Incoming {
@@ -215,6 +239,10 @@ struct Inner {
     rx: Incoming,
     posted: Posted,
     unexpected: Held,
+    /// Tagged receives, and tagged messages no receive wanted yet.
+    tagged: TaggedRecvs,
+    held_tagged: HeldTagged<HeldBytes>,
+    /// Bytes held of both kinds of message.
     unexpected_bytes: usize,
     rma: KVec<PendingRma>,
     calls: KVec<RmaCall>,
@@ -293,6 +321,8 @@ impl Conn {
             rx: Incoming::new(),
             posted: Ring::new(slots(RX_DEPTH)?),
             unexpected: Ring::new(slots(RX_DEPTH)?),
+            tagged: TaggedRecvs::new(RX_DEPTH)?,
+            held_tagged: HeldTagged::new(RX_DEPTH)?,
             unexpected_bytes: 0,
             rma: KVec::new(),
             calls: KVec::new(),
@@ -568,32 +598,59 @@ impl Conn {
     /// being read into it.
     pub(crate) fn cancel_recv(&self, context: Context) -> Result {
         let g = &mut *self.inner.lock();
+        if g.tagged.cancel(context, g.ep.as_ref()) {
+            return Ok(());
+        }
         let filling = g.rx.direct.as_ref().map(|d| d.recv.context) == Some(context);
         cancel_posted(&mut g.posted, context, g.ep.as_ref(), filling)
     }
 
     /// Posts a receive; a held message completes it at once.
     pub(crate) fn post_recv(self: &Arc<Self>, recv: PostedRecv) -> Result {
-        let resume = {
+        if recv.tag.is_some() {
+            return self.post_trecv(recv, 0);
+        }
+        {
             let mut g = self.inner.lock();
             if let Some(held) = g.unexpected.pop() {
                 match held {
                     Unexpected::Message { data, cq_data } => {
                         g.unexpected_bytes -= data.len();
-                        g.deliver(recv, &data, cq_data);
+                        g.deliver(recv, &data, cq_data, 0);
                     }
                     Unexpected::WriteData { len, data } => g.report_write_data(recv, len, data),
                 }
-                true
             } else {
                 g.posted.push(recv).map_err(|_| fi_error(abi::FI_EAGAIN))?;
-                true
             }
-        };
-        if resume {
-            // Reading may have stopped for want of a receive.
-            self.kick();
         }
+        // Reading may have stopped for want of a receive.
+        self.kick();
+        Ok(())
+    }
+
+    /// A tagged receive with fi_trecvmsg's `flags`: a held message it takes
+    /// completes it at once (see `HeldTagged::trecv`), else it is posted.
+    pub(crate) fn post_trecv(self: &Arc<Self>, recv: PostedRecv, flags: u64) -> Result {
+        {
+            let g = &mut *self.inner.lock();
+            match g.held_tagged.trecv(recv, flags, g.ep.as_ref())? {
+                Trecv::Answered => return Ok(()),
+                Trecv::Take { recv, tag, msg } => {
+                    g.unexpected_bytes -= msg.data.len();
+                    g.deliver(recv, &msg.data, msg.cq_data, tag);
+                }
+                Trecv::Discard { recv, tag, msg } => {
+                    g.unexpected_bytes -= msg.data.len();
+                    if let (Some(recv), Some(ep)) = (recv, &g.ep) {
+                        let _ = ep.recv_done(&recv, 0, None, tag);
+                    }
+                }
+                Trecv::Post(recv) => g.tagged.push(recv)?,
+            }
+        }
+        // Reading may have stopped for want of a receive or of room to hold.
+        self.kick();
         Ok(())
     }
 
@@ -641,6 +698,15 @@ impl Conn {
         }
         // SAFETY: Restores the state saved above.
         unsafe { abi::ksock_noio_restore(noio) };
+    }
+}
+
+/// FI_TAGGED for a tagged send (its `done` flags say so), else FI_MSG.
+fn send_kind(flags: u64) -> u64 {
+    if flags & FI_TAGGED != 0 {
+        FI_TAGGED
+    } else {
+        FI_MSG
     }
 }
 
@@ -763,7 +829,12 @@ impl Inner {
                     self.reply_bytes -= payload_len;
                 }
                 if let (Some((ctx, flags)), Some(ep)) = (frame.done, &self.ep) {
-                    let _ = ep.complete(FI_SEND | FI_MSG | (flags & FI_COMPLETION), ctx, 0, 0);
+                    let _ = ep.complete(
+                        FI_SEND | send_kind(flags) | (flags & FI_COMPLETION),
+                        ctx,
+                        0,
+                        0,
+                    );
                 }
             }
         }
@@ -809,12 +880,16 @@ impl Inner {
                 let h = Header::parse(&self.rx.header, &limits)
                     .map_err(|_| fi_error(abi::FI_EPROTO))?;
                 // A message with a receive waiting goes straight into it. (A
-                // posted receive means no message is held: posting one takes
-                // the oldest held message first.)
+                // posted receive means no message it would take is held:
+                // posting one takes the oldest such message first.)
                 if h.op == Some(Op::Send) && self.phase == Phase::Connected && self.ep.is_some() {
-                    if let Some(recv) = self.posted.pop() {
+                    let recv = match h.tag() {
+                        Some(tag) => self.tagged.take_for(tag),
+                        None => self.posted.pop(),
+                    };
+                    if let Some(recv) = recv {
                         self.rx.parsed = Some(h);
-                        self.rx.direct = Some(Direct { recv, got: 0 });
+                        self.rx.direct = Some(Direct::new(recv));
                         moved |= self.receive_direct()?;
                         continue;
                     }
@@ -903,21 +978,12 @@ impl Inner {
         };
         self.rx = Incoming::new();
         if let Some(ep) = &self.ep {
+            let tag = h.tag().unwrap_or(0);
             if len > cap {
-                let _ = ep.complete_error(
-                    FI_RECV | FI_MSG,
-                    d.recv.context,
-                    abi::FI_ETRUNC,
-                    cap,
-                    len - cap,
-                    0,
-                );
+                let _ = ep.recv_failed(&d.recv, abi::FI_ETRUNC, cap, len - cap, tag);
             } else {
-                let mut flags = FI_RECV | FI_MSG | (d.recv.flags & FI_COMPLETION);
-                if h.flags & wire::FLAG_CQ_DATA != 0 {
-                    flags |= FI_REMOTE_CQ_DATA;
-                }
-                let _ = ep.complete(flags, d.recv.context, len, h.data);
+                let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
+                let _ = ep.recv_done(&d.recv, len, cq_data, tag);
             }
         }
         Ok(true)
@@ -929,6 +995,11 @@ impl Inner {
     /// receive, and in FI_RX_CQ_DATA mode a write carrying CQ data (held
     /// without its bytes, which go to the region).
     fn waits_for_hold(&self, h: &Header) -> bool {
+        if let (Some(Op::Send), Some(tag)) = (h.op, h.tag()) {
+            return !self.tagged.wants(tag)
+                && (self.unexpected_bytes + h.len as usize > UNEXPECTED_MAX
+                    || self.held_tagged.len() == RX_DEPTH);
+        }
         let held_bytes = match h.op {
             Some(Op::Send) => h.len as usize,
             Some(Op::Write) if self.rx_cq_data && h.flags & wire::FLAG_CQ_DATA != 0 => 0,
@@ -984,8 +1055,23 @@ impl Inner {
             }
             (Phase::Connected, Op::Send) => {
                 let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
+                if let Some(tag) = h.tag() {
+                    match self.tagged.take_for(tag) {
+                        Some(recv) => self.deliver(recv, &payload, cq_data, tag),
+                        None => {
+                            self.unexpected_bytes += payload.len();
+                            let held = HeldBytes {
+                                data: payload,
+                                cq_data,
+                            };
+                            // Cannot allocate: `waits_for_hold` kept room.
+                            self.held_tagged.push(tag, held)?;
+                        }
+                    }
+                    return Ok(());
+                }
                 match self.posted.pop() {
-                    Some(recv) => self.deliver(recv, &payload, cq_data),
+                    Some(recv) => self.deliver(recv, &payload, cq_data, 0),
                     None => {
                         self.unexpected_bytes += payload.len();
                         let held = Unexpected::Message {
@@ -1118,28 +1204,17 @@ impl Inner {
         Ok(())
     }
 
-    /// Completes a receive with a message.
-    fn deliver(&self, recv: PostedRecv, data: &[u8], cq_data: Option<u64>) {
+    /// Completes a receive with a message (tagged `tag`, if tagged).
+    fn deliver(&self, recv: PostedRecv, data: &[u8], cq_data: Option<u64>, tag: u64) {
         let Some(ep) = &self.ep else {
             return;
         };
         let copied = recv.fill(data);
         if copied < data.len() {
-            let _ = ep.complete_error(
-                FI_RECV | FI_MSG,
-                recv.context,
-                abi::FI_ETRUNC,
-                copied,
-                data.len() - copied,
-                0,
-            );
+            let _ = ep.recv_failed(&recv, abi::FI_ETRUNC, copied, data.len() - copied, tag);
             return;
         }
-        let mut flags = FI_RECV | FI_MSG | (recv.flags & FI_COMPLETION);
-        if cq_data.is_some() {
-            flags |= FI_REMOTE_CQ_DATA;
-        }
-        let _ = ep.complete(flags, recv.context, data.len(), cq_data.unwrap_or(0));
+        let _ = ep.recv_done(&recv, data.len(), cq_data, tag);
     }
 
     /// Reports a peer's write of `len` bytes, done: with remote CQ data,
@@ -1205,8 +1280,8 @@ impl Inner {
         self.release_receives();
         if let Some(ep) = &self.ep {
             while let Some(frame) = self.tx.pop() {
-                if let Some((ctx, _)) = frame.done {
-                    let _ = ep.complete_error(FI_SEND | FI_MSG, ctx, err, 0, 0, 0);
+                if let Some((ctx, flags)) = frame.done {
+                    let _ = ep.complete_error(FI_SEND | send_kind(flags), ctx, err, 0, 0, 0);
                 }
             }
             while let Some(call) = pop_last(&mut self.calls) {
@@ -1230,11 +1305,12 @@ impl Inner {
             return;
         };
         if let Some(d) = self.rx.direct.take() {
-            report_cancelled(ep, d.recv.context);
+            report_cancelled(ep, &d.recv);
         }
         while let Some(r) = self.posted.pop() {
-            report_cancelled(ep, r.context);
+            report_cancelled(ep, &r);
         }
+        self.tagged.cancel_all(ep);
     }
 
     fn close_quietly(&mut self) {

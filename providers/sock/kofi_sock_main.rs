@@ -32,6 +32,8 @@ mod ring;
 #[path = "../common/sockaddr.rs"]
 mod sockaddr;
 mod socket;
+#[path = "../common/tagged.rs"]
+mod tagged;
 mod timer;
 #[path = "../../kofi/vec.rs"]
 #[allow(dead_code)]
@@ -46,7 +48,7 @@ use conn_slot::ConnSlot;
 use flags::*;
 use kofi::{
     fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef,
-    RmaMsg,
+    RmaMsg, TaggedMsg,
 };
 use listener::Listener;
 use socket::SockAddr;
@@ -112,6 +114,7 @@ pub(crate) fn msg_info(
     {
         let f = info.fields();
         f.info.caps = FI_MSG
+            | FI_TAGGED
             | FI_RMA
             | FI_SEND
             | FI_RECV
@@ -257,6 +260,17 @@ impl kofi::Provider for Sock {
     }
 }
 
+/// A send's arguments, from an untagged or a tagged message.
+struct SendParts<L, G> {
+    context: Context,
+    /// Remote CQ data (with FI_REMOTE_CQ_DATA).
+    data: u64,
+    /// The consumer's buffers, lent.
+    lend: L,
+    /// Appends a copy of the bytes.
+    gather: G,
+}
+
 /// An active endpoint: at most one connection.
 struct SockEp {
     ep: EpRef,
@@ -271,6 +285,36 @@ struct SockEp {
 impl SockEp {
     fn conn(&self) -> Result<Arc<Conn>> {
         self.conn.get()
+    }
+
+    /// Sends a message with header `h` (its op and tag set): from the
+    /// consumer's buffers, or a copy of an inject's.
+    fn send<L, G>(&self, mut h: Header, flags: u64, parts: SendParts<L, G>) -> Result
+    where
+        L: FnOnce() -> Result<Lent>,
+        G: FnOnce(&mut KVVec<u8>) -> Result,
+    {
+        // A send completes once TCP has taken its bytes (FI_INJECT_COMPLETE),
+        // not when the peer has them: refuse the levels that say more. (An
+        // RMA completes on the target's answer: every level holds.)
+        if flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE) != 0 {
+            return Err(fi_error(abi::FI_EBADFLAGS));
+        }
+        if flags & FI_REMOTE_CQ_DATA != 0 {
+            h.flags |= wire::FLAG_CQ_DATA;
+            h.data = parts.data;
+        }
+        // Every send reports once sent, an inject too: the core posts a CQ
+        // entry only when one was asked for, and counts it on a counter.
+        let done = Some((parts.context, flags));
+        // The payload goes out from the consumer's buffers, except an
+        // inject's, whose buffer is the caller's again on return.
+        if flags & FI_INJECT == 0 {
+            return self.conn()?.post_payload(h, (parts.lend)()?, done);
+        }
+        let mut payload = KVVec::new();
+        (parts.gather)(&mut payload)?;
+        self.conn()?.post(h, payload, done)
     }
 
     fn addr_len(&self) -> usize {
@@ -330,32 +374,42 @@ impl kofi::Endpoint for SockEp {
     }
 
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        // A send completes once TCP has taken its bytes (FI_INJECT_COMPLETE),
-        // not when the peer has them: refuse the levels that say more. (An
-        // RMA completes on the target's answer: every level holds.)
-        if flags & (FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE) != 0 {
-            return Err(fi_error(abi::FI_EBADFLAGS));
-        }
-        let mut h = Header::new(Op::Send);
-        if flags & FI_REMOTE_CQ_DATA != 0 {
-            h.flags = wire::FLAG_CQ_DATA;
-            h.data = msg.data();
-        }
-        // Every send reports once sent, an inject too: the core posts a CQ
-        // entry only when one was asked for, and counts it on a counter.
-        let done = Some((msg.context(), flags));
-        // The payload goes out from the consumer's buffers, except an
-        // inject's, whose buffer is the caller's again on return.
-        if flags & FI_INJECT == 0 {
-            return self.conn()?.post_payload(h, msg.lend()?, done);
-        }
-        let mut payload = KVVec::new();
-        msg.gather(&mut payload)?;
-        self.conn()?.post(h, payload, done)
+        let h = Header::new(Op::Send);
+        let parts = SendParts {
+            context: msg.context(),
+            data: msg.data(),
+            lend: || msg.lend(),
+            gather: |out: &mut KVVec<u8>| msg.gather(out),
+        };
+        self.send(h, flags, parts)
     }
 
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
         self.conn.recv(msg.to_posted(flags)?, Conn::post_recv)
+    }
+
+    fn tsendmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
+        let mut h = Header::new(Op::Send);
+        h.flags = wire::FLAG_TAGGED;
+        h.key = msg.tag();
+        let parts = SendParts {
+            context: msg.context(),
+            data: msg.data(),
+            lend: || msg.lend(),
+            gather: |out: &mut KVVec<u8>| msg.gather(out),
+        };
+        self.send(h, flags | FI_TAGGED, parts)
+    }
+
+    fn trecvmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
+        // A peek or a discard uses no buffers (fi_tagged(3)).
+        let buffers = flags & (FI_PEEK | FI_DISCARD) == 0;
+        let recv = msg.to_posted(flags, buffers)?;
+        if flags & (FI_PEEK | FI_CLAIM) != 0 {
+            // About messages the connection holds: there must be one.
+            return self.conn()?.post_trecv(recv, flags);
+        }
+        self.conn.recv(recv, Conn::post_recv)
     }
 
     fn cancel(&self, context: Context) -> Result {

@@ -60,7 +60,9 @@ impl Op {
 
 /// Remote CQ data is valid (Send, Write).
 pub(crate) const FLAG_CQ_DATA: u16 = 1 << 0;
-const KNOWN_FLAGS: u16 = FLAG_CQ_DATA;
+/// A tagged message (Send): `key` holds its tag.
+pub(crate) const FLAG_TAGGED: u16 = 1 << 1;
+const KNOWN_FLAGS: u16 = FLAG_CQ_DATA | FLAG_TAGGED;
 
 /// A decoded header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,6 +73,7 @@ pub(crate) struct Header {
     pub(crate) status: u32,
     /// Bytes of payload after the header.
     pub(crate) len: u64,
+    /// An RMA's region; a tagged Send's tag.
     pub(crate) key: u64,
     pub(crate) addr: u64,
     /// Remote CQ data (with FLAG_CQ_DATA).
@@ -126,6 +129,11 @@ impl Header {
         }
     }
 
+    /// A Send's tag: None for an untagged message.
+    pub(crate) fn tag(&self) -> Option<u64> {
+        (self.flags & FLAG_TAGGED != 0).then_some(self.key)
+    }
+
     /// The header's bytes.
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
@@ -178,6 +186,9 @@ impl Header {
     fn check(&self, op: Op, limits: &Limits) -> Result<(), WireError> {
         let cq_data_allowed = matches!(op, Op::Send | Op::Write);
         if self.flags & FLAG_CQ_DATA != 0 && !cq_data_allowed {
+            return Err(WireError::BadFlags(self.flags));
+        }
+        if self.flags & FLAG_TAGGED != 0 && op != Op::Send {
             return Err(WireError::BadFlags(self.flags));
         }
         let status_allowed = matches!(op, Op::WriteAck | Op::ReadResp | Op::Reject);

@@ -33,9 +33,11 @@ use crate::rdma::{
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
+use crate::tagged::{HeldMessage, HeldTagged, TaggedRecvs, Trecv};
 use crate::vec::VecExt;
-use crate::wire::{self, CmData, Header, KeyTable, HEADER_LEN};
+use crate::wire::{self, CmData, Header, KeyTable, RtsBody, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, Ordering};
+use kernel::alloc::KVVec;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, new_spinlock, Arc, ArcBorrow, Mutex, SpinLock};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
@@ -65,6 +67,10 @@ pub(crate) const TX_DEPTH: usize = 256;
 pub(crate) const RECV_DEPTH: usize = 256;
 /// The largest message or RMA.
 pub(crate) const MAX_MSG: usize = 16 << 20;
+/// Bytes of tagged messages copied out of the provider buffers for
+/// receives not yet posted; beyond it they stay in the buffers, in order,
+/// and the peer runs out of credits.
+const UNEXPECTED_MAX: usize = 8 << 20;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -91,6 +97,8 @@ enum TxOp {
         len: usize,
         sent: usize,
         data: Option<u64>,
+        /// A tagged message's tag.
+        tag: Option<u64>,
         done: Option<(Context, u64)>,
         rndv: Rndv,
     },
@@ -218,8 +226,56 @@ struct Assembly {
     total: usize,
     got: usize,
     data: Option<u64>,
+    /// A tagged message's tag (0 for an untagged one).
+    tag: u64,
     /// Read by rendezvous: the sender's cookie.
     rndv: Option<u64>,
+}
+
+/// A tagged message no receive wanted when it came, out of the provider
+/// buffers so that the messages behind it go on.
+enum HeldMsg {
+    /// A message sent by segments: its bytes, copied.
+    Bytes { bytes: KVVec<u8>, data: Option<u64> },
+    /// A rendezvous announcement: the message waits at its sender.
+    Rts {
+        total: usize,
+        body: RtsBody,
+        data: Option<u64>,
+    },
+}
+
+impl HeldMessage for HeldMsg {
+    fn len(&self) -> usize {
+        match self {
+            HeldMsg::Bytes { bytes, .. } => bytes.len(),
+            HeldMsg::Rts { total, .. } => *total,
+        }
+    }
+
+    fn data(&self) -> Option<u64> {
+        match self {
+            HeldMsg::Bytes { data, .. } | HeldMsg::Rts { data, .. } => *data,
+        }
+    }
+}
+
+/// A tagged message being copied out of the provider buffers, segment by
+/// segment, to be held.
+struct Copying {
+    tag: u64,
+    data: Option<u64>,
+    bytes: KVVec<u8>,
+}
+
+/// A held announcement a tagged receive took, waiting for the receive in
+/// progress to end before its read starts.
+struct ReadyRndv {
+    recv: PostedRecv,
+    tag: u64,
+    total: usize,
+    body: RtsBody,
+    data: Option<u64>,
 }
 
 /// A passive side's request while the listener's CONNECT_REQUEST callback
@@ -279,6 +335,14 @@ struct Inner {
     /// Buffers holding segments no receive was posted for, in order.
     held: Ring<Held, KVec<Option<Held>>>,
     cur: Option<Assembly>,
+    /// Tagged receives; tagged messages held for receives to come, their
+    /// bytes, and the one being copied out.
+    tagged: TaggedRecvs,
+    held_tagged: HeldTagged<HeldMsg>,
+    held_bytes: usize,
+    copying: Option<Copying>,
+    /// Rendezvous reads of held messages, waiting for `cur` to be free.
+    ready_rndv: KVec<ReadyRndv>,
     /// The first failed work request's error, for those that follow.
     sq_error: Option<u32>,
     shutdown_reported: bool,
@@ -392,6 +456,8 @@ impl Conn {
         }
         let slots = Slots::new(RX_DEPTH + SQ_DEPTH)?;
         let (queue, recvs, held) = (ring(TX_DEPTH)?, ring(RECV_DEPTH)?, ring(RX_DEPTH)?);
+        let (tagged, held_tagged) = (TaggedRecvs::new(RECV_DEPTH)?, HeldTagged::new(RECV_DEPTH)?);
+        let ready_rndv = KVec::with_capacity(RECV_DEPTH, GFP_KERNEL)?;
         let waker = ProgressWaker::new();
         if let Some(ep) = &ep {
             waker.arm(ep);
@@ -422,6 +488,11 @@ impl Conn {
                     recvs: Ring::new(recvs),
                     held: Ring::new(held),
                     cur: None,
+                    tagged,
+                    held_tagged,
+                    held_bytes: 0,
+                    copying: None,
+                    ready_rndv,
                     sq_error: None,
                     shutdown_reported: false,
                     answer_disconnect: false,
@@ -687,6 +758,8 @@ impl Conn {
         while g.recvs.pop().is_some() {}
         g.rndv_sends = KVec::new();
         g.cur = None;
+        g.copying = None;
+        g.ready_rndv = KVec::new();
         g.domain = None;
         drop(g);
         self.entry.remove_conn(self);
@@ -781,11 +854,15 @@ impl Conn {
         };
         if g.cur.as_ref().is_some_and(|c| c.rndv.is_none()) {
             if let Some(cur) = g.cur.take() {
-                report_cancelled(ep, cur.recv.context);
+                report_cancelled(ep, &cur.recv);
             }
         }
         while let Some(r) = g.recvs.pop() {
-            report_cancelled(ep, r.context);
+            report_cancelled(ep, &r);
+        }
+        g.tagged.cancel_all(ep);
+        for r in core::mem::take(&mut g.ready_rndv) {
+            report_cancelled(ep, &r.recv);
         }
     }
 

@@ -33,6 +33,8 @@ mod rdma;
 mod ring;
 #[path = "../common/sockaddr.rs"]
 mod sockaddr;
+#[path = "../common/tagged.rs"]
+mod tagged;
 #[path = "../../kofi/vec.rs"]
 #[allow(dead_code)]
 mod vec;
@@ -45,7 +47,8 @@ use conn_slot::ConnSlot;
 use device::{VDomain, VRegion, VerbsDomain};
 use flags::*;
 use kofi::{
-    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PeerAddr, PepRef, RmaMsg,
+    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef,
+    RmaMsg, TaggedMsg,
 };
 use rdma::{CmId, CmIdSlot};
 use sockaddr::SockAddr;
@@ -78,6 +81,7 @@ pub(crate) fn msg_info(
     {
         let f = info.fields();
         f.info.caps = FI_MSG
+            | FI_TAGGED
             | FI_RMA
             | FI_SEND
             | FI_RECV
@@ -286,6 +290,35 @@ struct VerbsEp {
 }
 
 impl VerbsEp {
+    /// Sends a message (`tag`: a tagged one's, FI_TAGGED in `flags`) from
+    /// the consumer's buffers (`lend`), or a copy of an inject's (`copy`).
+    fn send(
+        &self,
+        flags: u64,
+        context: Context,
+        data: Option<u64>,
+        tag: Option<u64>,
+        lend: impl FnOnce() -> Result<Lent>,
+        copy: impl FnOnce(&mut KVec<u8>) -> Result,
+    ) -> Result {
+        refuse_unkept(flags)?;
+        // Every send reports once sent, an inject too: the core posts a CQ
+        // entry only when one was asked for, and counts it on a counter
+        // (a failed inject is not reported yet: tx::reports_errors).
+        let done = Some((context, flags));
+        if flags & FI_INJECT != 0 {
+            // The caller's buffer is its own again on return: copy it.
+            let mut bytes = KVec::new();
+            copy(&mut bytes)?;
+            if bytes.len() > INJECT_SIZE {
+                return Err(EINVAL);
+            }
+            return self.conn()?.send(None, bytes, data, tag, done);
+        }
+        self.conn()?
+            .send(Some(lend()?), KVec::new(), data, tag, done)
+    }
+
     fn conn(&self) -> Result<Arc<Conn>> {
         self.conn.get()
     }
@@ -347,28 +380,34 @@ impl kofi::Endpoint for VerbsEp {
     }
 
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        refuse_unkept(flags)?;
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
-        // Every send reports once sent, an inject too: the core posts a CQ
-        // entry only when one was asked for, and counts it on a counter
-        // (a failed inject is not reported yet: tx::reports_errors).
-        let done = Some((msg.context(), flags));
-        if flags & FI_INJECT != 0 {
-            // The caller's buffer is its own again on return: copy it.
-            let mut copy = KVec::new();
-            msg.gather(&mut copy)?;
-            if copy.len() > INJECT_SIZE {
-                return Err(EINVAL);
-            }
-            return self.conn()?.send(None, copy, data, done);
-        }
-        self.conn()?
-            .send(Some(msg.lend()?), KVec::new(), data, done)
+        let payload = || msg.lend();
+        let copy = |out: &mut KVec<u8>| msg.gather(out);
+        self.send(flags, msg.context(), data, None, payload, copy)
     }
 
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
         self.conn
             .recv(msg.to_posted(flags)?, |conn, recv| conn.post_recv(recv))
+    }
+
+    fn tsendmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
+        let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
+        let payload = || msg.lend();
+        let copy = |out: &mut KVec<u8>| msg.gather(out);
+        let flags = flags | FI_TAGGED;
+        self.send(flags, msg.context(), data, Some(msg.tag()), payload, copy)
+    }
+
+    fn trecvmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
+        // A peek or a discard uses no buffers (fi_tagged(3)).
+        let buffers = flags & (FI_PEEK | FI_DISCARD) == 0;
+        let recv = msg.to_posted(flags, buffers)?;
+        if flags & (FI_PEEK | FI_CLAIM) != 0 {
+            // About messages the connection holds: there must be one.
+            return self.conn()?.post_trecv(recv, flags);
+        }
+        self.conn.recv(recv, |conn, recv| conn.post_recv(recv))
     }
 
     fn cancel(&self, context: Context) -> Result {

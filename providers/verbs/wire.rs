@@ -2,14 +2,15 @@
 
 //! kofi_verbs' message protocol over RC SENDs (pure logic).
 //!
-//! Every SEND starts with a 16-byte header and lands in one of the
+//! Every SEND starts with a 24-byte header and lands in one of the
 //! receiver's provider buffers, so messages may arrive before their receive
 //! is posted and a short receive truncates instead of breaking the QP.
 //! Messages longer than a buffer go as segments, in order. Each SEND uses a
 //! credit (a buffer the peer has posted); headers return credits.
 //!
 //! Header, little endian: op u8, flags u8, credits u16, len u32 (the whole
-//! message), data u64 (remote CQ data).
+//! message), data u64 (remote CQ data), tag u64 (a tagged message's, with
+//! FLAG_TAGGED; zero otherwise).
 //!
 //! A large message goes by rendezvous instead: its sender registers the
 //! buffers for remote reading and SENDs a header (OP_RTS) followed by the
@@ -30,8 +31,10 @@ pub(crate) const OP_FIN: u8 = 5;
 pub(crate) const FLAG_FIRST: u8 = 1;
 pub(crate) const FLAG_LAST: u8 = 2;
 pub(crate) const FLAG_CQ_DATA: u8 = 4;
+/// A tagged message (OP_MSG, OP_RTS): `tag` is its tag.
+pub(crate) const FLAG_TAGGED: u8 = 8;
 
-pub(crate) const HEADER_LEN: usize = 16;
+pub(crate) const HEADER_LEN: usize = 24;
 
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub(crate) struct Header {
@@ -40,9 +43,15 @@ pub(crate) struct Header {
     pub(crate) credits: u16,
     pub(crate) len: u32,
     pub(crate) data: u64,
+    pub(crate) tag: u64,
 }
 
 impl Header {
+    /// A message's tag: None for an untagged one.
+    pub(crate) fn tag(&self) -> Option<u64> {
+        (self.flags & FLAG_TAGGED != 0).then_some(self.tag)
+    }
+
     pub(crate) fn encode(&self) -> [u8; HEADER_LEN] {
         let mut b = [0u8; HEADER_LEN];
         b[0] = self.op;
@@ -50,20 +59,30 @@ impl Header {
         b[2..4].copy_from_slice(&self.credits.to_le_bytes());
         b[4..8].copy_from_slice(&self.len.to_le_bytes());
         b[8..16].copy_from_slice(&self.data.to_le_bytes());
+        b[16..24].copy_from_slice(&self.tag.to_le_bytes());
         b
     }
 
     /// The header of a received SEND, or `None` for a malformed one.
     pub(crate) fn decode(b: &[u8]) -> Option<Header> {
         let b: &[u8; HEADER_LEN] = b.get(..HEADER_LEN)?.try_into().ok()?;
+        let u64_at = |at: usize| {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[at..at + 8]);
+            u64::from_le_bytes(v)
+        };
         let h = Header {
             op: b[0],
             flags: b[1],
             credits: u16::from_le_bytes([b[2], b[3]]),
             len: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
-            data: u64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
+            data: u64_at(8),
+            tag: u64_at(16),
         };
-        matches!(h.op, OP_MSG | OP_WRITE_DATA | OP_CREDIT | OP_RTS | OP_FIN).then_some(h)
+        let known = matches!(h.op, OP_MSG | OP_WRITE_DATA | OP_CREDIT | OP_RTS | OP_FIN);
+        // Only messages are tagged.
+        let tag_ok = h.flags & FLAG_TAGGED == 0 || matches!(h.op, OP_MSG | OP_RTS);
+        (known && tag_ok).then_some(h)
     }
 }
 

@@ -13,30 +13,27 @@ fn report_recv(ep: Option<&EpRef>, done: &Assembly, ok: bool) {
     let Some(ep) = ep else {
         return;
     };
-    let (cap, ctx) = (done.recv.capacity(), done.recv.context);
+    let cap = done.recv.capacity();
     if !ok {
-        let _ = ep.complete_error(FI_RECV | FI_MSG, ctx, abi::FI_EIO, 0, 0, 0);
+        let _ = ep.recv_failed(&done.recv, abi::FI_EIO, 0, 0, done.tag);
     } else if done.total > cap {
-        let _ = ep.complete_error(
-            FI_RECV | FI_MSG,
-            ctx,
-            abi::FI_ETRUNC,
-            cap,
-            done.total - cap,
-            0,
-        );
+        let _ = ep.recv_failed(&done.recv, abi::FI_ETRUNC, cap, done.total - cap, done.tag);
     } else {
-        let mut flags = FI_RECV | FI_MSG | (done.recv.flags & FI_COMPLETION);
-        if done.data.is_some() {
-            flags |= FI_REMOTE_CQ_DATA;
-        }
-        let _ = ep.complete(flags, ctx, done.total, done.data.unwrap_or(0));
+        let _ = ep.recv_done(&done.recv, done.total, done.data, done.tag);
     }
+}
+
+/// Remote CQ data of a message with header `h`.
+fn data_of(h: &Header) -> Option<u64> {
+    (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data)
 }
 
 impl Conn {
     /// A posted receive: filled by the next message (or held segments).
     pub(crate) fn post_recv(&self, recv: PostedRecv) -> Result {
+        if recv.tag.is_some() {
+            return self.post_trecv(recv, 0);
+        }
         let mut g = self.inner.lock();
         if g.phase == Phase::Closed {
             return Err(fi_error(abi::FI_ENOTCONN));
@@ -48,12 +45,95 @@ impl Conn {
         Ok(())
     }
 
+    /// A tagged receive with fi_trecvmsg's `flags`: a held message it takes
+    /// fills it (see `HeldTagged::trecv`), else it is posted.
+    pub(crate) fn post_trecv(&self, recv: PostedRecv, flags: u64) -> Result {
+        let g = &mut *self.inner.lock();
+        if g.phase == Phase::Closed {
+            return Err(fi_error(abi::FI_ENOTCONN));
+        }
+        match g.held_tagged.trecv(recv, flags, g.ep.as_ref())? {
+            Trecv::Answered => return Ok(()),
+            Trecv::Take { recv, tag, msg } => self.take_held(g, recv, tag, msg),
+            Trecv::Discard { recv, tag, msg } => {
+                match msg {
+                    HeldMsg::Bytes { bytes, .. } => g.held_bytes -= bytes.len(),
+                    // Its sender waits for the read: let it complete.
+                    HeldMsg::Rts { body, .. } => {
+                        let _ = g.queue.push(TxOp::Fin {
+                            cookie: body.cookie,
+                        });
+                    }
+                }
+                if let (Some(recv), Some(ep)) = (recv, &g.ep) {
+                    let _ = ep.recv_done(&recv, 0, None, tag);
+                }
+            }
+            Trecv::Post(recv) => g.tagged.push(recv)?,
+        }
+        // Room to hold may have come back; a read may start.
+        self.deliver_held(g);
+        Ok(())
+    }
+
+    /// `recv` takes the held message `msg`, tagged `tag`.
+    fn take_held(&self, g: &mut Inner, recv: PostedRecv, tag: u64, msg: HeldMsg) {
+        match msg {
+            HeldMsg::Bytes { bytes, data } => {
+                g.held_bytes -= bytes.len();
+                recv.fill(&bytes);
+                let done = Assembly {
+                    recv,
+                    total: bytes.len(),
+                    got: bytes.len(),
+                    data,
+                    tag,
+                    rndv: None,
+                };
+                report_recv(g.ep.as_ref(), &done, true);
+            }
+            HeldMsg::Rts { total, body, data } => {
+                // Room for one per receive was reserved at the start.
+                if g.ready_rndv.len() == g.ready_rndv.capacity() {
+                    if let Some(ep) = &g.ep {
+                        let _ = ep.recv_failed(&recv, abi::FI_ENOMEM, 0, 0, tag);
+                    }
+                    let _ = g.queue.push(TxOp::Fin {
+                        cookie: body.cookie,
+                    });
+                    return;
+                }
+                let ready = ReadyRndv {
+                    recv,
+                    tag,
+                    total,
+                    body,
+                    data,
+                };
+                let _ = g.ready_rndv.push(ready, GFP_KERNEL);
+            }
+        }
+    }
+
+    /// Starts the reads of held announcements taken by receives, while no
+    /// other receive is in progress.
+    fn start_ready(&self, g: &mut Inner) {
+        while g.cur.is_none() && !g.ready_rndv.is_empty() {
+            let r = g.ready_rndv.remove(0);
+            self.start_rndv(g, r.recv, r.tag, r.total, r.body, r.data);
+        }
+    }
+
     /// fi_cancel on a connection: its oldest posted receive with `context`
     /// is taken back (reported FI_ECANCELED); -FI_EBUSY while a message is
     /// being received into it.
     pub(crate) fn cancel_recv(&self, context: Context) -> Result {
         let g = &mut *self.inner.lock();
-        let filling = g.cur.as_ref().map(|c| c.recv.context) == Some(context);
+        if g.tagged.cancel(context, g.ep.as_ref()) {
+            return Ok(());
+        }
+        let filling = g.cur.as_ref().map(|c| c.recv.context) == Some(context)
+            || g.ready_rndv.iter().any(|r| r.recv.context == context);
         cancel_posted(&mut g.recvs, context, g.ep.as_ref(), filling)
     }
 
@@ -150,9 +230,15 @@ impl Conn {
         }
     }
 
-    /// Copies the segment in buffer `i` into the receive it belongs to;
-    /// false when none is posted (the segment is held).
+    /// Copies the segment in buffer `i` into the receive it belongs to (or
+    /// into the copy of a tagged message no receive wants); false when none
+    /// is posted and it cannot be copied out (the segment is held).
     pub(super) fn deliver(&self, g: &mut Inner, i: usize, h: &Header, len: usize) -> bool {
+        // A message's segments come together: the rest of one being copied.
+        if g.copying.is_some() && h.op == wire::OP_MSG {
+            self.copy_segment(g, i, h, len);
+            return true;
+        }
         // Messages wait behind a rendezvous read in progress.
         if g.cur.as_ref().is_some_and(|c| c.rndv.is_some()) {
             return false;
@@ -164,14 +250,22 @@ impl Conn {
             return Self::deliver_write_data(g, h);
         }
         if g.cur.is_none() {
-            let Some(recv) = g.recvs.pop() else {
-                return false;
+            let recv = match h.tag() {
+                Some(tag) => g.tagged.take_for(tag),
+                None => g.recvs.pop(),
+            };
+            let Some(recv) = recv else {
+                return self.start_copying(g, h) && {
+                    self.copy_segment(g, i, h, len);
+                    true
+                };
             };
             g.cur = Some(Assembly {
                 recv,
                 total: h.len as usize,
                 got: 0,
-                data: (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data),
+                data: data_of(h),
+                tag: h.tag().unwrap_or(0),
                 rndv: None,
             });
         }
@@ -190,7 +284,60 @@ impl Conn {
         if let Some(done) = g.cur.take() {
             report_recv(g.ep.as_ref(), &done, true);
         }
+        self.start_ready(g);
         true
+    }
+
+    /// Whether a message of `len` bytes more (0: an announcement) may be
+    /// held out of the provider buffers.
+    fn may_hold(g: &Inner, len: usize) -> bool {
+        g.held_tagged.len() < RECV_DEPTH && g.held_bytes + len <= UNEXPECTED_MAX
+    }
+
+    /// Starts copying out the tagged message whose first segment has header
+    /// `h`, which no receive wants; false when it is untagged or there is
+    /// no room (it stays in the provider buffers).
+    fn start_copying(&self, g: &mut Inner, h: &Header) -> bool {
+        let Some(tag) = h.tag() else {
+            return false;
+        };
+        let total = h.len as usize;
+        if h.flags & wire::FLAG_FIRST == 0 || !Self::may_hold(g, total) {
+            return false;
+        }
+        let Ok(bytes) = KVVec::with_capacity(total, GFP_KERNEL) else {
+            return false;
+        };
+        g.copying = Some(Copying {
+            tag,
+            data: data_of(h),
+            bytes,
+        });
+        true
+    }
+
+    /// Appends the segment in buffer `i` to the message being copied out;
+    /// at its last, holds the message.
+    fn copy_segment(&self, g: &mut Inner, i: usize, h: &Header, len: usize) {
+        let (Some(res), Some(c)) = (&g.res, g.copying.as_mut()) else {
+            return;
+        };
+        let payload = &res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)];
+        // No more than the first segment announced (its capacity).
+        let n = payload.len().min(c.bytes.capacity() - c.bytes.len());
+        let _ = c.bytes.extend_from_slice(&payload[..n], GFP_KERNEL);
+        if h.flags & wire::FLAG_LAST == 0 {
+            return;
+        }
+        if let Some(c) = g.copying.take() {
+            g.held_bytes += c.bytes.len();
+            let msg = HeldMsg::Bytes {
+                bytes: c.bytes,
+                data: c.data,
+            };
+            // Room was checked when the copy started.
+            let _ = g.held_tagged.push(c.tag, msg);
+        }
     }
 
     /// FI_RX_CQ_DATA mode: a remote write's CQ data (an OP_WRITE_DATA)
@@ -212,7 +359,8 @@ impl Conn {
     }
 
     /// An OP_RTS in buffer `i`: read the message into the next receive;
-    /// false when none is posted (the announcement is held).
+    /// false when none is posted (the announcement is held in the buffer).
+    /// A tagged one no receive wants is held out of the buffers.
     pub(super) fn deliver_rts(&self, g: &mut Inner, i: usize, h: &Header, len: usize) -> bool {
         if g.cur.is_some() {
             return false;
@@ -226,10 +374,38 @@ impl Conn {
             res.id.disconnect();
             return true;
         };
-        let Some(recv) = g.recvs.pop() else {
-            return false;
+        let (total, data) = (h.len as usize, data_of(h));
+        let recv = match h.tag() {
+            Some(tag) => g.tagged.take_for(tag),
+            None => g.recvs.pop(),
         };
-        let total = h.len as usize;
+        let Some(recv) = recv else {
+            let Some(tag) = h.tag() else {
+                return false;
+            };
+            if !Self::may_hold(g, 0) {
+                return false;
+            }
+            let msg = HeldMsg::Rts { total, body, data };
+            // Room was checked above.
+            let _ = g.held_tagged.push(tag, msg);
+            return true;
+        };
+        self.start_rndv(g, recv, h.tag().unwrap_or(0), total, body, data);
+        true
+    }
+
+    /// Reads the announced message (`total` bytes, `body`) into `recv`,
+    /// the receive now in progress.
+    fn start_rndv(
+        &self,
+        g: &mut Inner,
+        recv: PostedRecv,
+        tag: u64,
+        total: usize,
+        body: RtsBody,
+        data: Option<u64>,
+    ) {
         let n = total.min(recv.capacity());
         let read = recv
             .lend()
@@ -238,7 +414,8 @@ impl Conn {
             recv,
             total,
             got: n,
-            data: (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data),
+            data,
+            tag,
             rndv: Some(body.cookie),
         });
         match read {
@@ -256,7 +433,6 @@ impl Conn {
             Ok(_) => self.finish_rndv(g, true),
             Err(_) => self.finish_rndv(g, false),
         }
-        true
     }
 
     /// Delivers held segments now that a receive is posted, then posts
@@ -264,6 +440,7 @@ impl Conn {
     /// the loop ends, or a read queued behind a held message would wait for
     /// a completion that never comes.
     pub(super) fn deliver_held(&self, g: &mut Inner) {
+        self.start_ready(g);
         while let Some(&(i, len)) = g.held.front() {
             let header = g
                 .res

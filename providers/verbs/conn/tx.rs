@@ -79,6 +79,15 @@ fn split(
     Ok(out)
 }
 
+/// FI_TAGGED for a tagged send (its `done` flags say so), else FI_MSG.
+fn send_kind(flags: u64) -> u64 {
+    if flags & FI_TAGGED != 0 {
+        FI_TAGGED
+    } else {
+        FI_MSG
+    }
+}
+
 /// Whether a failed send with `flags` is reported. Not an inject's without
 /// FI_COMPLETION, for now (libfabric reports it): on rxe, the error at a
 /// link's going down made consumers reconnect during the outage, and
@@ -124,12 +133,14 @@ impl Conn {
         Ok(())
     }
 
-    /// A send from the consumer's buffers (`lent`) or of a copy (inject).
+    /// A send from the consumer's buffers (`lent`) or of a copy (inject);
+    /// a tagged one has its `tag` (and FI_TAGGED in its `done` flags).
     pub(crate) fn send(
         &self,
         lent: Option<Lent>,
         copy: KVec<u8>,
         data: Option<u64>,
+        tag: Option<u64>,
         done: Option<(Context, u64)>,
     ) -> Result {
         let len = lent.as_ref().map_or(copy.len(), Lent::len);
@@ -150,6 +161,7 @@ impl Conn {
             len,
             sent: 0,
             data,
+            tag,
             done,
             rndv,
         };
@@ -410,7 +422,7 @@ impl Conn {
                 done: Some((ctx, flags)),
                 ..
             } if reports_errors(flags) => {
-                let _ = ep.complete_error(FI_SEND | FI_MSG, ctx, err, 0, 0, 0);
+                let _ = ep.complete_error(FI_SEND | send_kind(flags), ctx, err, 0, 0, 0);
             }
             TxOp::Rma { write, ctx, .. } => {
                 let kind = FI_RMA | if write { FI_WRITE } else { FI_READ };
@@ -561,6 +573,7 @@ impl Conn {
                 len,
                 sent,
                 data,
+                tag,
                 done,
                 ..
             } => {
@@ -576,12 +589,16 @@ impl Conn {
                 if data.is_some() {
                     flags |= wire::FLAG_CQ_DATA;
                 }
+                if tag.is_some() {
+                    flags |= wire::FLAG_TAGGED;
+                }
                 let h = Header {
                     op: wire::OP_MSG,
                     flags,
                     credits: grant,
                     len: *len as u32,
                     data: data.unwrap_or(0),
+                    tag: tag.unwrap_or(0),
                 };
                 let (payload, copied) = match lent {
                     Some(l) => (Some((&*l, *sent, seg)), None),
@@ -591,7 +608,7 @@ impl Conn {
                 *sent += seg;
                 if let (true, TxWr::Send { report, .. }) = (last, &mut wr) {
                     *report = done.map(|(ctx, flags)| Report {
-                        flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
+                        flags: FI_SEND | send_kind(flags) | (flags & FI_COMPLETION),
                         ctx,
                         len: *len,
                         errors: reports_errors(flags),
@@ -694,6 +711,7 @@ impl Conn {
             lent,
             len,
             data,
+            tag,
             done,
             rndv,
             ..
@@ -739,23 +757,27 @@ impl Conn {
                     cookie,
                 }
                 .encode();
+                let mut flags = 0;
+                if data.is_some() {
+                    flags |= wire::FLAG_CQ_DATA;
+                }
+                if tag.is_some() {
+                    flags |= wire::FLAG_TAGGED;
+                }
                 let h = Header {
                     op: wire::OP_RTS,
-                    flags: if data.is_some() {
-                        wire::FLAG_CQ_DATA
-                    } else {
-                        0
-                    },
+                    flags,
                     credits: grant,
                     len: *len as u32,
                     data: data.unwrap_or(0),
+                    tag: tag.unwrap_or(0),
                 };
                 let wr = self.post_head(resources(&g.res)?, slot, caps, &h, None, Some(&body))?;
                 let Rndv::Registered(region) = core::mem::replace(rndv, Rndv::No) else {
                     return Err(EINVAL);
                 };
                 let report = done.map(|(ctx, flags)| Report {
-                    flags: FI_SEND | FI_MSG | (flags & FI_COMPLETION),
+                    flags: FI_SEND | send_kind(flags) | (flags & FI_COMPLETION),
                     ctx,
                     len: *len,
                     errors: reports_errors(flags),

@@ -178,6 +178,32 @@ fn refuses_misplaced_status_and_flags() {
     );
 }
 
+/// A tagged message carries its tag in `key`; only a Send may be tagged.
+#[test]
+fn tagged_sends_only() {
+    let h = Header {
+        flags: FLAG_TAGGED | FLAG_CQ_DATA,
+        key: 0xfeed_0000_0000_0001,
+        data: 7,
+        len: 3,
+        ..Header::new(Op::Send)
+    };
+    let back = roundtrip(h).expect("a tagged send parses");
+    assert_eq!(back.tag(), Some(0xfeed_0000_0000_0001));
+    assert_eq!(back.data, 7);
+    assert_eq!(Header::new(Op::Send).tag(), None);
+    for op in [Op::Write, Op::ReadReq, Op::WriteAck, Op::Connect] {
+        assert_eq!(
+            roundtrip(Header {
+                flags: FLAG_TAGGED,
+                ..Header::new(op)
+            }),
+            Err(WireError::BadFlags(FLAG_TAGGED)),
+            "{op:?} may not be tagged"
+        );
+    }
+}
+
 /// A deterministic random walk over header bytes: the parser never panics,
 /// and what it accepts round-trips (the fuzz target's property, checked on
 /// every `cargo test` too).

@@ -8,6 +8,7 @@ fn header_round_trips() {
         credits: 17,
         len: 1 << 20,
         data: 0x0123_4567_89ab_cdef,
+        tag: 0,
     };
     let b = h.encode();
     assert_eq!(b.len(), HEADER_LEN);
@@ -16,6 +17,32 @@ fn header_round_trips() {
     assert_eq!(&b[2..4], &[17, 0]);
     assert_eq!(&b[4..8], &[0, 0, 0x10, 0]);
     assert_eq!(b[8], 0xef);
+    assert_eq!(h.tag(), None);
+}
+
+#[test]
+fn tagged_messages_carry_their_tag() {
+    for op in [OP_MSG, OP_RTS] {
+        let h = Header {
+            op,
+            flags: FLAG_FIRST | FLAG_TAGGED,
+            len: 5,
+            tag: 0xfeed_0000_0000_0042,
+            ..Default::default()
+        };
+        let b = h.encode();
+        assert_eq!(b[16], 0x42);
+        assert_eq!(Header::decode(&b).and_then(|h| h.tag()), Some(0xfeed_0000_0000_0042));
+    }
+    // Nothing else is tagged.
+    for op in [OP_WRITE_DATA, OP_CREDIT, OP_FIN] {
+        let h = Header {
+            op,
+            flags: FLAG_TAGGED,
+            ..Default::default()
+        };
+        assert_eq!(Header::decode(&h.encode()), None, "op {op}");
+    }
 }
 
 #[test]
@@ -35,7 +62,7 @@ fn a_payload_after_the_header_is_not_read() {
 
 #[test]
 fn malformed_headers_are_refused() {
-    // Too short (a peer's SEND of fewer than 16 bytes).
+    // Too short (a peer's SEND of fewer than HEADER_LEN bytes).
     let b = Header::default().encode();
     for n in 0..HEADER_LEN {
         assert_eq!(Header::decode(&b[..n]), None);

@@ -190,7 +190,7 @@ static void getinfo_hints_bound_the_offer(struct kunit *test)
 	h->tx_attr->caps = FI_MSG | FI_SEND;
 	h->rx_attr->caps = FI_MSG | FI_RECV;
 	KUNIT_EXPECT_EQ(test, getinfo_with(h), 0);
-	h->tx_attr->caps = FI_MSG | FI_TAGGED;
+	h->tx_attr->caps = FI_MSG | FI_ATOMIC;
 	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
 	h->tx_attr->caps = offer->tx_attr->caps;
 	h->rx_attr->caps = FI_RECV | FI_ATOMIC;
@@ -290,19 +290,21 @@ static void bad_arguments(struct kunit *test)
 	info->ep_attr->rx_ctx_cnt = SIZE_MAX;
 	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), -EINVAL);
 	info->ep_attr->rx_ctx_cnt = 1;
+	/* An endpoint opened without FI_TAGGED refuses tagged calls (below). */
+	info->caps &= ~FI_TAGGED;
+	info->tx_attr->caps &= ~FI_TAGGED;
+	info->rx_attr->caps &= ~FI_TAGGED;
 	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
 	/* Not enabled, then not connected. */
 	KUNIT_EXPECT_LT(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
 	bind_enable(test, &p.client);
 	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOTCONN);
 	KUNIT_EXPECT_EQ(test, fi_recv(p.client.ep, NULL, sizeof(buf), NULL, 0, NULL), -EINVAL);
-	/* Tagged messages are the core's RDM endpoints' (rdm_tagged_*), not MSG ones'. */
-	KUNIT_EXPECT_EQ(test, info->caps & FI_TAGGED, 0ULL);
 	KUNIT_EXPECT_EQ(test, fi_tsend(p.client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
 			-FI_EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, fi_trecv(p.client.ep, buf, sizeof(buf), NULL, 0, 1, 0, NULL),
 			-FI_EOPNOTSUPP);
-	/* So are atomic operations. */
+	/* Atomic operations are the RDM endpoints' (kofi_rdm_test), not MSG ones'. */
 	KUNIT_EXPECT_EQ(test, info->caps & FI_ATOMIC, 0ULL);
 	KUNIT_EXPECT_EQ(test, fi_atomic(p.client.ep, buf, 1, NULL, 0, 0, 0, FI_UINT64, FI_SUM,
 					NULL), -FI_EOPNOTSUPP);
@@ -1981,6 +1983,351 @@ static void accept_under_allocation_failures(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/* A pair whose endpoints offer tagged messages, its CQs in the tagged format. */
+static void tagged_open(struct kunit *test, struct pair *p, int n)
+{
+	p->caps = FI_TAGGED;
+	p->cq_format = FI_CQ_FORMAT_TAGGED;
+	conf_open(test, p, n);
+	KUNIT_ASSERT_TRUE(test, p->client.info->caps & FI_TAGGED);
+	KUNIT_ASSERT_TRUE(test, p->server.info->caps & FI_TAGGED);
+	KUNIT_EXPECT_TRUE(test, p->client.info->tx_attr->caps & FI_TAGGED);
+	KUNIT_EXPECT_TRUE(test, p->server.info->rx_attr->caps & FI_TAGGED);
+}
+
+/*
+ * The next receive completion on @p's server: its context, flags, length,
+ * tag and data; and its bytes, which @fill(..., @seed) made.
+ */
+static void expect_tagged(struct kunit *test, struct pair *p, void *ctx, u64 flags, size_t len,
+			  u64 tag, u64 data, u8 seed)
+{
+	struct fi_cq_tagged_entry e = {};
+	struct fi_cq_err_entry err = {};
+	u8 *want;
+
+	KUNIT_ASSERT_EQ(test, next_tagged(p->server.cq, &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, ctx);
+	KUNIT_EXPECT_EQ(test, e.flags, flags);
+	KUNIT_EXPECT_EQ(test, e.len, len);
+	KUNIT_EXPECT_EQ(test, e.tag, tag);
+	if (flags & FI_REMOTE_CQ_DATA)
+		KUNIT_EXPECT_EQ(test, e.data, data);
+	if (!ctx || !len)
+		return;
+	want = kunit_kmalloc(test, len, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, want);
+	fill(want, len, seed);
+	KUNIT_EXPECT_EQ_MSG(test, memcmp(ctx, want, len), 0, "bytes of tag %llx", tag);
+}
+
+/*
+ * On a MSG endpoint with FI_TAGGED: tags match outside the ignore bits,
+ * tagged and untagged messages never take each other's receives, a tagged
+ * message no receive wants waits for one, a short receive truncates, and a
+ * cancelled tagged receive says its tag.
+ */
+static void tagged_matching(struct kunit *test)
+{
+	enum { N = 128 };
+	struct pair p = {};
+	struct fi_cq_tagged_entry ce;
+	struct fi_cq_err_entry err = {};
+	u8 *a, *b, *c, *d, *e, *msg, *inj;
+
+	a = kunit_kzalloc(test, 5 * N, GFP_KERNEL);
+	msg = kunit_kzalloc(test, N, GFP_KERNEL);
+	inj = kunit_kzalloc(test, N, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, a);
+	KUNIT_ASSERT_NOT_NULL(test, msg);
+	KUNIT_ASSERT_NOT_NULL(test, inj);
+	b = a + N;
+	c = b + N;
+	d = c + N;
+	e = d + N;
+	tagged_open(test, &p, 33);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, a, N, NULL, 0, 0x1200, 0xff, a), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, b, N, NULL, 0, 0x5000, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, c, N, NULL, 0, c), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, e, N, NULL, 0, 0x9998, 0, e), 0);
+
+	/* fi_tsend's buffer stays the consumer's until its completion. */
+	fill(msg, 10, 1);
+	KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, msg, 10, NULL, 0, 0x5000, msg), 0);
+	fill(inj, 20, 2);
+	KUNIT_ASSERT_EQ(test, fi_tinjectdata(p.client.ep, inj, 20, 0xdd, 0, 0x12ab), 0);
+	fill(inj, 30, 3);
+	KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, inj, 30, 0), 0);
+	fill(inj, 40, 4);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, inj, 40, 0, 0x9999), 0);
+	/* Only fi_tsend asked for a completion; it says it was tagged. */
+	KUNIT_ASSERT_EQ(test, next_tagged(p.client.cq, &ce, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, ce.op_context, (void *)msg);
+	KUNIT_EXPECT_EQ(test, ce.flags, FI_TAGGED | FI_SEND);
+
+	/* In arrival order, each to the receive whose tag it matches. */
+	expect_tagged(test, &p, b, FI_TAGGED | FI_RECV, 10, 0x5000, 0, 1);
+	expect_tagged(test, &p, a, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 20, 0x12ab, 0xdd, 2);
+	expect_tagged(test, &p, c, FI_MSG | FI_RECV, 30, 0, 0, 3);
+	/* 0x9999 is no 0x9998: it waits, and the next receive wanting it takes it. */
+	msleep(100);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &ce, 1), -FI_EAGAIN);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, d, N, NULL, 0, 0x9990, 0xf, d), 0);
+	expect_tagged(test, &p, d, FI_TAGGED | FI_RECV, 40, 0x9999, 0, 4);
+	/* The receive for 0x9998 is still posted: cancelled, it says its tag. */
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, e), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &ce, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)e);
+	KUNIT_EXPECT_EQ(test, err.flags, FI_TAGGED | FI_RECV);
+	KUNIT_EXPECT_EQ(test, err.tag, 0x9998ULL);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, e), -FI_ENOENT);
+
+	/* An untagged receive does not take a tagged message. */
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, c, N, NULL, 0, c), 0);
+	fill(inj, 50, 5);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, inj, 50, 0, 7), 0);
+	fill(inj, 60, 6);
+	KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, inj, 60, 0), 0);
+	expect_tagged(test, &p, c, FI_MSG | FI_RECV, 60, 0, 0, 6);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, a, N, NULL, 0, 0, ~0ULL, a), 0);
+	expect_tagged(test, &p, a, FI_TAGGED | FI_RECV, 50, 7, 0, 5);
+
+	/* A tagged message larger than its receive: FI_ETRUNC with its tag. */
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, b, 40, NULL, 0, 0x77, 0, b), 0);
+	fill(inj, 100, 8);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, inj, 100, 0, 0x77), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &ce, &err), (ssize_t)-FI_ETRUNC);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)b);
+	KUNIT_EXPECT_EQ(test, err.flags, FI_TAGGED | FI_RECV);
+	KUNIT_EXPECT_EQ(test, err.tag, 0x77ULL);
+	KUNIT_EXPECT_EQ(test, err.olen, (size_t)60);
+	/* The connection goes on. */
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, d, N, NULL, 0, 0x78, 0, d), 0);
+	fill(inj, 90, 9);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, inj, 90, 0, 0x78), 0);
+	expect_tagged(test, &p, d, FI_TAGGED | FI_RECV, 90, 0x78, 0, 9);
+	pair_close(test, &p);
+}
+
+/*
+ * Tagged messages, small and large (a large one may go by rendezvous), all
+ * arrived before any receive, with an untagged one among them: each
+ * receive takes the one it asks for, in the order it asks, into kvecs or
+ * pages, byte for byte.
+ */
+static void tagged_unexpected(struct kunit *test)
+{
+	enum { BIG = 300 << 10, SMALL = 200 };
+	struct pair p = {};
+	struct fi_cq_tagged_entry e = {};
+	struct fi_cq_err_entry err = {};
+	struct page *page = alloc_pages(GFP_KERNEL, get_order(BIG + 4096));
+	struct fi_msg_tagged m = {};
+	struct bio_vec bv[2];
+	u8 *big = vmalloc(BIG), *s1, *s2, *s3, *u, *out, *want;
+	int i;
+
+	s1 = kunit_kzalloc(test, 4 * SMALL, GFP_KERNEL);
+	out = vzalloc(BIG);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	KUNIT_ASSERT_NOT_NULL(test, big);
+	KUNIT_ASSERT_NOT_NULL(test, s1);
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	s2 = s1 + SMALL;
+	s3 = s2 + SMALL;
+	u = s3 + SMALL;
+	tagged_open(test, &p, 34);
+	fill(s1, 100, 11);
+	fill(big, BIG, 12);
+	fill(s2, 100, 13);
+	fill(u, 64, 14);
+	fill(s3, SMALL, 15);
+	KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, s1, 100, NULL, 0, 1, s1), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, big, BIG, NULL, 0, 2, big), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsenddata(p.client.ep, s2, 100, NULL, 33, 0, 3, s2), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, u, 64, NULL, 0, u), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, s3, SMALL, NULL, 0, 3, s3), 0);
+	msleep(1000);
+
+	/* Tag 3 first: the first message tagged 3, with its data. */
+	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ out, SMALL }, .iov_count = 1,
+				    .tag = 3, .context = out };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_COMPLETION), 0);
+	expect_tagged(test, &p, out, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 100, 3, 33, 13);
+	/* The untagged one, past the tagged ones before it. */
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, out, SMALL, NULL, 0, out), 0);
+	expect_tagged(test, &p, out, FI_MSG | FI_RECV, 64, 0, 0, 14);
+	/* Tag 1, then tag 3's second. */
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, out, SMALL, NULL, 0, 1, 0, out), 0);
+	expect_tagged(test, &p, out, FI_TAGGED | FI_RECV, 100, 1, 0, 11);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, out, SMALL, NULL, 0, 3, 0, out), 0);
+	expect_tagged(test, &p, out, FI_TAGGED | FI_RECV, SMALL, 3, 0, 15);
+	/* The large one into two runs of pages at odd offsets. */
+	bvec_set_page(&bv[0], page, 30001, 7);
+	bvec_set_page(&bv[1], page, BIG - 30001, 7 + 30001 + 99);
+	m = (struct fi_msg_tagged){ .msg_bvec = bv, .iov_count = 2, .tag = 2, .context = page };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)page);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)BIG);
+	KUNIT_EXPECT_EQ(test, e.tag, 2ULL);
+	memcpy(out, page_address(page) + 7, 30001);
+	memcpy(out + 30001, page_address(page) + 7 + 30001 + 99, BIG - 30001);
+	want = big;
+	KUNIT_EXPECT_EQ(test, memcmp(out, want, BIG), 0);
+	/* Every send completed once, tagged or not. */
+	for (i = 0; i < 5; i++) {
+		KUNIT_ASSERT_EQ(test, next_tagged(p.client.cq, &e, &err), 1);
+		KUNIT_EXPECT_EQ(test, e.flags, (e.op_context == u ? FI_MSG : FI_TAGGED) | FI_SEND);
+	}
+	pair_close(test, &p);
+	__free_pages(page, get_order(BIG + 4096));
+	vfree(big);
+	vfree(out);
+}
+
+/* Peeks until a message tagged @tag has reached @p's server (up to 5 s). */
+static void wait_arrived(struct kunit *test, struct pair *p, u64 tag)
+{
+	struct fi_msg_tagged m = { .tag = tag, .context = p };
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int k;
+
+	for (k = 0; k < 250; k++) {
+		KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK), 0);
+		if (next_tagged(p->server.cq, &e, &err) == 1)
+			return;
+		KUNIT_ASSERT_EQ(test, err.err, FI_ENOMSG);
+		msleep(20);
+	}
+	KUNIT_FAIL(test, "tag %llu never arrived", tag);
+}
+
+/*
+ * fi_trecvmsg with FI_PEEK, FI_PEEK | FI_CLAIM, FI_CLAIM and FI_DISCARD on a
+ * connection; then a tagged receive still posted when the peer goes
+ * completes FI_ECANCELED with its tag.
+ */
+static void tagged_peek_claim_discard(struct kunit *test)
+{
+	enum { N = 64 };
+	struct pair p = {};
+	u8 *msg, *rx1, *rx2, *rx3;
+	int peek_ctx, claim_ctx, claim2_ctx, unknown_ctx, last_ctx;
+	struct fi_msg_tagged m = {};
+	struct fi_cq_tagged_entry e = {};
+	struct fi_cq_err_entry err = {};
+	struct cm_event *ev = kunit_kzalloc(test, sizeof(*ev), GFP_KERNEL);
+	u64 tag;
+
+	KUNIT_ASSERT_NOT_NULL(test, ev);
+	msg = kunit_kzalloc(test, 5 * N, GFP_KERNEL);
+	rx1 = kunit_kzalloc(test, 3 * N, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, msg);
+	KUNIT_ASSERT_NOT_NULL(test, rx1);
+	rx2 = rx1 + N;
+	rx3 = rx2 + N;
+	tagged_open(test, &p, 35);
+	for (tag = 7; tag <= 11; tag++) {
+		u8 *buf = msg + (tag - 7) * N;
+
+		fill(buf, 10 + tag, tag);
+		if (tag == 7)
+			KUNIT_ASSERT_EQ(test, fi_tsenddata(p.client.ep, buf, 10 + tag, NULL, 0x77, 0,
+							   tag, NULL), 0);
+		else
+			KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, buf, 10 + tag, NULL, 0, tag,
+						       NULL), 0);
+	}
+	/* In order on one connection: 11 there, all there. */
+	wait_arrived(test, &p, 11);
+
+	/* Nothing tagged 6: FI_ENOMSG, with the peek's context and tag. */
+	m.tag = 6;
+	m.context = &peek_ctx;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)&peek_ctx);
+	KUNIT_EXPECT_EQ(test, err.tag, 6ULL);
+	/* Tagged 7: its length, tag and data, no bytes; it stays. */
+	m.tag = 7;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&peek_ctx);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)17);
+	KUNIT_EXPECT_EQ(test, e.tag, 7ULL);
+	KUNIT_EXPECT_EQ(test, e.data, 0x77ULL);
+	KUNIT_EXPECT_NULL(test, e.buf);
+	/* Claim 8. */
+	m.tag = 8;
+	m.context = &claim_ctx;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)18);
+	/* One claim per context. */
+	m.tag = 9;
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK | FI_CLAIM), -EINVAL);
+	/* Receives for any tag take 7 then 9: 8 is claimed. */
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, rx1, N, NULL, 0, 0, ~0ULL, rx1), 0);
+	expect_tagged(test, &p, rx1, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 17, 7, 0x77, 7);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, rx2, N, NULL, 0, 0, ~0ULL, rx2), 0);
+	expect_tagged(test, &p, rx2, FI_TAGGED | FI_RECV, 19, 9, 0, 9);
+	/* The claim's receive gets 8, whatever tag it names. */
+	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ rx3, N }, .iov_count = 1,
+				    .tag = 1234, .context = &claim_ctx };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim_ctx);
+	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)18);
+	fill(msg, 18, 8);
+	KUNIT_EXPECT_EQ(test, memcmp(rx3, msg, 18), 0);
+	/* A claim nothing was claimed with. */
+	m.context = &unknown_ctx;
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_CLAIM), -FI_ENOMSG);
+	/* Peek and drop 10: a peek finds it no more. */
+	m = (struct fi_msg_tagged){ .tag = 10, .context = &peek_ctx };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.tag, 10ULL);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)20);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
+	/* Claim 11, then drop it through its claim: a completion of no bytes. */
+	m.tag = 11;
+	m.context = &claim2_ctx;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_CLAIM | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim2_ctx);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)0);
+	KUNIT_EXPECT_EQ(test, e.tag, 11ULL);
+	m.context = &peek_ctx;
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
+	/* Every send completed; the endpoint still works. */
+	for (tag = 7; tag <= 11; tag++)
+		KUNIT_ASSERT_EQ(test, next_tagged(p.client.cq, &e, &err), 1);
+	fill(msg, 30, 12);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, msg, 30, 0, 12), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, rx1, N, NULL, 0, 0, ~0ULL, rx1), 0);
+	expect_tagged(test, &p, rx1, FI_TAGGED | FI_RECV, 30, 12, 0, 12);
+
+	/* A tagged receive left posted when the peer goes is released. */
+	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, rx2, N, NULL, 0, 99, 0, &last_ctx), 0);
+	side_close(test, &p.client);
+	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, ev), (ssize_t)sizeof(ev->entry));
+	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &e, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)&last_ctx);
+	KUNIT_EXPECT_EQ(test, err.flags, FI_TAGGED | FI_RECV);
+	KUNIT_EXPECT_EQ(test, err.tag, 99ULL);
+	pair_close(test, &p);
+}
+
 static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(getinfo_describes_the_provider),
 	KUNIT_CASE(getinfo_hints_bound_the_offer),
@@ -2015,6 +2362,9 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(counters),
 	KUNIT_CASE(accept_in_a_fabric_of_its_own),
 	KUNIT_CASE(completion_levels_and_fence),
+	KUNIT_CASE(tagged_matching),
+	KUNIT_CASE(tagged_unexpected),
+	KUNIT_CASE(tagged_peek_claim_discard),
 	KUNIT_CASE(connect_under_allocation_failures),
 	KUNIT_CASE_SLOW(accept_under_allocation_failures),
 	{}

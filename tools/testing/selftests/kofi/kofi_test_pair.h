@@ -49,6 +49,10 @@ struct pair {
 	int mr_mode;
 	/* Modes the hints list (FI_RX_CQ_DATA, say). */
 	u64 mode;
+	/* Capabilities the hints ask for beyond FI_MSG | FI_RMA (FI_TAGGED, say). */
+	u64 caps;
+	/* The CQs' format; 0: FI_CQ_FORMAT_DATA. */
+	enum fi_cq_format cq_format;
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fid_pep *pep;
@@ -57,24 +61,31 @@ struct pair {
 };
 
 /*
- * The first info @prov offers for FI_EP_MSG with messages and RMA, to a
- * consumer supporting registration modes @mr_mode and modes @mode.
+ * The first info @prov offers for FI_EP_MSG with messages, RMA and @caps, to
+ * a consumer supporting registration modes @mr_mode and modes @mode.
  */
-static inline struct fi_info *test_info_modes(struct kunit *test, const char *prov,
-					      const char *node, const char *service, u64 flags,
-					      int mr_mode, u64 mode)
+static inline struct fi_info *test_info_caps(struct kunit *test, const char *prov,
+					     const char *node, const char *service, u64 flags,
+					     int mr_mode, u64 mode, u64 caps)
 {
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
 
 	KUNIT_ASSERT_NOT_NULL(test, hints);
 	hints->ep_attr->type = FI_EP_MSG;
-	hints->caps = FI_MSG | FI_RMA;
+	hints->caps = FI_MSG | FI_RMA | caps;
 	hints->mode = mode;
 	hints->domain_attr->mr_mode = mr_mode;
 	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
 	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, service, flags, hints, &info), 0);
 	fi_freeinfo(hints);
 	return info;
+}
+
+static inline struct fi_info *test_info_modes(struct kunit *test, const char *prov,
+					      const char *node, const char *service, u64 flags,
+					      int mr_mode, u64 mode)
+{
+	return test_info_caps(test, prov, node, service, flags, mr_mode, mode, 0);
 }
 
 static inline struct fi_info *test_info_mr(struct kunit *test, const char *prov,
@@ -93,7 +104,7 @@ static inline struct fi_info *test_info(struct kunit *test, const char *prov, co
 static inline void open_queues(struct kunit *test, struct pair *p, struct side *s)
 {
 	struct fi_eq_attr eq_attr = {};
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 256,
+	struct fi_cq_attr cq_attr = { .format = p->cq_format ?: FI_CQ_FORMAT_DATA, .size = 256,
 				      .comp_handler = s->cq_handler };
 
 	KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &s->eq, NULL), 0);
@@ -130,8 +141,8 @@ static inline void pair_listen(struct kunit *test, struct pair *p, const char *n
 			       const char *port)
 {
 	struct fi_eq_attr eq_attr = { .size = 256 };
-	struct fi_info *src = test_info_modes(test, p->prov, node, port, FI_SOURCE, p->mr_mode,
-					      p->mode);
+	struct fi_info *src = test_info_caps(test, p->prov, node, port, FI_SOURCE, p->mr_mode,
+					     p->mode, p->caps);
 
 	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p->fabric, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, src, &p->domain, NULL), 0);
@@ -146,7 +157,7 @@ static inline void pair_listen(struct kunit *test, struct pair *p, const char *n
 static inline void side_open(struct kunit *test, struct pair *p, struct side *s,
 			     const char *node, const char *port)
 {
-	s->info = test_info_modes(test, p->prov, node, port, 0, 0, p->mode);
+	s->info = test_info_caps(test, p->prov, node, port, 0, 0, p->mode, p->caps);
 	open_queues(test, p, s);
 	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, s->info, &s->ep, NULL), 0);
 	bind_enable(test, s);
@@ -234,6 +245,20 @@ static inline void pair_close_with(struct kunit *test, struct pair *p, struct fi
 	side_close(test, &p->server);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
 	pair_close(test, p);
+}
+
+/* The next completion of a tagged-format @cq (an error entry as -err). */
+static inline ssize_t next_tagged(struct fid_cq *cq, struct fi_cq_tagged_entry *e,
+				  struct fi_cq_err_entry *err)
+{
+	ssize_t ret = fi_cq_sread(cq, e, 1, NULL, WAIT_MS);
+
+	if (ret == -FI_EAVAIL) {
+		if (fi_cq_readerr(cq, err, 0) != 1)
+			return -EIO;
+		return -err->err;
+	}
+	return ret;
 }
 
 static inline ssize_t cq_wait(struct fid_cq *cq, struct fi_cq_data_entry *e)

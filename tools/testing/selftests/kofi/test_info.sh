@@ -81,8 +81,8 @@ info_run -p sock -e FI_EP_RDM
 [ $rc = 0 ] && only_types FI_EP_RDM
 check "ep_type_filter"
 info_run -c FI_TAGGED
-[ $rc = 0 ] && only_types FI_EP_RDM
-check "tagged_caps_are_rdm_only"
+[ $rc = 0 ] && echo "$out" | grep -q 'type: FI_EP_MSG$' && echo "$out" | grep -q 'type: FI_EP_RDM$'
+check "tagged_caps_on_both_endpoint_types"
 info_run --ep_type=msg --caps=FI_MSG,FI_RMA
 [ $rc = 0 ] && only_types FI_EP_MSG
 check "msg_filter_long_options"
