@@ -11,7 +11,9 @@
  * with fi_inject. Data moves by RMA as NVMe-oF moves it: the initiator
  * registers the request's pages and names them in the command (key, addr);
  * the target fi_read()s a write's data and fi_write()s a read's data before
- * it answers.
+ * it answers. A small write may carry its data in the command's message
+ * instead (KOFI_BLK_INLINE, up to the accept's inline_max), as NVMe-oF's
+ * in-capsule data: no registration and no read of the initiator's pages.
  */
 #ifndef _KOFI_BLK_PROTO_H
 #define _KOFI_BLK_PROTO_H
@@ -19,7 +21,7 @@
 #include <linux/types.h>
 
 #define KOFI_BLK_MAGIC		0x6b626c6bU	/* "kblk" */
-#define KOFI_BLK_VERSION	1
+#define KOFI_BLK_VERSION	2
 /* An export's name, NUL-padded (at most KOFI_BLK_NAME_MAX - 1 characters). */
 #define KOFI_BLK_NAME_MAX	32
 /* Commands in flight per queue at most: tags are 0 .. depth - 1. */
@@ -44,6 +46,8 @@ struct kofi_blk_accept {
 	__le64 sectors;		/* capacity in 512-byte sectors */
 	__le32 block_size;	/* logical block size in bytes */
 	__le32 max_io;		/* bytes one command moves at most */
+	__le32 inline_max;	/* a write's bytes a command may carry (0: none) */
+	__le32 rsvd2;
 };
 
 /* fi_reject's private data: why (a positive errno: ENOENT for no such export). */
@@ -60,6 +64,11 @@ enum kofi_blk_opcode {
 
 /* kofi_blk_cmd.flags: the write is on stable media when it is answered. */
 #define KOFI_BLK_FUA		0x01
+/*
+ * kofi_blk_cmd.flags: a write whose @len bytes follow the command in its
+ * message (at most the accept's inline_max); @key and @addr are unused.
+ */
+#define KOFI_BLK_INLINE		0x02
 
 /*
  * A command. @gen is the initiator's count of uses of @tag, echoed in the

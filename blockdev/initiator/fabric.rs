@@ -123,6 +123,12 @@ impl Info {
         mode & abi::FI_MR_ENDPOINT as i32 != 0
     }
 
+    /// Bytes one fi_inject takes at most.
+    pub(crate) fn inject_size(&self) -> usize {
+        // SAFETY: By the invariant, a whole info with its attrs.
+        unsafe { (*(*self.as_ptr()).tx_attr).inject_size }
+    }
+
     /// Buffers one memory registration takes at most.
     pub(crate) fn mr_iov_limit(&self) -> usize {
         // SAFETY: By the invariant, a whole info with its attrs.

@@ -26,6 +26,21 @@ int kofi_blk_rq_pages(struct request *rq, struct bio_vec *out, int max)
 	return n;
 }
 
+size_t kofi_blk_rq_copy(struct request *rq, void *dst, size_t len)
+{
+	struct req_iterator iter;
+	struct bio_vec bv;
+	size_t done = 0;
+
+	rq_for_each_segment(bv, rq, iter) {
+		if (bv.bv_len > len - done)
+			break;
+		memcpy_from_bvec(dst + done, &bv);
+		done += bv.bv_len;
+	}
+	return done;
+}
+
 struct gendisk *kofi_blk_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim)
 {
 	return blk_mq_alloc_disk(set, lim, NULL);

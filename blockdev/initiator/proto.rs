@@ -14,7 +14,7 @@ pub(crate) const ACCEPT_LEN: usize = size_of::<abi::kofi_blk_accept>();
 pub(crate) const REJECT_LEN: usize = size_of::<abi::kofi_blk_reject>();
 pub(crate) const COMMAND_LEN: usize = size_of::<abi::kofi_blk_cmd>();
 pub(crate) const RESPONSE_LEN: usize = size_of::<abi::kofi_blk_resp>();
-const _: () = assert!(CONNECT_LEN == 48 && ACCEPT_LEN == 24 && REJECT_LEN == 8);
+const _: () = assert!(CONNECT_LEN == 48 && ACCEPT_LEN == 32 && REJECT_LEN == 8);
 const _: () = assert!(COMMAND_LEN == 40 && RESPONSE_LEN == 16);
 
 pub(crate) const READ: u8 = abi::kofi_blk_opcode_KOFI_BLK_READ as u8;
@@ -53,6 +53,8 @@ pub(crate) struct Accept {
     pub(crate) sectors: u64,
     pub(crate) block_size: u32,
     pub(crate) max_io: u32,
+    /// A write's bytes a command may carry (0: none).
+    pub(crate) inline_max: u32,
 }
 
 /// Decodes and checks an accept's private data.
@@ -67,6 +69,7 @@ pub(crate) fn accept(b: &[u8]) -> Result<Accept> {
         sectors: u64::from_le_bytes(get(b, 8)),
         block_size: u32::from_le_bytes(get(b, 16)),
         max_io: u32::from_le_bytes(get(b, 20)),
+        inline_max: u32::from_le_bytes(get(b, 24)),
     };
     let bs_ok = (512..=4096).contains(&a.block_size) && a.block_size.is_power_of_two();
     if !bs_ok || a.max_io < a.block_size || a.max_io % a.block_size != 0 || a.sectors == 0 {
@@ -89,6 +92,8 @@ pub(crate) fn reject(b: &[u8]) -> Option<i32> {
 pub(crate) struct Command {
     pub(crate) opcode: u8,
     pub(crate) fua: bool,
+    /// A write whose data follows the command in its message.
+    pub(crate) inline: bool,
     pub(crate) tag: u16,
     pub(crate) gen: u32,
     pub(crate) sector: u64,
@@ -100,7 +105,13 @@ impl Command {
     pub(crate) fn encode(&self) -> [u8; COMMAND_LEN] {
         let mut b = [0u8; COMMAND_LEN];
         b[0] = self.opcode;
-        b[1] = if self.fua { abi::KOFI_BLK_FUA as u8 } else { 0 };
+        let fua = if self.fua { abi::KOFI_BLK_FUA as u8 } else { 0 };
+        let inline = if self.inline {
+            abi::KOFI_BLK_INLINE as u8
+        } else {
+            0
+        };
+        b[1] = fua | inline;
         put(&mut b, 2, &self.tag.to_le_bytes());
         put(&mut b, 4, &self.gen.to_le_bytes());
         put(&mut b, 8, &self.sector.to_le_bytes());

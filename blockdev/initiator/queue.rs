@@ -93,6 +93,9 @@ struct State {
     gens: KVec<u32>,
     /// The connection, while it is up.
     conn: Option<Arc<Connection>>,
+    /// A write's bytes its command carries at most on this connection
+    /// (the target's offer, within the provider's inject size; 0: none).
+    inline_max: usize,
     /// Set when the device goes: no connection is made any more.
     closed: bool,
 }
@@ -139,7 +142,10 @@ impl Queue {
                 index,
                 depth,
                 eq_event: AtomicBool::new(false),
-                state <- new_spinlock!(State { inflight, gens, conn: None, closed: false }, "kofi_blk::Queue::state"),
+                state <- new_spinlock!(
+                    State { inflight, gens, conn: None, inline_max: 0, closed: false },
+                    "kofi_blk::Queue::state"
+                ),
                 work <- new_work!("kofi_blk::Queue::work"),
             }),
             GFP_KERNEL,
@@ -171,12 +177,17 @@ impl Queue {
                 None => return Err(errno::etimedout()),
             }
         };
+        let inject = domain.info().inject_size();
+        let inline_max = inject
+            .saturating_sub(proto::COMMAND_LEN)
+            .min(accept.inline_max as usize);
         let conn = Arc::new(conn, GFP_KERNEL)?;
         let mut s = self.state.lock();
         if s.closed {
             return Err(errno::eshutdown());
         }
         s.conn = Some(conn);
+        s.inline_max = inline_max;
         Ok(accept)
     }
 
@@ -194,12 +205,22 @@ impl Queue {
         self.state.lock().conn.clone()
     }
 
+    fn conn_and_inline_max(&self) -> Option<(Arc<Connection>, usize)> {
+        let s = self.state.lock();
+        Some((s.conn.clone()?, s.inline_max))
+    }
+
     /// Sends `rq`'s command; `Err(rq)` when the queue has no connection or
-    /// its endpoint cannot take the command now.
+    /// its endpoint cannot take the command now. A write small enough goes
+    /// with its data in the command's message (a copy, injected): no region,
+    /// no read by the target.
     pub(crate) fn submit(&self, mut rq: mq::Request<Driver>) -> Result<(), mq::Request<Driver>> {
-        let Some(conn) = self.conn() else {
+        let Some((conn, inline_max)) = self.conn_and_inline_max() else {
             return Err(rq);
         };
+        let fits = rq.op() == Op::Write && rq.bytes() as usize <= inline_max;
+        let mut message = fits.then(|| inline_message(&rq).ok()).flatten();
+        let inline = message.is_some();
         let (opcode, access) = match rq.op() {
             Op::Read => (proto::READ, flags::FI_REMOTE_WRITE),
             Op::Write => (proto::WRITE, flags::FI_REMOTE_READ),
@@ -209,7 +230,7 @@ impl Queue {
                 return Ok(());
             }
         };
-        let mr = if opcode == proto::FLUSH {
+        let mr = if opcode == proto::FLUSH || inline {
             None
         } else {
             match register(&conn, &mut rq, access) {
@@ -230,6 +251,7 @@ impl Queue {
         let cmd = Command {
             opcode,
             fua: rq.op() == Op::Write && rq.fua(),
+            inline,
             tag: tag as u16,
             gen: 0,
             sector: rq.sector(),
@@ -253,7 +275,14 @@ impl Queue {
             s.inflight[tag] = Some(InFlight { rq, _mr: mr, gen });
             Command { gen, ..cmd }.encode()
         };
-        if conn.inject(&bytes).is_err() {
+        let sent = match message.as_mut() {
+            Some(m) => {
+                m[..proto::COMMAND_LEN].copy_from_slice(&bytes);
+                conn.inject(m)
+            }
+            None => conn.inject(&bytes),
+        };
+        if sent.is_err() {
             // The endpoint cannot take it (full, or the connection is
             // going): handed back to blk-mq, which offers it again after a
             // completion or a short delay. Requeueing at once instead made
@@ -351,6 +380,16 @@ impl Queue {
             }
         }
     }
+}
+
+/// An inline write's message: room for its command, then a copy of its
+/// data. Taken without waiting: when memory is short the write goes by RMA.
+fn inline_message(rq: &mq::Request<Driver>) -> Result<KVec<u8>> {
+    let len = proto::COMMAND_LEN + rq.bytes() as usize;
+    let mut m = KVec::with_capacity(len, GFP_NOWAIT | __GFP_NOWARN)?;
+    m.extend_from_slice(&[0u8; proto::COMMAND_LEN], GFP_NOWAIT)?;
+    rq.copy_data(&mut m)?;
+    Ok(m)
 }
 
 /// Registers `rq`'s pages for the target, bound to `conn` where the

@@ -42,11 +42,33 @@ static bool bios_idle(struct blkt_conn *conn)
 
 static void conn_free(struct blkt_conn *conn)
 {
+	unsigned int i;
+
 	if (conn->cq)
 		fi_close(&conn->cq->fid);
+	for (i = 0; conn->rx_pages && i < conn->depth; i++)
+		if (conn->rx_pages[i])
+			__free_page(conn->rx_pages[i]);
+	kfree(conn->rx_pages);
 	kvfree(conn->slots);
 	kfree(conn->recvs);
 	kfree(conn);
+}
+
+/* A page per receive for inline writes; 0 or ENOMEM. */
+static int alloc_rx_pages(struct blkt_conn *conn)
+{
+	unsigned int i;
+
+	conn->rx_pages = kcalloc(conn->depth, sizeof(*conn->rx_pages), GFP_KERNEL);
+	if (!conn->rx_pages)
+		return ENOMEM;
+	for (i = 0; i < conn->depth; i++) {
+		conn->rx_pages[i] = alloc_page(GFP_KERNEL);
+		if (!conn->rx_pages[i])
+			return ENOMEM;
+	}
+	return 0;
 }
 
 /*
@@ -100,6 +122,8 @@ static int conn_open(struct blkt_export *exp, struct fi_info *info,
 	conn->depth = depth;
 	conn->tx_iov_limit = max_t(size_t, info->tx_attr->iov_limit, 1);
 	conn->send_after_write = info->tx_attr->msg_order & FI_ORDER_SAW;
+	/* A command and its data land in two buffers: its own and a page. */
+	conn->inline_max = info->rx_attr->iov_limit >= 2 ? BLKT_INLINE_MAX : 0;
 	INIT_LIST_HEAD(&conn->held);
 	INIT_WORK(&conn->io_work, blkt_io_work);
 	mutex_init(&conn->io_lock);
@@ -108,7 +132,7 @@ static int conn_open(struct blkt_export *exp, struct fi_info *info,
 	init_waitqueue_head(&conn->bios_idle);
 	conn->recvs = kcalloc(depth, sizeof(*conn->recvs), GFP_KERNEL);
 	conn->slots = kvcalloc(depth, sizeof(*conn->slots), GFP_KERNEL);
-	if (!conn->recvs || !conn->slots) {
+	if (!conn->recvs || !conn->slots || (conn->inline_max && alloc_rx_pages(conn))) {
 		conn_free(conn);
 		return ENOMEM;
 	}
@@ -176,6 +200,7 @@ static void connection_request(struct blkt_export *exp, struct blkt_cm_event *ev
 		return;
 	}
 	fi_freeinfo(info);
+	acc.inline_max = cpu_to_le32(conn->inline_max);
 	mutex_lock(&exp->lock);
 	list_add_tail(&conn->node, &exp->conns);
 	mutex_unlock(&exp->lock);

@@ -4,7 +4,9 @@
  * connection's receive buffers and is copied to its tag's slot, and the
  * buffer is posted again at once. A write fi_read()s the initiator's pages
  * into pages of the slot, then goes to the device as a bio; a read goes to
- * the device first, then fi_write()s the initiator's pages.
+ * the device first, then fi_write()s the initiator's pages. A write whose
+ * data came inline, in the receive's page, goes to the device at once with
+ * that page (the receive gets a new one).
  *
  * A read is answered right behind its writes when the provider orders a
  * send after earlier writes (FI_ORDER_SAW, as nvmet-rdma chains its data
@@ -52,10 +54,19 @@ void blkt_conn_release_pages(struct blkt_conn *conn)
 		release_held(held);
 }
 
-static int post_recv(struct blkt_conn *conn, struct kofi_blk_cmd *buf)
+/* Posts receive @i: its command buffer, and its page for inline data. */
+static int post_recv(struct blkt_conn *conn, unsigned int i)
 {
-	ssize_t ret = fi_recv(conn->ep, buf, sizeof(*buf), NULL, 0, buf);
+	struct kofi_blk_cmd *buf = &conn->recvs[i];
+	struct kvec iov[2] = { { buf, sizeof(*buf) } };
+	size_t count = 1;
+	ssize_t ret;
 
+	if (conn->inline_max) {
+		iov[1] = (struct kvec){ page_address(conn->rx_pages[i]), conn->inline_max };
+		count = 2;
+	}
+	ret = fi_recvv(conn->ep, iov, NULL, count, 0, buf);
 	return ret < 0 ? ret : 0;
 }
 
@@ -65,7 +76,7 @@ int blkt_conn_post_recvs(struct blkt_conn *conn)
 	int ret;
 
 	for (i = 0; i < conn->depth; i++) {
-		ret = post_recv(conn, &conn->recvs[i]);
+		ret = post_recv(conn, i);
 		if (ret)
 			return ret;
 	}
@@ -272,7 +283,7 @@ static int check_cmd(struct blkt_conn *conn, const struct kofi_blk_cmd *cmd)
 			return EINVAL;
 		break;
 	case KOFI_BLK_WRITE:
-		if (cmd->flags & ~KOFI_BLK_FUA)
+		if (cmd->flags & ~(KOFI_BLK_FUA | KOFI_BLK_INLINE))
 			return EINVAL;
 		break;
 	default:
@@ -285,9 +296,28 @@ static int check_cmd(struct blkt_conn *conn, const struct kofi_blk_cmd *cmd)
 	return 0;
 }
 
-static void command_arrived(struct blkt_conn *conn, struct kofi_blk_cmd *buf)
+/*
+ * The slot takes receive @i's page with a write's @len inline bytes; a new
+ * page takes its place. ENOMEM when there is none: the data is lost.
+ */
+static int take_inline(struct blkt_slot *slot, unsigned int i, u32 len)
+{
+	struct blkt_conn *conn = slot->conn;
+	struct page *fresh = alloc_page(GFP_NOIO);
+
+	if (!fresh)
+		return ENOMEM;
+	bvec_set_page(&slot->bvecs[0], conn->rx_pages[i], len, 0);
+	slot->nr_pages = 1;
+	conn->rx_pages[i] = fresh;
+	return 0;
+}
+
+/* Command @buf, of receive @i, arrived with @inline_len bytes of data. */
+static void command_arrived(struct blkt_conn *conn, struct kofi_blk_cmd *buf, u32 inline_len)
 {
 	u16 tag = le16_to_cpu(buf->tag);
+	unsigned int i = buf - conn->recvs;
 	struct blkt_slot *slot;
 	int ret;
 
@@ -303,20 +333,23 @@ static void command_arrived(struct blkt_conn *conn, struct kofi_blk_cmd *buf)
 	slot->busy = true;
 	slot->status = 0;
 	slot->rma_pending = 0;
-	ret = post_recv(conn, buf);
+	slot->status = check_cmd(conn, &slot->cmd);
+	if (!slot->status && inline_len)
+		slot->status = take_inline(slot, i, inline_len);
+	else if (!slot->status && slot->cmd.opcode != KOFI_BLK_FLUSH &&
+		 alloc_pages_for(slot, le32_to_cpu(slot->cmd.len)))
+		slot->status = ENOMEM;
+	/* After the page is taken: the receive is posted with its new one. */
+	ret = post_recv(conn, i);
 	if (ret) {
 		blkt_conn_fail(conn);
 		return;
 	}
-	slot->status = check_cmd(conn, &slot->cmd);
-	if (!slot->status && slot->cmd.opcode != KOFI_BLK_FLUSH &&
-	    alloc_pages_for(slot, le32_to_cpu(slot->cmd.len)))
-		slot->status = ENOMEM;
 	if (slot->status) {
 		respond(slot);
 		return;
 	}
-	if (slot->cmd.opcode != KOFI_BLK_WRITE) {
+	if (slot->cmd.opcode != KOFI_BLK_WRITE || inline_len) {
 		submit(slot);
 		return;
 	}
@@ -390,13 +423,17 @@ static void completion(struct blkt_conn *conn, const struct fi_cq_msg_entry *e)
 	struct blkt_slot *slot;
 
 	if (buf) {
-		if (e->len != sizeof(*buf)) {
+		/* An inline write's data follows it (its length checked below). */
+		u32 inline_len = buf->flags & KOFI_BLK_INLINE ? le32_to_cpu(buf->len) : 0;
+
+		if (e->len != sizeof(*buf) + inline_len ||
+		    (inline_len && buf->opcode != KOFI_BLK_WRITE)) {
 			pr_warn_ratelimited("kofi_blkt: %s queue %u: command of %zu bytes\n",
 					    conn->exp->spec.name, conn->queue, e->len);
 			blkt_conn_fail(conn);
 			return;
 		}
-		command_arrived(conn, buf);
+		command_arrived(conn, buf, inline_len);
 		return;
 	}
 	slot = slot_of(conn, e->op_context);

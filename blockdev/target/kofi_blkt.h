@@ -25,6 +25,8 @@
 /* Bytes one command moves at most; announced in the accept. */
 #define BLKT_MAX_IO		(128 * 1024)
 #define BLKT_MAX_PAGES		(BLKT_MAX_IO / PAGE_SIZE)
+/* A write's bytes a command may carry (KOFI_BLK_INLINE): one page. */
+#define BLKT_INLINE_MAX		PAGE_SIZE
 
 /* How often a lost listener is tried again. */
 #define BLKT_RELISTEN_MS	1000
@@ -99,6 +101,13 @@ struct blkt_conn {
 	bool send_after_write;
 	struct list_head held;		/* blkt_held; only io_work and teardown */
 	struct kofi_blk_cmd *recvs;	/* depth receive buffers */
+	/*
+	 * With inline writes (inline_max, 0 when the provider cannot receive
+	 * into two buffers), each receive's page for a write's data, which
+	 * the command's slot takes over (a new page replaces it).
+	 */
+	u32 inline_max;
+	struct page **rx_pages;
 	struct blkt_slot *slots;	/* depth */
 	/* Handles completions and ended bios; one at a time (a work item). */
 	struct work_struct io_work;

@@ -63,7 +63,7 @@ module! {
     alias: ["kofi-sock"],
 }
 
-const INJECT_SIZE: usize = 4096;
+const INJECT_SIZE: usize = 8192;
 const IOV_LIMIT: usize = 16;
 const RMA_IOV_LIMIT: usize = 4;
 /// A region is the core's list of buffers, walked by an iov_iter: a storage

@@ -63,7 +63,7 @@ module! {
 }
 
 const CQ_DATA_SIZE: usize = 8;
-const INJECT_SIZE: usize = 1024;
+const INJECT_SIZE: usize = 8192;
 const RMA_IOV_LIMIT: usize = 4;
 const RECV_IOV_LIMIT: usize = 16;
 

@@ -173,12 +173,23 @@ static struct kofi_blk_connect good_request(void)
 	return req;
 }
 
-/* Sends @cmd and waits for its response: the status, or -errno. */
-static int command(struct conn *c, const struct kofi_blk_cmd *cmd)
+/*
+ * Sends @cmd, followed by @len bytes of @data in its message when @len (an
+ * inline write), and waits for its response: the status, or -errno.
+ */
+static int command_with(struct conn *c, const struct kofi_blk_cmd *cmd, const void *data,
+			size_t len)
 {
 	struct fi_cq_msg_entry e;
-	ssize_t n = fi_inject(c->ep, cmd, sizeof(*cmd), 0);
+	u8 *msg = kmalloc(sizeof(*cmd) + len, GFP_KERNEL);
+	ssize_t n;
 
+	if (!msg)
+		return -ENOMEM;
+	memcpy(msg, cmd, sizeof(*cmd));
+	memcpy(msg + sizeof(*cmd), data, len);
+	n = fi_inject(c->ep, msg, sizeof(*cmd) + len, 0);
+	kfree(msg);
 	if (n < 0)
 		return n;
 	n = fi_cq_sread(c->cq, &e, 1, NULL, WAIT_MS);
@@ -188,6 +199,12 @@ static int command(struct conn *c, const struct kofi_blk_cmd *cmd)
 		return -EPROTO;
 	n = fi_recv(c->ep, &c->resp, sizeof(c->resp), NULL, 0, c);
 	return n < 0 ? n : le32_to_cpu(c->resp.status);
+}
+
+/* Sends @cmd and waits for its response: the status, or -errno. */
+static int command(struct conn *c, const struct kofi_blk_cmd *cmd)
+{
+	return command_with(c, cmd, NULL, 0);
 }
 
 /* After a protocol break: the target ends the connection. */
@@ -217,6 +234,7 @@ static int attack_target(void)
 	struct fid_mr *mr = NULL;
 	void *buf = kzalloc(PAGE_SIZE, GFP_KERNEL);
 	struct kofi_blk_cmd cmd;
+	u8 *data = NULL;
 	u64 sectors;
 	int reject = 0, ret;
 
@@ -289,7 +307,42 @@ static int attack_target(void)
 	CHECK(command(&c, &cmd) == 0 && memchr_inv(buf, 0xa5, PAGE_SIZE) == NULL,
 	      "a good read brings the written bytes back");
 
-	/* Protocol breaks: a short command, then (new connection) a bad tag. */
+	/* Inline writes: the data in the command's message. */
+	CHECK(le32_to_cpu(c.acc.inline_max) >= PAGE_SIZE, "the accept offers inline writes");
+	data = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	if (!data) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(data, 0x3c, PAGE_SIZE);
+	cmd.opcode = KOFI_BLK_WRITE;
+	cmd.flags = KOFI_BLK_INLINE;
+	cmd.key = 0;
+	CHECK(command_with(&c, &cmd, data, PAGE_SIZE) == 0, "a good inline write succeeds");
+	cmd.opcode = KOFI_BLK_READ;
+	cmd.flags = 0;
+	cmd.key = cpu_to_le64(fi_mr_key(mr));
+	CHECK(command(&c, &cmd) == 0 && memchr_inv(buf, 0x3c, PAGE_SIZE) == NULL,
+	      "a read brings the inline write's bytes back");
+	cmd.opcode = KOFI_BLK_WRITE;
+	cmd.flags = KOFI_BLK_INLINE;
+	cmd.len = cpu_to_le32(100);
+	CHECK(command_with(&c, &cmd, data, 100) == EINVAL,
+	      "an inline write of part of a block: EINVAL");
+	cmd.len = cpu_to_le32(PAGE_SIZE);
+
+	/* Protocol breaks, each ending its connection. */
+	CHECK(command_with(&c, &cmd, data, 512) < 0 && ended_by_target(&c),
+	      "an inline write shorter than its length ends the connection");
+	conn_close(&c);
+	CHECK(!conn_open(&c, &req, &reject), "a new connection is accepted");
+	cmd.opcode = KOFI_BLK_READ;
+	CHECK(command_with(&c, &cmd, data, PAGE_SIZE) < 0 && ended_by_target(&c),
+	      "an inline read ends the connection");
+	conn_close(&c);
+	CHECK(!conn_open(&c, &req, &reject), "a new connection is accepted");
+	cmd.opcode = KOFI_BLK_WRITE;
+	cmd.flags = 0;
 	CHECK(fi_inject(c.ep, &cmd, 12, 0) == 0 && ended_by_target(&c),
 	      "a short command ends the connection");
 	conn_close(&c);
@@ -306,6 +359,7 @@ out:
 	conn_close(&c);
 	close_common();
 	kfree(buf);
+	kfree(data);
 	if (ret)
 		return ret;
 	return failures ? -EIO : 0;
