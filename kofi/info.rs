@@ -413,7 +413,8 @@ const RX_CAPS: u64 = flags::FI_MSG
 /// Fills in what a provider's well-formed `info` may leave to the core, as
 /// libfabric's providers state it: the capabilities of its transmits and
 /// receives (those of its own that apply to each), and one transmit and
-/// one receive context per endpoint (kofi has no scalable endpoints).
+/// one receive context per endpoint (kofi has no scalable endpoints), so as
+/// many of each in the domain as it has endpoints.
 pub(crate) fn complete(info: &mut abi::fi_info) {
     // SAFETY: A well-formed info's attrs are set.
     let (tx, rx, ep, d) = unsafe {
@@ -438,6 +439,11 @@ pub(crate) fn complete(info: &mut abi::fi_info) {
     ] {
         if *count == 0 {
             *count = 1;
+        }
+    }
+    for count in [&mut d.tx_ctx_cnt, &mut d.rx_ctx_cnt] {
+        if *count == 0 {
+            *count = d.ep_cnt.max(1);
         }
     }
 }

@@ -75,6 +75,9 @@ static void info_is_complete(struct kunit *test, const struct fi_info *i)
 	KUNIT_EXPECT_EQ(test, ep->rx_ctx_cnt, (size_t)1);
 	KUNIT_EXPECT_GE(test, i->domain_attr->max_ep_tx_ctx, (size_t)1);
 	KUNIT_EXPECT_GE(test, i->domain_attr->max_ep_rx_ctx, (size_t)1);
+	/* The domain's contexts: one each way per endpoint it may open. */
+	KUNIT_EXPECT_GE(test, i->domain_attr->tx_ctx_cnt, (size_t)1);
+	KUNIT_EXPECT_GE(test, i->domain_attr->rx_ctx_cnt, (size_t)1);
 	KUNIT_EXPECT_LE(test, ep->max_order_raw_size, ep->max_msg_size);
 	KUNIT_EXPECT_LE(test, ep->max_order_war_size, ep->max_msg_size);
 	KUNIT_EXPECT_LE(test, ep->max_order_waw_size, ep->max_msg_size);
