@@ -129,23 +129,33 @@ blk_net_bounce() {
 	wait $fio_pid
 }
 
-# blk_target_gone PROV: the target unloaded for good during fio: the run
-# ends with I/O errors (not a hang) soon after the reconnect timeout (5 s).
-blk_target_gone() {
+# blk_io_fails_in_time LIMIT [COMMAND...]: fio writes to kofiblk0; once it
+# writes, COMMAND (if any) takes the target away for good: the run ends with
+# I/O errors (not a hang) within LIMIT s of its start, and the device is
+# declared dead.
+blk_io_fails_in_time() {
+	limit=$1
+	shift
 	start=$(date +%s)
 	before=$(blk_writes)
 	fio --name=gone --filename=/dev/kofiblk0 --direct=1 --ioengine=libaio --thread \
-		--rw=randwrite --bs=4k --size=64M --iodepth=4 --time_based --runtime=120 \
-		>/tmp/fio.gone 2>&1 &
+		--rw=randwrite --bs=4k --size=64M --iodepth=4 --time_based \
+		--runtime=$((limit * 2)) >/tmp/fio.gone 2>&1 &
 	fio_pid=$!
 	blk_writing "$before" || return 1
-	rmmod kofi_blkt || return 1
+	[ $# = 0 ] || "$@" || return 1
 	wait $fio_pid && { echo "fio did not fail"; return 1; }
 	took=$(($(date +%s) - start))
 	grep -q 'Input/output error' /tmp/fio.gone || { cat /tmp/fio.gone; return 1; }
-	[ $took -lt 60 ] || { echo "fio took $took s"; return 1; }
+	[ $took -lt "$limit" ] || { echo "fio took $took s"; return 1; }
 	# Declared dead as its held requests fail, within a few milliseconds.
 	retry 2 grep -q 'state=dead' $BLK/devices || { cat $BLK/devices; return 1; }
+}
+
+# blk_target_gone: the target unloaded for good during fio: the run ends
+# with I/O errors (not a hang) soon after the reconnect timeout (5 s).
+blk_target_gone() {
+	blk_io_fails_in_time 60 rmmod kofi_blkt
 }
 
 # blk_writes: writes completed on kofiblk0 so far.

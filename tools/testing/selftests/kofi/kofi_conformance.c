@@ -2189,6 +2189,38 @@ static void tagged_unexpected(struct kunit *test)
 	vfree(out);
 }
 
+/*
+ * More tagged messages than the receiver has buffers for (kofi_verbs: 32),
+ * all sent before any receive: none holds back the ones behind it, so
+ * receives taking them in reverse order all complete, byte for byte.
+ */
+static void tagged_many_unexpected(struct kunit *test)
+{
+	enum { COUNT = 200, LEN = 2000 };
+	struct pair p = {};
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	u8 *src = vmalloc(COUNT * LEN), *dst = kunit_kzalloc(test, LEN, GFP_KERNEL);
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	KUNIT_ASSERT_NOT_NULL(test, dst);
+	tagged_open(test, &p, 36);
+	for (i = 0; i < COUNT; i++) {
+		fill(src + i * LEN, LEN, i);
+		KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, src + i * LEN, LEN, NULL, 0, 1000 + i,
+					       NULL), 0);
+	}
+	for (i = COUNT - 1; i >= 0; i--) {
+		KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, dst, LEN, NULL, 0, 1000 + i, 0, dst), 0);
+		expect_tagged(test, &p, dst, FI_TAGGED | FI_RECV, LEN, 1000 + i, 0, i);
+	}
+	for (i = 0; i < COUNT; i++)
+		KUNIT_ASSERT_EQ(test, next_tagged(p.client.cq, &e, &err), 1);
+	pair_close(test, &p);
+	vfree(src);
+}
+
 /* Peeks until a message tagged @tag has reached @p's server (up to 5 s). */
 static void wait_arrived(struct kunit *test, struct pair *p, u64 tag)
 {
@@ -2367,6 +2399,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(completion_levels_and_fence),
 	KUNIT_CASE(tagged_matching),
 	KUNIT_CASE(tagged_unexpected),
+	KUNIT_CASE(tagged_many_unexpected),
 	KUNIT_CASE(tagged_peek_claim_discard),
 	KUNIT_CASE(connect_under_allocation_failures),
 	KUNIT_CASE_SLOW(accept_under_allocation_failures),

@@ -12,6 +12,24 @@
 # conns: the export's connected queues.
 conns() { cut -d' ' -f6 $BLKT/exports; }
 
+# backing_writes: writes completed on the exported /dev/ram0 so far.
+backing_writes() { awk '{ print $5 }' /sys/block/ram0/stat; }
+
+# outage SECONDS: once the initiator writes through the export (within
+# 120 s), this node's link goes down for SECONDS, then up again.
+outage() {
+	before=$(backing_writes)
+	i=0
+	while [ "$(backing_writes)" -le "$before" ]; do
+		[ $i -lt 1200 ] || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	ip link set eth0 down || return 1
+	sleep "$1"
+	ip link set eth0 up
+}
+
 # served: the initiator connected (within 120 s) and went again (within
 # 600 s, the length of node 1's checks).
 served() {
@@ -29,7 +47,7 @@ served() {
 	done
 }
 
-if [ "$KOFI_NODE" = 0 ]; then ktap_plan 8; else ktap_plan 16; fi
+if [ "$KOFI_NODE" = 0 ]; then ktap_plan 10; else ktap_plan 19; fi
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko || {
 	ktap_diag "loading failed"
 	exit 1
@@ -64,6 +82,20 @@ rdma link delete siw0
 link_up rxe0 rxe || ktap_diag "rxe0 did not come up"
 transport verbs_rxe verbs 10.0.2.10 "$KOFI_PEER" 4452
 rdma link delete rxe0
+
+# The target's link down for longer than the initiator waits (io_timeout,
+# then reconnect_timeout): node 1's writes fail with EIO in bounded time, not
+# a hang, and the dead device goes; node 0's link comes back after.
+if [ "$KOFI_NODE" = 0 ]; then
+	ktap_expect_ok "outage_export" blk_export disk0 sock 10.0.2.10 4454
+	ktap_expect_ok "outage_link_down_75s" outage 75
+	echo disk0 >$BLKT/remove_export
+else
+	ktap_expect_ok "outage_device_added" retry 90 blk_add disk0 sock "$KOFI_PEER" 4454 \
+		queues=2 depth=8 io_timeout=10 reconnect_timeout=20
+	ktap_expect_ok "outage_fails_io_in_time" blk_io_fails_in_time 90
+	ktap_expect_ok "outage_device_removed" blk_remove
+fi
 if [ "$KOFI_NODE" = 0 ]; then rmmod kofi_blkt; else rmmod kofi_blk; fi
 rmmod kofi_verbs && rmmod kofi_sock && rmmod kofi
 ktap_finish
