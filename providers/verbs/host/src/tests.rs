@@ -32,7 +32,10 @@ fn tagged_messages_carry_their_tag() {
         };
         let b = h.encode();
         assert_eq!(b[16], 0x42);
-        assert_eq!(Header::decode(&b).and_then(|h| h.tag()), Some(0xfeed_0000_0000_0042));
+        assert_eq!(
+            Header::decode(&b).and_then(|h| h.tag()),
+            Some(0xfeed_0000_0000_0042)
+        );
     }
     // Nothing else is tagged.
     for op in [OP_WRITE_DATA, OP_CREDIT, OP_FIN] {
