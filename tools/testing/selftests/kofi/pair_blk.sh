@@ -3,14 +3,34 @@
 # kofi_blk across two VMs: node 0 exports its /dev/ram0 with kofi_blkt,
 # node 1 reaches it as /dev/kofiblk0, over kofi_sock (IPv4 and IPv6) and
 # kofi_verbs on siw and rxe. Node 1 runs fio with crc32c verification
-# and ext4 (made, filled, compared, e2fsck clean), checking every byte; node
-# 0 checks its side: the export served connections and they all ended.
+# and ext4 (made, filled, compared, e2fsck clean), checking every byte,
+# while node 0 unloads and reloads kofi_blkt under it (node 1 must have
+# reconnected); node 0 checks its side: the export served connections and
+# they all ended.
 . "$(dirname "$0")/ktap_helpers.sh"
 . "$(dirname "$0")/rdma_helpers.sh"
 . "$(dirname "$0")/blk_helpers.sh"
 
 # conns: the export's connected queues.
 conns() { cut -d' ' -f6 $BLKT/exports; }
+
+# restart_when_served PROV ADDR PORT: 5 s after the initiator connected
+# (within 120 s), kofi_blkt unloaded and loaded again, the export with it.
+restart_when_served() {
+	i=0
+	while [ "$(conns)" = 0 ]; do
+		[ $i -lt 120 ] || return 1
+		sleep 1
+		i=$((i + 1))
+	done
+	sleep 5
+	rmmod kofi_blkt || return 1
+	sleep 2
+	insmod $MODDIR/kofi_blkt.ko && blk_export disk0 "$1" "$2" "$3"
+}
+
+# reconnects: the initiator's reconnections so far (its log).
+reconnects() { dmesg | grep -c 'kofiblk0: reconnected'; }
 
 # outage SECONDS: 8 s after the initiator connected (within 120 s; it
 # starts writing at once: brd counts no I/O to watch), this node's link
@@ -23,9 +43,19 @@ outage() {
 		i=$((i + 1))
 	done
 	sleep 8
+	# IPv6 would drop the link's addresses with it: the suites after this
+	# one reach this node at fd00::10.
+	echo 1 >/proc/sys/net/ipv6/conf/eth0/keep_addr_on_down || return 1
 	ip link set eth0 down || return 1
 	sleep "$1"
-	ip link set eth0 up
+	ip link set eth0 up || return 1
+	# Usable again once duplicate address detection is over (within 10 s).
+	i=0
+	while ip -6 addr show dev eth0 | grep -q tentative; do
+		[ $i -lt 100 ] || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
 }
 
 # served: the initiator connected (within 120 s) and went again (within
@@ -45,7 +75,7 @@ served() {
 	done
 }
 
-if [ "$KOFI_NODE" = 0 ]; then ktap_plan 10; else ktap_plan 19; fi
+if [ "$KOFI_NODE" = 0 ]; then ktap_plan 14; else ktap_plan 23; fi
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko || {
 	ktap_diag "loading failed"
 	exit 1
@@ -57,17 +87,21 @@ transport() {
 	l=$1 p=$2 port=$5
 	if [ "$KOFI_NODE" = 0 ]; then
 		ktap_expect_ok "${l}_export" blk_export disk0 $p $3 $port
+		ktap_expect_ok "${l}_target_restarted" restart_when_served $p $3 $port
 		ktap_expect_ok "${l}_served" served
 		echo disk0 >$BLKT/remove_export
 	else
 		# A stalled RMA (blk.rst, Open) costs io_timeout; a request rides
 		# out several within reconnect_timeout. The load is light enough
-		# that no good request takes 15 s.
+		# that no good request takes 15 s. Node 0 restarts the target
+		# during the checks: they must pass through it.
+		before=$(reconnects)
 		ktap_expect_ok "${l}_device_added" retry 90 blk_add disk0 $p $4 $port queues=2 \
 			depth=8 io_timeout=15 reconnect_timeout=90
 		ktap_expect_ok "${l}_fio_random_verify" blk_fio rand --rw=randwrite --bsrange=4k-256k \
 			--size=8M --iodepth=4 --numjobs=2 --offset_increment=48M
 		ktap_expect_ok "${l}_ext4" blk_ext4
+		ktap_expect_ok "${l}_reconnected_after_target_restart" [ "$(reconnects)" -gt "$before" ]
 		ktap_expect_ok "${l}_device_removed" blk_remove
 	fi
 }
