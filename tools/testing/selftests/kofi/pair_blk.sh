@@ -14,15 +14,20 @@
 # conns: the export's connected queues.
 conns() { cut -d' ' -f6 $BLKT/exports; }
 
-# restart_when_served PROV ADDR PORT: 5 s after the initiator connected
-# (within 120 s), kofi_blkt unloaded and loaded again, the export with it.
-restart_when_served() {
+# connected: the initiator connected to the export (within 120 s).
+connected() {
 	i=0
 	while [ "$(conns)" = 0 ]; do
 		[ $i -lt 120 ] || return 1
 		sleep 1
 		i=$((i + 1))
 	done
+}
+
+# restart_when_served PROV ADDR PORT: 5 s after the initiator connected
+# (within 120 s), kofi_blkt unloaded and loaded again, the export with it.
+restart_when_served() {
+	connected || return 1
 	sleep 5
 	rmmod kofi_blkt || return 1
 	sleep 2
@@ -36,12 +41,7 @@ reconnects() { dmesg | grep -c 'kofiblk0: reconnected'; }
 # starts writing at once: brd counts no I/O to watch), this node's link
 # goes down for SECONDS, then up again.
 outage() {
-	i=0
-	while [ "$(conns)" = 0 ]; do
-		[ $i -lt 120 ] || return 1
-		sleep 1
-		i=$((i + 1))
-	done
+	connected || return 1
 	sleep 8
 	# IPv6 would drop the link's addresses with it: the suites after this
 	# one reach this node at fd00::10.
@@ -61,12 +61,7 @@ outage() {
 # served: the initiator connected (within 120 s) and went again (within
 # 600 s, the length of node 1's checks).
 served() {
-	i=0
-	while [ "$(conns)" = 0 ]; do
-		[ $i -lt 120 ] || return 1
-		sleep 1
-		i=$((i + 1))
-	done
+	connected || return 1
 	i=0
 	while [ "$(conns)" != 0 ]; do
 		[ $i -lt 600 ] || return 1
