@@ -288,6 +288,8 @@ unsafe fn view<'a>(info: &'a abi::fi_info) -> InfoView<'a> {
             a.cq_cnt = d.cq_cnt;
             a.mr_cnt = d.mr_cnt;
             a.max_ep_tx_ctx = d.max_ep_tx_ctx;
+            a.domain_tx_ctx_cnt = d.tx_ctx_cnt;
+            a.domain_rx_ctx_cnt = d.rx_ctx_cnt;
             a.max_ep_rx_ctx = d.max_ep_rx_ctx;
         }
     }

@@ -59,6 +59,9 @@ pub(crate) struct Attrs {
     pub(crate) rx_ctx_cnt: usize,
     pub(crate) max_ep_tx_ctx: usize,
     pub(crate) max_ep_rx_ctx: usize,
+    /// The domain's contexts each way: at most the offer's.
+    pub(crate) domain_tx_ctx_cnt: usize,
+    pub(crate) domain_rx_ctx_cnt: usize,
 }
 
 /// The values of `fabric.h` this file reads (it is built on the host too,
@@ -254,6 +257,16 @@ fn check_attrs(caps: u64, h: &Attrs, o: &Attrs) -> Result<(), &'static str> {
             "domain_attr.max_ep_rx_ctx",
             h.max_ep_rx_ctx,
             o.max_ep_rx_ctx,
+        ),
+        (
+            "domain_attr.tx_ctx_cnt",
+            h.domain_tx_ctx_cnt,
+            o.domain_tx_ctx_cnt,
+        ),
+        (
+            "domain_attr.rx_ctx_cnt",
+            h.domain_rx_ctx_cnt,
+            o.domain_rx_ctx_cnt,
         ),
     ];
     for (name, hint, offer) in at_most {

@@ -427,6 +427,8 @@ fn context_caps_and_counts_bound_the_offer() {
     o.attrs.rx_ctx_cnt = 1;
     o.attrs.max_ep_tx_ctx = 1;
     o.attrs.max_ep_rx_ctx = 1;
+    o.attrs.domain_tx_ctx_cnt = 64;
+    o.attrs.domain_rx_ctx_cnt = 64;
     let wants = |attrs: Attrs| check(&hinting(attrs), &o);
     assert_eq!(wants(Attrs::default()), Ok(()));
     let asked = Attrs {
@@ -434,6 +436,8 @@ fn context_caps_and_counts_bound_the_offer() {
         rx_caps: RECV,
         tx_ctx_cnt: 1,
         rx_ctx_cnt: 1,
+        domain_tx_ctx_cnt: 64,
+        domain_rx_ctx_cnt: 8,
         ..Attrs::default()
     };
     assert_eq!(wants(asked), Ok(()));
@@ -480,6 +484,20 @@ fn context_caps_and_counts_bound_the_offer() {
                 ..Attrs::default()
             },
             "domain_attr.max_ep_rx_ctx",
+        ),
+        (
+            Attrs {
+                domain_tx_ctx_cnt: 65,
+                ..Attrs::default()
+            },
+            "domain_attr.tx_ctx_cnt",
+        ),
+        (
+            Attrs {
+                domain_rx_ctx_cnt: 65,
+                ..Attrs::default()
+            },
+            "domain_attr.rx_ctx_cnt",
         ),
     ];
     for (attrs, name) in too_much {

@@ -174,6 +174,8 @@ static void getinfo_hints_bound_the_offer(struct kunit *test)
 	EXPECT_BOUND(rx_attr->iov_limit);
 	EXPECT_BOUND(domain_attr->cq_data_size);
 	EXPECT_BOUND(domain_attr->mr_iov_limit);
+	EXPECT_BOUND(domain_attr->tx_ctx_cnt);
+	EXPECT_BOUND(domain_attr->rx_ctx_cnt);
 #undef EXPECT_BOUND
 	h->tx_attr->comp_order = FI_ORDER_STRICT;
 	KUNIT_EXPECT_EQ(test, getinfo_with(h), -FI_ENODATA);
