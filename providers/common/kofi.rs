@@ -380,6 +380,14 @@ impl Buffers {
         Ok(Buffers::Bvec(v))
     }
 
+    /// The buffers as lent ones, for an operation that uses them in place.
+    fn into_lent(self) -> Lent {
+        match self {
+            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov }),
+            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs }),
+        }
+    }
+
     fn len(&self) -> usize {
         match self {
             Buffers::Kvec(v) => v.iter().map(|k| k.iov_len).sum(),
@@ -470,10 +478,7 @@ impl Msg<'_> {
     /// The message's buffers, lent by the consumer until the send completes
     /// (OFI's rule for every send but an inject), to send from in place.
     pub(crate) fn lend(&self) -> Result<Lent> {
-        Ok(match self.buffers()? {
-            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov }),
-            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs }),
-        })
+        Ok(self.buffers()?.into_lent())
     }
 
     /// An owned description of the receive buffers, to fill later.
@@ -526,10 +531,7 @@ impl TaggedMsg<'_> {
 
     /// The message's buffers, lent until the send completes (see [`Msg::lend`]).
     pub(crate) fn lend(&self) -> Result<Lent> {
-        Ok(match self.buffers()? {
-            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov }),
-            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs }),
-        })
+        Ok(self.buffers()?.into_lent())
     }
 
     /// The tagged receive this describes, to fill later; `buffers`: false
@@ -545,6 +547,16 @@ impl TaggedMsg<'_> {
             flags,
             tag: Some(self.tag_match()),
         })
+    }
+}
+
+/// FI_TAGGED for a tagged send (its flags, as a provider keeps them, say
+/// so), else FI_MSG: what its completion says.
+pub(crate) fn send_kind(flags: u64) -> u64 {
+    if flags & FI_TAGGED != 0 {
+        FI_TAGGED
+    } else {
+        FI_MSG
     }
 }
 
@@ -831,10 +843,7 @@ impl RmaMsg<'_> {
     /// The local buffers, lent by the consumer until the operation
     /// completes, for a provider whose device moves the bytes itself.
     pub(crate) fn lend(&self) -> Result<Lent> {
-        Ok(match self.buffers()? {
-            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov }),
-            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs }),
-        })
+        Ok(self.buffers()?.into_lent())
     }
 
     /// An owned description of the local buffers, to fill when a read's

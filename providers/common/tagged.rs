@@ -8,9 +8,7 @@
 //! FI_DISCARD live here once.
 
 use crate::abi;
-use crate::flags::{
-    FI_CLAIM, FI_COMPLETION, FI_DISCARD, FI_PEEK, FI_RECV, FI_REMOTE_CQ_DATA, FI_TAGGED,
-};
+use crate::flags::{FI_CLAIM, FI_COMPLETION, FI_DISCARD, FI_PEEK};
 use crate::kofi::{fi_error, report_cancelled, Context, EpRef, PostedRecv};
 use crate::vec::VecExt;
 use kernel::prelude::*;
@@ -208,10 +206,9 @@ impl<M: HeldMessage> HeldTagged<M> {
         };
         let h = &mut self.list[i];
         // The answer is the completion: always written.
-        let data_flag = h.msg.data().map_or(0, |_| FI_REMOTE_CQ_DATA);
-        let flags_out = FI_TAGGED | FI_RECV | FI_COMPLETION | data_flag;
-        let data = h.msg.data().unwrap_or(0);
-        ep.complete_tagged(flags_out, recv.context, h.msg.len(), data, h.tag)?;
+        let mut recv = recv;
+        recv.flags |= FI_COMPLETION;
+        ep.recv_done(&recv, h.msg.len(), h.msg.data(), h.tag)?;
         if flags & FI_DISCARD != 0 {
             let Held { tag, msg, .. } = self.list.remove(i);
             return Ok(Trecv::Discard {

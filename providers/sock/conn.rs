@@ -18,8 +18,8 @@
 use crate::abi;
 use crate::flags::*;
 use crate::kofi::{
-    cancel_posted, fi_error, report_cancelled, Context, DomainRef, EpRef, Info, Lent, PostedRecv,
-    ProgressWaker,
+    cancel_posted, fi_error, report_cancelled, send_kind, Context, DomainRef, EpRef, Info, Lent,
+    PostedRecv, ProgressWaker,
 };
 use crate::listener::Listener;
 use crate::ring::Ring;
@@ -698,15 +698,6 @@ impl Conn {
         }
         // SAFETY: Restores the state saved above.
         unsafe { abi::ksock_noio_restore(noio) };
-    }
-}
-
-/// FI_TAGGED for a tagged send (its `done` flags say so), else FI_MSG.
-fn send_kind(flags: u64) -> u64 {
-    if flags & FI_TAGGED != 0 {
-        FI_TAGGED
-    } else {
-        FI_MSG
     }
 }
 

@@ -24,8 +24,8 @@ use crate::abi;
 use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
 use crate::kofi::{
-    cancel_posted, fi_error, report_cancelled, swap_remove, Context, EpRef, Lent, MrMemory, PepRef,
-    PostedRecv, ProgressWaker,
+    cancel_posted, fi_error, report_cancelled, send_kind, swap_remove, Context, EpRef, Lent,
+    MrMemory, PepRef, PostedRecv, ProgressWaker,
 };
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, CqHandler, Device, IdHandle,

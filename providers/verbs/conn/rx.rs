@@ -255,10 +255,11 @@ impl Conn {
                 None => g.recvs.pop(),
             };
             let Some(recv) = recv else {
-                return self.start_copying(g, h) && {
-                    self.copy_segment(g, i, h, len);
-                    true
-                };
+                if !self.start_copying(g, h) {
+                    return false;
+                }
+                self.copy_segment(g, i, h, len);
+                return true;
             };
             g.cur = Some(Assembly {
                 recv,

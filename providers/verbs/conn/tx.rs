@@ -79,15 +79,6 @@ fn split(
     Ok(out)
 }
 
-/// FI_TAGGED for a tagged send (its `done` flags say so), else FI_MSG.
-fn send_kind(flags: u64) -> u64 {
-    if flags & FI_TAGGED != 0 {
-        FI_TAGGED
-    } else {
-        FI_MSG
-    }
-}
-
 /// Whether a failed send with `flags` is reported. Not an inject's without
 /// FI_COMPLETION, for now (libfabric reports it): on rxe, the error at a
 /// link's going down made consumers reconnect during the outage, and
