@@ -65,8 +65,14 @@ unsafe fn remote_elements(rma: *const abi::fi_rma_ioc, count: usize) -> Option<u
 }
 
 fn atomicmsg(ep: *mut abi::fid_ep, a: &abi::kofi_atomic, kind: Kind, flags: u64) -> Result<usize> {
+    // A fetching operation reads the target, a plain one writes it.
+    let dir = if kind == Kind::Plain {
+        FI_WRITE
+    } else {
+        FI_READ
+    };
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_ATOMIC) }?;
+    let e = unsafe { ready(ep, FI_ATOMIC, dir) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { a.msg.as_ref() }.ok_or(EINVAL)?;
     if flags & !TX_OP_FLAGS != 0 || (kind != Kind::Plain && flags & FI_INJECT != 0) {

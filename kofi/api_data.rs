@@ -15,21 +15,34 @@ use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-/// An enabled endpoint with capability `cap`.
+/// An enabled endpoint with capability `cap` in direction `dir` (FI_SEND,
+/// FI_RECV, FI_READ or FI_WRITE).
 ///
 /// # Safety
 ///
 /// `ep` is null or a kofi fid the caller keeps open.
-pub(crate) unsafe fn ready<'a>(ep: *mut abi::fid_ep, cap: u64) -> Result<&'a Endpoint> {
+pub(crate) unsafe fn ready<'a>(ep: *mut abi::fid_ep, cap: u64, dir: u64) -> Result<&'a Endpoint> {
     // SAFETY: The caller's guarantee.
     let e = unsafe { lookup::<Endpoint>(ep) }?;
     if !e.is_enabled() {
         return Err(errno::eopbadstate());
     }
-    if e.limits.caps & cap == 0 {
+    if e.limits.caps & cap == 0 || !allows(e.limits.caps, dir) {
         return Err(errno::eopnotsupp());
     }
     Ok(e)
+}
+
+/// Whether `caps` allow operations in direction `dir`: caps that name
+/// neither direction of its pair (send and receive, read and write) allow
+/// both, as fi_getinfo(3) has it.
+fn allows(caps: u64, dir: u64) -> bool {
+    let pair = if dir & (FI_SEND | FI_RECV) != 0 {
+        FI_SEND | FI_RECV
+    } else {
+        FI_READ | FI_WRITE
+    };
+    caps & pair == 0 || caps & dir != 0
 }
 
 /// Whether a consumer's kvec can describe memory: a buffer unless empty,
@@ -131,7 +144,7 @@ pub(crate) fn op_posted(ret: isize) -> Result<usize> {
 
 fn sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<usize> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_MSG) }?;
+    let e = unsafe { ready(ep, FI_MSG, FI_SEND) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
     check_send(e, m.msg_iov, m.msg_bvec, m.iov_count, flags)?;
@@ -307,7 +320,7 @@ pub(crate) extern "C" fn fi_injectdata(
 
 fn recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<usize> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_MSG) }?;
+    let e = unsafe { ready(ep, FI_MSG, FI_RECV) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
     let multi = if e.limits.caps & FI_MULTI_RECV != 0 {
@@ -405,13 +418,9 @@ fn rmamsg(
     flags: u64,
     kind: Rma,
 ) -> Result<usize> {
-    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_RMA) }?;
     let dir = if kind == Rma::Read { FI_READ } else { FI_WRITE };
-    let caps = e.limits.caps;
-    if caps & (FI_READ | FI_WRITE) != 0 && caps & dir == 0 {
-        return Err(errno::eopnotsupp());
-    }
+    // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
+    let e = unsafe { ready(ep, FI_RMA, dir) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
     if flags & !TX_OP_FLAGS != 0 {

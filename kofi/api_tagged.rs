@@ -18,7 +18,7 @@ const TRECV_FLAGS: u64 = RX_OP_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD;
 
 fn tsendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) -> Result<usize> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_TAGGED) }?;
+    let e = unsafe { ready(ep, FI_TAGGED, FI_SEND) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
     check_send(e, m.msg_iov, m.msg_bvec, m.iov_count, flags)?;
@@ -29,7 +29,7 @@ fn tsendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) ->
 
 fn trecvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) -> Result<usize> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_TAGGED) }?;
+    let e = unsafe { ready(ep, FI_TAGGED, FI_RECV) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
     if flags & !TRECV_FLAGS != 0 {

@@ -43,6 +43,10 @@ bits!(
     FI_RMA_EVENT,
     FI_CLAIM,
     FI_DISCARD,
+    FI_TRIGGER,
+    FI_LOCAL_COMM,
+    FI_REMOTE_COMM,
+    FI_NAMED_RX_CTX,
 );
 
 /// `FI_ADDR_UNSPEC` (bindgen cannot evaluate its cast).

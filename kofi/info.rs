@@ -314,7 +314,9 @@ const _: () = {
     assert!(v::FI_MR_PROV_KEY == abi::FI_MR_PROV_KEY as i32);
     assert!(v::FI_MR_RMA_EVENT == abi::FI_MR_RMA_EVENT as i32);
     assert!(v::FI_MR_ENDPOINT == abi::FI_MR_ENDPOINT as i32);
+    assert!(v::FI_MSG == flags::FI_MSG);
     assert!(v::FI_RMA == flags::FI_RMA);
+    assert!(v::FI_TAGGED == flags::FI_TAGGED);
     assert!(v::FI_ATOMIC == flags::FI_ATOMIC);
     assert!(v::FI_READ == flags::FI_READ);
     assert!(v::FI_WRITE == flags::FI_WRITE);
@@ -322,6 +324,15 @@ const _: () = {
     assert!(v::FI_SEND == flags::FI_SEND);
     assert!(v::FI_REMOTE_READ == flags::FI_REMOTE_READ);
     assert!(v::FI_REMOTE_WRITE == flags::FI_REMOTE_WRITE);
+    assert!(v::FI_MULTI_RECV == flags::FI_MULTI_RECV);
+    assert!(v::FI_TRIGGER == flags::FI_TRIGGER);
+    assert!(v::FI_FENCE == flags::FI_FENCE);
+    assert!(v::FI_LOCAL_COMM == flags::FI_LOCAL_COMM);
+    assert!(v::FI_REMOTE_COMM == flags::FI_REMOTE_COMM);
+    assert!(v::FI_RMA_EVENT == flags::FI_RMA_EVENT);
+    assert!(v::FI_SOURCE == flags::FI_SOURCE);
+    assert!(v::FI_NAMED_RX_CTX == flags::FI_NAMED_RX_CTX);
+    assert!(v::FI_DIRECTED_RECV == flags::FI_DIRECTED_RECV);
     assert!(v::FI_RX_CQ_DATA == abi::FI_RX_CQ_DATA);
 };
 
@@ -349,12 +360,17 @@ pub(crate) fn well_formed(info: &abi::fi_info) -> bool {
 }
 
 /// What a consumer chose for the endpoints of an info, beyond matching:
-/// the optional modes they work in (`info_match::MODE_OPTIONAL`) and their
-/// default op_flags. A provider's info lists the optional modes and op_flags
-/// it can honour; the info the consumer gets carries the chosen ones, from
-/// its hints (fi_getinfo) or from its listener's info (an FI_CONNREQ).
+/// the primary capabilities it asked for (the rest are dropped, see
+/// `info_match::offered_caps`), the optional modes they work in
+/// (`info_match::MODE_OPTIONAL`) and their default op_flags. A provider's
+/// info lists the capabilities, optional modes and op_flags it can honour;
+/// the info the consumer gets carries the chosen ones, from its hints
+/// (fi_getinfo) or from its listener's info (an FI_CONNREQ).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Choices {
+    /// The caps of the info, its tx, rx and domain attrs; `None` without
+    /// hints, which leave an offer's capabilities whole.
+    caps: Option<[u64; 4]>,
     mode: u64,
     tx_op_flags: u64,
     rx_op_flags: u64,
@@ -371,8 +387,20 @@ impl Choices {
             return Choices::default();
         };
         // SAFETY: The caller's guarantee.
-        let (tx, rx) = unsafe { (i.tx_attr.as_ref(), i.rx_attr.as_ref()) };
+        let (tx, rx, d) = unsafe {
+            (
+                i.tx_attr.as_ref(),
+                i.rx_attr.as_ref(),
+                i.domain_attr.as_ref(),
+            )
+        };
         Choices {
+            caps: Some([
+                i.caps,
+                tx.map_or(0, |a| a.caps),
+                rx.map_or(0, |a| a.caps),
+                d.map_or(0, |a| a.caps),
+            ]),
             mode: i.mode & info_match::MODE_OPTIONAL,
             tx_op_flags: tx.map_or(0, |a| a.op_flags),
             rx_op_flags: rx.map_or(0, |a| a.op_flags),
@@ -383,10 +411,21 @@ impl Choices {
     pub(crate) fn apply(self, info: &mut abi::fi_info) {
         info.mode = info_match::offered_mode(self.mode, info.mode);
         // SAFETY: A well-formed info's attrs are set.
-        unsafe {
-            (*info.tx_attr).op_flags = self.tx_op_flags;
-            (*info.rx_attr).op_flags = self.rx_op_flags;
+        let (tx, rx, d) = unsafe {
+            (
+                &mut *info.tx_attr,
+                &mut *info.rx_attr,
+                &mut *info.domain_attr,
+            )
+        };
+        if let Some([caps, tx_caps, rx_caps, domain_caps]) = self.caps {
+            info.caps = info_match::offered_caps(info.caps, caps, info.caps);
+            tx.caps = info_match::offered_caps(info.caps, tx_caps, tx.caps);
+            rx.caps = info_match::offered_caps(info.caps, rx_caps, rx.caps);
+            d.caps = info_match::offered_caps(info.caps, domain_caps, d.caps);
         }
+        tx.op_flags = self.tx_op_flags;
+        rx.op_flags = self.rx_op_flags;
     }
 }
 
@@ -516,6 +555,11 @@ pub(crate) fn msg_twin(info: *mut abi::fi_info) {
         t.caps &= !own;
         (*t.tx_attr).caps &= !own;
         (*t.rx_attr).caps &= !own;
+        // Its own headers are messages, whatever the consumer asked for
+        // (every provider's MSG info offers them).
+        t.caps |= flags::FI_MSG | flags::FI_SEND | flags::FI_RECV;
+        (*t.tx_attr).caps |= flags::FI_MSG | flags::FI_SEND;
+        (*t.rx_attr).caps |= flags::FI_MSG | flags::FI_RECV;
         let ep = &mut *t.ep_attr;
         ep.type_ = abi::fi_ep_type_FI_EP_MSG;
         ep.protocol = ep.protocol_version;

@@ -82,7 +82,9 @@ pub(crate) mod abi_values {
     pub(crate) const FI_MR_PROV_KEY: i32 = 1 << 4;
     pub(crate) const FI_MR_RMA_EVENT: i32 = 1 << 6;
     pub(crate) const FI_MR_ENDPOINT: i32 = 1 << 7;
+    pub(crate) const FI_MSG: u64 = 1 << 1;
     pub(crate) const FI_RMA: u64 = 1 << 2;
+    pub(crate) const FI_TAGGED: u64 = 1 << 3;
     pub(crate) const FI_ATOMIC: u64 = 1 << 4;
     pub(crate) const FI_READ: u64 = 1 << 8;
     pub(crate) const FI_WRITE: u64 = 1 << 9;
@@ -90,6 +92,15 @@ pub(crate) mod abi_values {
     pub(crate) const FI_SEND: u64 = 1 << 11;
     pub(crate) const FI_REMOTE_READ: u64 = 1 << 12;
     pub(crate) const FI_REMOTE_WRITE: u64 = 1 << 13;
+    pub(crate) const FI_MULTI_RECV: u64 = 1 << 16;
+    pub(crate) const FI_TRIGGER: u64 = 1 << 20;
+    pub(crate) const FI_FENCE: u64 = 1 << 21;
+    pub(crate) const FI_LOCAL_COMM: u64 = 1 << 51;
+    pub(crate) const FI_REMOTE_COMM: u64 = 1 << 52;
+    pub(crate) const FI_RMA_EVENT: u64 = 1 << 56;
+    pub(crate) const FI_SOURCE: u64 = 1 << 57;
+    pub(crate) const FI_NAMED_RX_CTX: u64 = 1 << 58;
+    pub(crate) const FI_DIRECTED_RECV: u64 = 1 << 59;
     pub(crate) const FI_RX_CQ_DATA: u64 = 1 << 56;
 }
 use abi_values::*;
@@ -102,6 +113,58 @@ pub(crate) const MR_OPTIONAL: i32 = FI_MR_ENDPOINT;
 /// the endpoints opened from it work in that mode) only when the consumer's
 /// hints list them (see [`offered_mode`]).
 pub(crate) const MODE_OPTIONAL: u64 = FI_RX_CQ_DATA;
+
+/// Capabilities a consumer must ask for to have them (fi_getinfo(3)): an
+/// offer keeps those the hints name and drops the rest.
+pub(crate) const PRIMARY_CAPS: u64 = FI_MSG
+    | FI_RMA
+    | FI_TAGGED
+    | FI_ATOMIC
+    | FI_NAMED_RX_CTX
+    | FI_DIRECTED_RECV
+    | FI_READ
+    | FI_WRITE
+    | FI_RECV
+    | FI_SEND
+    | FI_REMOTE_READ
+    | FI_REMOTE_WRITE;
+
+/// Capabilities an offer reports whether asked for or not.
+pub(crate) const SECONDARY_CAPS: u64 = FI_MULTI_RECV
+    | FI_SOURCE
+    | FI_RMA_EVENT
+    | FI_TRIGGER
+    | FI_FENCE
+    | FI_LOCAL_COMM
+    | FI_REMOTE_COMM;
+
+const MSG_DIRECTIONS: u64 = FI_SEND | FI_RECV;
+const RMA_DIRECTIONS: u64 = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+/// The capabilities a matched offer gives a consumer, as libfabric's
+/// `ofi_get_caps` does: "a provider must enable support for only those
+/// primary capabilities which were selected" (fi_getinfo(3)). `offer` is
+/// the attribute's own caps (the info's, its tx or rx attr's, its
+/// domain's), `info` the info's caps already narrowed (for an attr), and
+/// `hinted` the matching hint's caps (0: none named). A hint that names a
+/// class (FI_MSG, FI_RMA) without a direction gets every direction the
+/// attribute offers for it, and an attribute no direction its info lacks
+/// (a send-only info's rx attr: FI_MSG alone).
+pub(crate) fn offered_caps(info: u64, hinted: u64, offer: u64) -> u64 {
+    let primary = if hinted == 0 {
+        info & offer & PRIMARY_CAPS
+    } else {
+        hinted & PRIMARY_CAPS
+    };
+    let mut caps = primary | (offer & SECONDARY_CAPS);
+    if caps & (FI_MSG | FI_TAGGED) != 0 && caps & MSG_DIRECTIONS == 0 {
+        caps |= offer & info & MSG_DIRECTIONS;
+    }
+    if caps & (FI_RMA | FI_ATOMIC) != 0 && caps & RMA_DIRECTIONS == 0 {
+        caps |= offer & info & RMA_DIRECTIONS;
+    }
+    caps
+}
 
 /// Why an offer does not satisfy hints.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]

@@ -1,6 +1,6 @@
 use crate::info_match::{
-    abi_values::*, check, mr_mode_ok, offered_mode, offered_mr_mode, provider_order, Attrs,
-    InfoView, Mismatch,
+    abi_values::*, check, mr_mode_ok, offered_caps, offered_mode, offered_mr_mode, provider_order,
+    Attrs, InfoView, Mismatch, PRIMARY_CAPS, SECONDARY_CAPS,
 };
 use crate::ring::{CompletionRing, Overrun, Ring, Slot};
 use std::cmp::Ordering;
@@ -872,4 +872,54 @@ mod atomics {
         assert_eq!(answer_decode(&a[..a.len() - 1]), None);
         assert_eq!(answer_decode(&b), None);
     }
+}
+
+#[test]
+fn primary_caps_are_only_those_asked_for() {
+    let offer = FI_MSG
+        | FI_TAGGED
+        | FI_RMA
+        | FI_SEND
+        | FI_RECV
+        | FI_READ
+        | FI_WRITE
+        | FI_REMOTE_READ
+        | FI_REMOTE_WRITE
+        | FI_RMA_EVENT;
+    // No caps hinted: the offer's whole.
+    assert_eq!(offered_caps(offer, 0, offer), offer);
+    // A class without directions gets the offer's directions for it;
+    // secondary caps stay whether asked for or not; FI_TAGGED goes.
+    let msg = offered_caps(offer, FI_MSG, offer);
+    assert_eq!(msg, FI_MSG | FI_SEND | FI_RECV | FI_RMA_EVENT);
+    let rma = offered_caps(offer, FI_MSG | FI_RMA, offer);
+    assert_eq!(rma, offer & !FI_TAGGED);
+    // Named directions are kept as named, no others added.
+    let send_only = offered_caps(offer, FI_MSG | FI_SEND, offer);
+    assert_eq!(send_only, FI_MSG | FI_SEND | FI_RMA_EVENT);
+    let reads = offered_caps(offer, FI_RMA | FI_READ, offer);
+    assert_eq!(reads, FI_RMA | FI_READ | FI_RMA_EVENT);
+    // An attr without hints of its own takes the narrowed info's primary
+    // caps among its own, and directions of its own only.
+    let tx_offer = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE;
+    assert_eq!(offered_caps(msg, 0, tx_offer), FI_MSG | FI_SEND);
+    let rx_offer = FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    assert_eq!(
+        offered_caps(rma, 0, rx_offer),
+        FI_MSG | FI_RMA | FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE
+    );
+    // A send-only info's rx attr gets no receive direction.
+    assert_eq!(offered_caps(send_only, 0, rx_offer), FI_MSG);
+    assert_eq!(offered_caps(send_only, 0, tx_offer), FI_MSG | FI_SEND);
+    // A hinted attr's caps are the hint's primary ones.
+    assert_eq!(
+        offered_caps(rma, FI_MSG | FI_SEND, tx_offer),
+        FI_MSG | FI_SEND
+    );
+    // Secondary caps the offer lacks are not made up.
+    assert_eq!(
+        offered_caps(offer, FI_MSG | FI_SOURCE, offer) & FI_SOURCE,
+        0
+    );
+    assert_eq!(PRIMARY_CAPS & SECONDARY_CAPS, 0);
 }

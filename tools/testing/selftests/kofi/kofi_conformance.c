@@ -126,6 +126,73 @@ static void getinfo_describes_the_provider(struct kunit *test)
 	fi_freeinfo(hints);
 }
 
+/*
+ * A provider enables only the primary capabilities a consumer asks for
+ * (fi_getinfo(3)), a class asked for without a direction in both
+ * directions; secondary ones it may report unasked. An endpoint opened for
+ * sending messages alone needs no receive CQ and refuses receives, RMA and
+ * tagged calls.
+ */
+static void getinfo_gives_only_the_caps_asked_for(struct kunit *test)
+{
+	const u64 primary = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |
+			    FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	struct pair p = { .prov = prov };
+	u8 buf[16] = {};
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
+	hints->caps = FI_MSG;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &info), 0);
+	KUNIT_EXPECT_EQ(test, info->caps & primary, FI_MSG | FI_SEND | FI_RECV);
+	KUNIT_EXPECT_EQ(test, info->tx_attr->caps & primary, FI_MSG | FI_SEND);
+	KUNIT_EXPECT_EQ(test, info->rx_attr->caps & primary, FI_MSG | FI_RECV);
+	info_is_complete(test, info);
+	fi_freeinfo(info);
+	info = NULL;
+
+	/* RMA reads named: no writes, messages both ways. */
+	hints->caps = FI_MSG | FI_RMA | FI_READ;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &info), 0);
+	KUNIT_EXPECT_EQ(test, info->caps & primary, FI_MSG | FI_SEND | FI_RECV | FI_RMA | FI_READ);
+	KUNIT_EXPECT_EQ(test, info->tx_attr->caps & primary, FI_MSG | FI_SEND | FI_RMA | FI_READ);
+	info_is_complete(test, info);
+	fi_freeinfo(info);
+	info = NULL;
+
+	/* No caps hinted: everything offered, FI_TAGGED among it. */
+	hints->caps = 0;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &info), 0);
+	KUNIT_EXPECT_EQ(test, info->caps & (FI_MSG | FI_TAGGED | FI_RMA),
+			FI_MSG | FI_TAGGED | FI_RMA);
+	fi_freeinfo(info);
+	info = NULL;
+
+	hints->caps = FI_MSG | FI_SEND;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &info), 0);
+	fi_freeinfo(hints);
+	KUNIT_EXPECT_EQ(test, info->caps & primary, FI_MSG | FI_SEND);
+	KUNIT_EXPECT_EQ(test, info->tx_attr->caps & primary, FI_MSG | FI_SEND);
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
+	open_queues(test, &p, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(p.client.ep, &p.client.eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(p.client.ep, &p.client.cq->fid, FI_SEND), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(p.client.ep), 0);
+	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_recv(p.client.ep, buf, sizeof(buf), NULL, 0, NULL),
+			-FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_read(p.client.ep, buf, sizeof(buf), NULL, 0, 0, 1, NULL),
+			-FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_tsend(p.client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
+			-FI_EOPNOTSUPP);
+	p.client.info = info;
+	pair_close(test, &p);
+}
+
 /* Whether the transport's sends complete once the bytes are handed to TCP
  * (kofi_sock, and iWARP's siw): FI_INJECT_COMPLETE, no more. */
 static bool inject_complete_sends(void)
@@ -295,10 +362,9 @@ static void bad_arguments(struct kunit *test)
 	info->ep_attr->rx_ctx_cnt = SIZE_MAX;
 	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), -EINVAL);
 	info->ep_attr->rx_ctx_cnt = 1;
-	/* An endpoint opened without FI_TAGGED refuses tagged calls (below). */
-	info->caps &= ~FI_TAGGED;
-	info->tx_attr->caps &= ~FI_TAGGED;
-	info->rx_attr->caps &= ~FI_TAGGED;
+	/* Asked for without FI_TAGGED, the info lacks it and its endpoint
+	 * refuses tagged calls (below). */
+	KUNIT_EXPECT_EQ(test, info->caps & FI_TAGGED, 0ULL);
 	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
 	/* Not enabled, then not connected. */
 	KUNIT_EXPECT_LT(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
@@ -2367,6 +2433,7 @@ static void tagged_peek_claim_discard(struct kunit *test)
 
 static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(getinfo_describes_the_provider),
+	KUNIT_CASE(getinfo_gives_only_the_caps_asked_for),
 	KUNIT_CASE(getinfo_hints_bound_the_offer),
 	KUNIT_CASE(getinfo_addresses_in_the_hints),
 	KUNIT_CASE(close_ordering),

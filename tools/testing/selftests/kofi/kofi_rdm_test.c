@@ -55,7 +55,9 @@ static struct fi_info *rdm_info(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, hints);
 	hints->ep_attr->type = FI_EP_RDM;
-	hints->caps = FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV;
+	/* Every primary capability the suite uses: only those asked for are
+	 * given (getinfo_offers_rdm). */
+	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SOURCE | FI_DIRECTED_RECV;
 	/* A consumer able to work in FI_RX_CQ_DATA mode: RDM infos keep
 	 * without it all the same (rdm_bad_arguments). */
 	hints->mode = FI_RX_CQ_DATA;
@@ -186,6 +188,7 @@ static void getinfo_offers_rdm(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, info->caps & (FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV),
 			FI_MSG | FI_RMA | FI_SOURCE | FI_DIRECTED_RECV);
 	KUNIT_EXPECT_TRUE(test, info->caps & FI_TAGGED);
+	KUNIT_EXPECT_TRUE(test, info->caps & FI_ATOMIC);
 	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_SAS);
 	KUNIT_EXPECT_NE(test, info->domain_attr->av_type, FI_AV_UNSPEC);
 	KUNIT_EXPECT_GE(test, info->ep_attr->max_msg_size, (size_t)(1 << 20));
@@ -226,6 +229,21 @@ static void getinfo_offers_rdm(struct kunit *test)
 		KUNIT_EXPECT_TRUE(test, i->caps & FI_TAGGED);
 	}
 	KUNIT_EXPECT_TRUE(test, msg && rdm);
+	fi_freeinfo(all);
+	/* Primary capabilities not asked for are not given (fi_getinfo(3)):
+	 * messages alone, both directions; FI_MULTI_RECV, a secondary one, is
+	 * reported all the same. */
+	hints->caps = FI_MSG;
+	hints->ep_attr->type = FI_EP_RDM;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &all), 0);
+	for (i = all; i; i = i->next) {
+		KUNIT_EXPECT_EQ(test, i->caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND |
+						 FI_RECV | FI_READ | FI_WRITE),
+				FI_MSG | FI_SEND | FI_RECV);
+		KUNIT_EXPECT_TRUE(test, i->caps & FI_MULTI_RECV);
+		KUNIT_EXPECT_EQ(test, i->tx_attr->caps & ~i->caps, 0ULL);
+		KUNIT_EXPECT_EQ(test, i->rx_attr->caps & ~i->caps, 0ULL);
+	}
 	fi_freeinfo(all);
 	hints->caps = 0;
 	/* RDM with an AV type hinted: the core's AVs are both kinds. */
