@@ -709,7 +709,7 @@ fn getopt(
         return Err(EINVAL);
     }
     if level as u32 != abi::FI_OPT_ENDPOINT {
-        return Err(Error::from_errno(-(abi::FI_ENOPROTOOPT as c_int)));
+        return Err(errno::enoprotoopt());
     }
     if let Some(get) = e.ops().getopt {
         // SAFETY: The provider's endpoint; the buffers are the consumer's.
@@ -728,7 +728,7 @@ fn getopt(
         }
         return Ok(());
     }
-    Err(Error::from_errno(-(abi::FI_ENOPROTOOPT as c_int)))
+    Err(errno::enoprotoopt())
 }
 
 /// `fi_getopt()`: an endpoint option (FI_OPT_ENDPOINT level).
@@ -750,12 +750,12 @@ fn setopt(fid: *mut abi::fid, level: c_int, name: c_int, val: *const c_void, len
         return Err(EINVAL);
     }
     if level as u32 != abi::FI_OPT_ENDPOINT {
-        return Err(Error::from_errno(-(abi::FI_ENOPROTOOPT as c_int)));
+        return Err(errno::enoprotoopt());
     }
     match e.ops().setopt {
         // SAFETY: The provider's endpoint; the buffer is the consumer's.
         Some(set) => op_result(unsafe { set(fid.cast(), level, name, val, len) }),
-        None => Err(Error::from_errno(-(abi::FI_ENOPROTOOPT as c_int))),
+        None => Err(errno::enoprotoopt()),
     }
 }
 

@@ -50,6 +50,7 @@ fi_errors! {
     enoav => FI_ENOAV,
     eaddrnotavail => FI_EADDRNOTAVAIL,
     etimedout => FI_ETIMEDOUT,
+    enoprotoopt => FI_ENOPROTOOPT,
 }
 
 /// The C return value of a call that returns nothing on success.

@@ -981,7 +981,7 @@ unsafe extern "C" fn rdm_getopt(
         abi::KOFI_OPT_RDM_PEERS => s.peers_max,
         abi::FI_OPT_CM_DATA_SIZE => 0,
         abi::FI_OPT_MIN_MULTI_RECV => s.min_multi_recv,
-        _ => return -(abi::FI_ENOPROTOOPT as c_int),
+        _ => return errno::enoprotoopt().to_errno(),
     };
     if room < core::mem::size_of::<usize>() {
         return errno::etoosmall().to_errno();
@@ -1011,7 +1011,7 @@ unsafe extern "C" fn rdm_setopt(
         abi::FI_OPT_MIN_MULTI_RECV,
     ];
     if !known.contains(&name) {
-        return -(abi::FI_ENOPROTOOPT as c_int);
+        return errno::enoprotoopt().to_errno();
     }
     if len != core::mem::size_of::<usize>() {
         return EINVAL.to_errno();

@@ -28,7 +28,8 @@ use crate::kofi::{
     MrMemory, PepRef, PostedRecv, ProgressWaker,
 };
 use crate::rdma::{
-    inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, Completion, Cq, CqHandler, Device, IdHandle,
+    inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, CmReply, Completion, Cq, CqHandler, Device,
+    IdHandle,
     Mapping, ReadDepths, Region, Slots, WcStatus, WorkCompletion, WrOp,
 };
 use crate::ring::Ring;

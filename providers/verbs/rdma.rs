@@ -687,9 +687,20 @@ pub(crate) enum CmEvent<'a> {
 
 /// What handles the events of a CM id.
 pub(crate) trait CmHandler: Send + Sync + 'static {
-    /// Handles `event`; true gives the id the event is for (a request's new
-    /// id, or this one after [`CmId::abandon`]) to rdma_cm to destroy.
-    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool;
+    /// Handles `event`; the reply says whether rdma_cm destroys the id the
+    /// event is for.
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> CmReply;
+}
+
+/// A handler's answer to rdma_cm about the id its event is for.
+pub(crate) enum CmReply {
+    /// Handled; every id stays with its owner (a connection request's new
+    /// id that was not adopted goes back to rdma_cm all the same).
+    Done,
+    /// Gives the event's id (or a request's new id, adopted) back to
+    /// rdma_cm, which destroys it once the callback returns: the only way
+    /// an id may be destroyed from its own callback.
+    GiveBack(CmId),
 }
 
 /// A connection request's new id, until adopted.
@@ -782,9 +793,13 @@ unsafe extern "C" fn cm_trampoline<H: CmHandler>(
                     adopted: &mut adopted,
                     reads: ReadDepths(reads),
                 };
-                let give_back = H::cm_event(this, CmEvent::ConnectRequest(new, private));
+                let reply = H::cm_event(this, CmEvent::ConnectRequest(new, private));
                 // Not adopted (or given back): rdma_cm destroys the new id.
-                return if adopted && !give_back { 0 } else { -1 };
+                return match give_back(reply, id) {
+                    true => -1,
+                    false if adopted => 0,
+                    false => -1,
+                };
             }
             abi::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => CmEvent::Established(private),
             abi::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => CmEvent::Rejected(private),
@@ -800,11 +815,33 @@ unsafe extern "C" fn cm_trampoline<H: CmHandler>(
             }
             _ => CmEvent::Other,
         };
-        if H::cm_event(this, event) {
+        if give_back(H::cm_event(this, event), id) {
             return -1;
         }
     }
     0
+}
+
+/// Whether a handler's `reply` gives `id`, the id of the event it handled,
+/// back to rdma_cm (the callback then returns non-zero and rdma_cm destroys
+/// it). Another id given back is a handler's mistake: it is dropped (and
+/// destroyed) as usual.
+fn give_back(reply: CmReply, id: *mut abi::rdma_cm_id) -> bool {
+    match reply {
+        CmReply::Done => false,
+        CmReply::GiveBack(given) if given.ptr.as_ptr() == id => {
+            // INVARIANT: rdma_cm destroys the id once this callback
+            // returns; its handler reference goes now, as drop would.
+            (given.release)(given.context);
+            core::mem::forget(given);
+            true
+        }
+        CmReply::GiveBack(other) => {
+            pr_warn!("kofi_verbs: a CM handler gave back another id than its event's\n");
+            drop(other);
+            false
+        }
+    }
 }
 
 /// An rdma_cm id (and its QP, once created), owned.
@@ -847,18 +884,6 @@ impl CmId {
                 Err(ENOMEM)
             }
         }
-    }
-
-    /// Gives the id back to rdma_cm: its event callback, running now for
-    /// this id (or, for a request's new id, on the listener), returns true
-    /// and rdma_cm destroys the id.
-    ///
-    /// # Safety
-    ///
-    /// Called within that callback, which then returns true.
-    pub(crate) unsafe fn abandon(self) {
-        (self.release)(self.context);
-        core::mem::forget(self);
     }
 
     pub(crate) fn addr(&self, peer: bool) -> SockAddr {

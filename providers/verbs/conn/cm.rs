@@ -111,9 +111,9 @@ impl Conn {
 }
 
 impl CmHandler for Conn {
-    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool {
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> CmReply {
         this.cm(event);
-        false
+        CmReply::Done
     }
 }
 
@@ -158,7 +158,7 @@ impl Listener {
 }
 
 impl CmHandler for Listener {
-    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> bool {
+    fn cm_event(this: ArcBorrow<'_, Self>, event: CmEvent<'_>) -> CmReply {
         match event {
             CmEvent::ConnectRequest(new, data) => Self::request(this, new, data),
             CmEvent::DeviceRemoval => {
@@ -173,37 +173,33 @@ impl CmHandler for Listener {
                     let _ = this.pep.error(abi::FI_ENODEV);
                 }
                 match this.id.take() {
-                    Some(id) => {
-                        // SAFETY: In this id's callback, which returns true.
-                        unsafe { id.abandon() };
-                        true
-                    }
-                    None => false,
+                    Some(id) => CmReply::GiveBack(id),
+                    None => CmReply::Done,
                 }
             }
-            _ => false,
+            _ => CmReply::Done,
         }
     }
 }
 
 impl Listener {
-    /// A connection request: reported as FI_CONNREQ; true when it could
-    /// not be (its new id goes back to rdma_cm).
-    fn request(this: ArcBorrow<'_, Self>, new: crate::rdma::NewId, data: &[u8]) -> bool {
+    /// A connection request: reported as FI_CONNREQ; when it cannot be, its
+    /// new id goes back to rdma_cm (not adopted, or given back).
+    fn request(this: ArcBorrow<'_, Self>, new: crate::rdma::NewId, data: &[u8]) -> CmReply {
         let Some(dev) = new.device() else {
-            return true;
+            return CmReply::Done;
         };
         let Some(entry) = crate::device::entry_of(&dev) else {
-            return true;
+            return CmReply::Done;
         };
         let (local, peer) = (new.addr(false), new.addr(true));
         let limits = dev.limits();
         let dev_info = Some((dev.name(), &limits));
         let Ok(info) = crate::msg_info(Some(&local), Some(&peer), local.is_ipv6(), dev_info) else {
-            return true;
+            return CmReply::Done;
         };
         let Ok(conn) = Conn::requested(entry, new.read_depths()) else {
-            return true;
+            return CmReply::Done;
         };
         let id = new.adopt(conn.clone());
         // SAFETY: The state drops the handle (in `close`) before the
@@ -217,16 +213,16 @@ impl Listener {
             conn: conn.clone(),
             id: CmIdSlot::new(id),
         };
-        let reported = KBox::new(request, GFP_KERNEL)
+        // A request not reported was dropped, which left its id here.
+        let _ = KBox::new(request, GFP_KERNEL)
             .map_err(Error::from)
             .and_then(|req| this.pep.connreq(info, req, wire::cm_data_decode(data)));
-        if let Some(id) = conn.end_report() {
-            // SAFETY: In the CONNECT_REQUEST callback that adopted the id,
-            // which returns true.
-            unsafe { id.abandon() };
-            conn.forget_request();
-            return true;
+        match conn.end_report() {
+            Some(id) => {
+                conn.forget_request();
+                CmReply::GiveBack(id)
+            }
+            None => CmReply::Done,
         }
-        reported.is_err()
     }
 }
