@@ -2,9 +2,9 @@
 
 //! The kofi ABI and the core's C helpers, as bindgen reads them from
 //! `include/kofi/` and `kofi_glue.h`: the same bindings module the providers
-//! use (`providers/common/abi.rs`), over the core's own generated file.
+//! use (`include/kofi/rust/abi.rs`), over the core's own generated file.
 
-#[path = "../providers/common/abi.rs"]
+#[path = "../include/kofi/rust/abi.rs"]
 mod bindings;
 
 pub(crate) use bindings::*;

@@ -20,6 +20,7 @@ mod api_tagged;
 mod av;
 mod cntr;
 mod errno;
+#[path = "../include/kofi/rust/flags.rs"]
 mod flags;
 mod info;
 mod info_match;
@@ -31,7 +32,9 @@ mod queue;
 mod rdm;
 mod registry;
 mod report;
+#[path = "../include/kofi/rust/ring.rs"]
 mod ring;
+#[path = "../include/kofi/rust/vec.rs"]
 mod vec;
 
 module! {

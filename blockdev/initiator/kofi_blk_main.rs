@@ -13,19 +13,19 @@ use kernel::str::CString;
 use kernel::sync::{Arc, Mutex};
 use kernel::{new_mutex, workqueue};
 
-#[path = "../../providers/common/abi.rs"]
+#[path = "../../include/kofi/rust/abi.rs"]
 mod abi;
 mod control;
 mod device;
 mod errno;
 mod fabric;
-#[path = "../../kofi/flags.rs"]
+#[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
 mod mq;
 mod proto;
 mod queue;
-#[path = "../../kofi/vec.rs"]
+#[path = "../../include/kofi/rust/vec.rs"]
 #[allow(dead_code)]
 mod vec;
 

@@ -2,7 +2,9 @@
 # Included by the Kbuild file of every Rust provider: generates
 # $(obj)/abi_generated.rs, the kofi ABI (and what the provider layer needs of
 # the kernel) from $(src)/$(KOFI_BINDINGS_HEADER), with the kernel's own
-# compiler flags and bindgen parameters. A provider adds functions, types
+# compiler flags and bindgen parameters (with what the layer's sockaddr.rs
+# and ip_endpoint.rs need: the header includes <linux/socket.h>,
+# <linux/in.h> and <linux/in6.h>). A provider adds functions, types
 # and opaque types of its own in KOFI_BINDGEN_EXTRA (bindgen options).
 
 quiet_cmd_kofi_provider_bindgen = BINDGEN $@
@@ -10,8 +12,8 @@ quiet_cmd_kofi_provider_bindgen = BINDGEN $@
 	$(BINDGEN) $< --rust-target 1.68 --use-core --with-derive-default \
 		--ctypes-prefix ffi --no-layout-tests --no-debug '.*' \
 		$(shell grep -Ev '^\#|^$$' $(srctree)/rust/bindgen_parameters) \
-		--allowlist-var 'FI_.*|KOFI_.*|ITER_.*' \
-		--allowlist-type 'fi_.*|fid.*|kofi_.*' \
+		--allowlist-var 'FI_.*|KOFI_.*|ITER_.*|AF_INET6?' \
+		--allowlist-type 'fi_.*|fid.*|kofi_.*|__kernel_sockaddr_storage|sockaddr_in6?' \
 		--allowlist-function 'fi_.*|kofi_.*|_copy_to_iter|_copy_from_iter|iov_iter_kvec|iov_iter_bvec|iov_iter_advance|kstrdup|kfree' \
 		--opaque-type 'module|page|spinlock|lock_class_key|iov_iter|seq_file' \
 		$(KOFI_BINDGEN_EXTRA) \

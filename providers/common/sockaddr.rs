@@ -3,9 +3,34 @@
 //! Socket addresses (IPv4 and IPv6) for the IP providers, parsed and sized
 //! by the core (`kofi_sockaddr_parse`, `kofi_sockaddr_len`).
 
+use super::Info;
 use crate::abi;
 use kernel::error::to_result;
 use kernel::prelude::*;
+
+/// fi_getinfo's `service` as a port: decimal, 0 without one.
+pub(crate) fn port_of(service: Option<&CStr>) -> Result<u16> {
+    let Some(s) = service else {
+        return Ok(0);
+    };
+    let s = s.to_str().map_err(|_| EINVAL)?;
+    s.parse::<u16>().map_err(|_| EINVAL)
+}
+
+/// Gives `info` `local` and `peer` as its source and destination address.
+pub(crate) fn set_info_addrs(
+    info: &mut Info,
+    local: Option<&SockAddr>,
+    peer: Option<&SockAddr>,
+) -> Result {
+    if let Some(a) = local {
+        info.set_src_addr(a.bytes())?;
+    }
+    if let Some(a) = peer {
+        info.set_dest_addr(a.bytes())?;
+    }
+    Ok(())
+}
 
 /// A socket address (IPv4 or IPv6), as `struct sockaddr_storage`.
 #[derive(Clone, Copy)]

@@ -17,6 +17,7 @@
 
 use crate::abi;
 use crate::flags::*;
+use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, send_kind, Context, DomainRef, EpRef, Info, Lent,
     PostedRecv, ProgressWaker,
@@ -1364,3 +1365,5 @@ pub(crate) fn rma_call(
         parts_left: 0,
     }
 }
+
+ip_conn_by_inherent_methods!(Conn, progress: progress);

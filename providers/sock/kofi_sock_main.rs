@@ -14,55 +14,47 @@ use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::{c_str, str::CStr};
 
-#[path = "../common/abi.rs"]
+#[path = "../../include/kofi/rust/abi.rs"]
 mod abi;
 mod conn;
-#[path = "../common/conn_slot.rs"]
-mod conn_slot;
-#[path = "../../kofi/flags.rs"]
+#[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
-#[path = "../common/kofi.rs"]
+#[path = "../common/mod.rs"]
 #[allow(dead_code)]
 mod kofi;
 mod listener;
-#[path = "../../kofi/ring.rs"]
+#[path = "../../include/kofi/rust/ring.rs"]
 #[allow(dead_code)]
 mod ring;
-#[path = "../common/sockaddr.rs"]
-mod sockaddr;
 mod socket;
-#[path = "../common/tagged.rs"]
-mod tagged;
 mod timer;
-#[path = "../../kofi/vec.rs"]
+#[path = "../../include/kofi/rust/vec.rs"]
 #[allow(dead_code)]
 mod vec;
 #[allow(dead_code)]
 mod wire;
-#[path = "../common/workqueue.rs"]
-mod workqueue;
 
 use conn::{Conn, TxPayload};
-use conn_slot::ConnSlot;
 use flags::*;
+use kofi::ip_endpoint::IpEndpoint;
 use kofi::{
     fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef,
     RmaMsg, TaggedMsg,
 };
+use kofi::{sockaddr, tagged, workqueue};
 use listener::Listener;
 use socket::SockAddr;
 use wire::{Header, Op};
 
-module! {
-    type: SockModule,
+kofi::module_kofi_provider! {
+    provider: Sock,
     name: "kofi_sock",
     author: "kofi developers",
     description: "kofi provider over kernel TCP sockets",
     license: "GPL",
     alias: ["kofi-sock"],
 }
-
 const INJECT_SIZE: usize = 8192;
 const IOV_LIMIT: usize = 16;
 const RMA_IOV_LIMIT: usize = 4;
@@ -163,22 +155,8 @@ pub(crate) fn msg_info(
     }
     info.set_domain_name(c_str!("tcp"))?;
     info.set_fabric_name(c_str!("tcp"))?;
-    if let Some(a) = local {
-        info.set_src_addr(a.bytes())?;
-    }
-    if let Some(a) = peer {
-        info.set_dest_addr(a.bytes())?;
-    }
+    sockaddr::set_info_addrs(&mut info, local, peer)?;
     Ok(info)
-}
-
-/// A decimal port, or 0 without a service.
-fn port(service: Option<&CStr>) -> Result<u16> {
-    let Some(s) = service else {
-        return Ok(0);
-    };
-    let s = s.to_str().map_err(|_| EINVAL)?;
-    s.parse::<u16>().map_err(|_| EINVAL)
 }
 
 struct Sock;
@@ -193,6 +171,15 @@ impl kofi::Provider for Sock {
     type Domain = DomainRef;
     type Endpoint = SockEp;
     type PassiveEp = SockPep;
+    /// The workqueue; it goes after the registration: what work is left
+    /// only finishes closed connections.
+    type ModuleState = workqueue::OwnQueue;
+
+    fn module_state() -> Result<workqueue::OwnQueue> {
+        // Unbound: a connection's progress need not wait for the CPU whose
+        // softirq queued it.
+        workqueue::OwnQueue::new(c_str!("kofi_sock"), bindings::wq_flags_WQ_UNBOUND)
+    }
 
     fn getinfo(
         _version: u32,
@@ -201,7 +188,7 @@ impl kofi::Provider for Sock {
         flags: u64,
     ) -> Result<InfoList> {
         let mut list = InfoList::default();
-        let port = port(service)?;
+        let port = sockaddr::port_of(service)?;
         if node.is_none() && flags & FI_SOURCE == 0 {
             // No address given: offer both families, the consumer picks.
             list.push(msg_info(None, None, false)?)?;
@@ -236,14 +223,9 @@ impl kofi::Provider for Sock {
             }
             None => None,
         };
-        let dest = info.dest_addr().map(SockAddr::from_bytes).transpose()?;
         Ok(SockEp {
-            ep,
+            ip: IpEndpoint::new(ep, info, conn, conn::RX_DEPTH)?,
             domain: domain.clone(),
-            ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
-            dest,
-            rx_cq_data: info.rx_cq_data(),
-            conn: ConnSlot::new(conn, conn::RX_DEPTH)?,
         })
     }
 
@@ -273,18 +255,13 @@ struct SendParts<L, G> {
 
 /// An active endpoint: at most one connection.
 struct SockEp {
-    ep: EpRef,
+    ip: IpEndpoint<Conn>,
     domain: DomainRef,
-    ipv6: bool,
-    dest: Option<SockAddr>,
-    /// FI_RX_CQ_DATA mode (from its info).
-    rx_cq_data: bool,
-    conn: ConnSlot<Conn>,
 }
 
 impl SockEp {
     fn conn(&self) -> Result<Arc<Conn>> {
-        self.conn.get()
+        self.ip.conn()
     }
 
     /// Sends a message with header `h` (its op and tag set): from the
@@ -316,61 +293,31 @@ impl SockEp {
         (parts.gather)(&mut payload)?;
         self.conn()?.post(h, payload, done)
     }
-
-    fn addr_len(&self) -> usize {
-        if self.ipv6 {
-            core::mem::size_of::<abi::sockaddr_in6>()
-        } else {
-            core::mem::size_of::<abi::sockaddr_in>()
-        }
-    }
-}
-
-impl Drop for SockEp {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take(&self.ep) {
-            conn.close();
-        }
-    }
 }
 
 #[vtable]
 impl kofi::Endpoint for SockEp {
     fn connect(&self, addr: PeerAddr, param: &[u8]) -> Result {
-        let dest = match addr.bytes(self.addr_len()) {
-            Some(b) => SockAddr::from_bytes(b)?,
-            None => self.dest.ok_or(EINVAL)?,
-        };
-        if dest.is_ipv6() != self.ipv6 {
-            return Err(EINVAL);
-        }
-        self.conn.connect(
-            || {
-                let (ep, domain) = (self.ep.clone(), self.domain.clone());
-                Conn::connect(&dest, param, ep, domain, self.rx_cq_data)
-            },
-            Conn::post_recv,
-        )
+        self.ip.connect(addr, |dest| {
+            let (ep, domain) = (self.ip.ep().clone(), self.domain.clone());
+            Conn::connect(dest, param, ep, domain, self.ip.rx_cq_data())
+        })
     }
 
     fn accept(&self, param: &[u8]) -> Result {
-        self.conn()?.accept(param)
+        self.ip.accept(param)
     }
 
     fn shutdown(&self) -> Result {
-        self.conn()?.shutdown()
+        self.ip.shutdown()
     }
 
     fn getname(&self, out: &mut KVec<u8>) -> Result {
-        let a = self.conn()?.addr(false)?;
-        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
-        Ok(())
+        self.ip.name(false, out)
     }
 
     fn getpeer(&self, out: &mut KVec<u8>) -> Result {
-        let a = self.conn()?.addr(true)?;
-        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
-        Ok(())
+        self.ip.name(true, out)
     }
 
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
@@ -385,7 +332,7 @@ impl kofi::Endpoint for SockEp {
     }
 
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        self.conn.recv(msg.to_posted(flags)?, Conn::post_recv)
+        self.ip.recv(msg.to_posted(flags)?, flags)
     }
 
     fn tsendmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
@@ -404,23 +351,15 @@ impl kofi::Endpoint for SockEp {
     fn trecvmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
         // A peek or a discard uses no buffers (fi_tagged(3)).
         let buffers = flags & (FI_PEEK | FI_DISCARD) == 0;
-        let recv = msg.to_posted(flags, buffers)?;
-        if flags & (FI_PEEK | FI_CLAIM) != 0 {
-            // About messages the connection holds: there must be one.
-            return self.conn()?.post_trecv(recv, flags);
-        }
-        self.conn.recv(recv, Conn::post_recv)
+        self.ip.recv(msg.to_posted(flags, buffers)?, flags)
     }
 
     fn cancel(&self, context: Context) -> Result {
-        self.conn
-            .cancel(context, &self.ep, |conn| conn.cancel_recv(context))
+        self.ip.cancel(context)
     }
 
     fn progress(&self) {
-        if let Ok(conn) = self.conn() {
-            conn.progress();
-        }
+        self.ip.progress()
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
@@ -553,24 +492,5 @@ impl kofi::PassiveEndpoint for SockPep {
         };
         out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
         Ok(())
-    }
-}
-
-struct SockModule {
-    _registration: kofi::Registration<Sock>,
-    // Dropped after the registration: what work is left only finishes
-    // closed connections.
-    _queue: workqueue::OwnQueue,
-}
-
-impl kernel::Module for SockModule {
-    fn init(module: &'static ThisModule) -> Result<Self> {
-        // Unbound: a connection's progress need not wait for the CPU whose
-        // softirq queued it.
-        let queue = workqueue::OwnQueue::new(c_str!("kofi_sock"), bindings::wq_flags_WQ_UNBOUND)?;
-        Ok(SockModule {
-            _registration: kofi::Registration::register(module)?,
-            _queue: queue,
-        })
     }
 }

@@ -23,14 +23,14 @@
 use crate::abi;
 use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
+use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, send_kind, swap_remove, Context, EpRef, Lent,
     MrMemory, PepRef, PostedRecv, ProgressWaker,
 };
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, CmReply, Completion, Cq, CqHandler, Device,
-    IdHandle,
-    Mapping, ReadDepths, Region, Slots, WcStatus, WorkCompletion, WrOp,
+    IdHandle, Mapping, ReadDepths, Region, Slots, WcStatus, WorkCompletion, WrOp,
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
@@ -900,3 +900,5 @@ impl Completion for Conn {
         }
     }
 }
+
+ip_conn_by_inherent_methods!(Conn, progress: poll);

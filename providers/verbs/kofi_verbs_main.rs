@@ -15,53 +15,45 @@ use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::{c_str, str::CStr};
 
-#[path = "../common/abi.rs"]
+#[path = "../../include/kofi/rust/abi.rs"]
 mod abi;
 mod conn;
-#[path = "../common/conn_slot.rs"]
-mod conn_slot;
 mod device;
-#[path = "../../kofi/flags.rs"]
+#[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
-#[path = "../common/kofi.rs"]
+#[path = "../common/mod.rs"]
 #[allow(dead_code)]
 mod kofi;
 mod rdma;
-#[path = "../../kofi/ring.rs"]
+#[path = "../../include/kofi/rust/ring.rs"]
 #[allow(dead_code)]
 mod ring;
-#[path = "../common/sockaddr.rs"]
-mod sockaddr;
-#[path = "../common/tagged.rs"]
-mod tagged;
-#[path = "../../kofi/vec.rs"]
+#[path = "../../include/kofi/rust/vec.rs"]
 #[allow(dead_code)]
 mod vec;
 mod wire;
-#[path = "../common/workqueue.rs"]
-mod workqueue;
 
 use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
-use conn_slot::ConnSlot;
 use device::{VDomain, VRegion, VerbsDomain};
 use flags::*;
+use kofi::ip_endpoint::IpEndpoint;
+use kofi::sockaddr::SockAddr;
 use kofi::{
     fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef,
     RmaMsg, TaggedMsg,
 };
+use kofi::{sockaddr, tagged, workqueue};
 use rdma::{CmId, CmIdSlot};
-use sockaddr::SockAddr;
 
-module! {
-    type: VerbsModule,
+kofi::module_kofi_provider! {
+    provider: Verbs,
     name: "kofi_verbs",
     author: "kofi developers",
     description: "kofi provider over RDMA verbs (rdma_cm + ib_verbs)",
     license: "GPL",
     alias: ["kofi-verbs"],
 }
-
 const CQ_DATA_SIZE: usize = 8;
 const INJECT_SIZE: usize = 8192;
 const RMA_IOV_LIMIT: usize = 4;
@@ -162,22 +154,8 @@ pub(crate) fn msg_info(
         info.set_domain_name(name)?;
     }
     info.set_fabric_name(c_str!("rdma"))?;
-    if let Some(a) = local {
-        info.set_src_addr(a.bytes())?;
-    }
-    if let Some(a) = peer {
-        info.set_dest_addr(a.bytes())?;
-    }
+    sockaddr::set_info_addrs(&mut info, local, peer)?;
     Ok(info)
-}
-
-/// A decimal port, or 0 without a service.
-fn port(service: Option<&CStr>) -> Result<u16> {
-    let Some(s) = service else {
-        return Ok(0);
-    };
-    let s = s.to_str().map_err(|_| EINVAL)?;
-    s.parse::<u16>().map_err(|_| EINVAL)
 }
 
 struct Verbs;
@@ -192,6 +170,11 @@ impl kofi::Provider for Verbs {
     type Domain = VerbsDomain;
     type Endpoint = VerbsEp;
     type PassiveEp = VerbsPep;
+    type ModuleState = VerbsState;
+
+    fn module_state() -> Result<VerbsState> {
+        VerbsState::new()
+    }
 
     fn getinfo(
         _version: u32,
@@ -200,7 +183,7 @@ impl kofi::Provider for Verbs {
         flags: u64,
     ) -> Result<InfoList> {
         let mut list = InfoList::default();
-        let port = port(service)?;
+        let port = sockaddr::port_of(service)?;
         let addr = match node {
             Some(_) => Some(SockAddr::parse(node, port)?),
             None if flags & FI_SOURCE != 0 => Some(SockAddr::parse(None, port)?),
@@ -254,14 +237,9 @@ impl kofi::Provider for Verbs {
             }
             None => None,
         };
-        let dest = info.dest_addr().map(SockAddr::from_bytes).transpose()?;
         Ok(VerbsEp {
-            ep,
+            ip: IpEndpoint::new(ep, info, conn, conn::RECV_DEPTH)?,
             domain: domain.inner.clone(),
-            ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
-            dest,
-            rx_cq_data: info.rx_cq_data(),
-            conn: ConnSlot::new(conn, conn::RECV_DEPTH)?,
         })
     }
 
@@ -280,13 +258,8 @@ impl kofi::Provider for Verbs {
 
 /// An active endpoint: at most one connection.
 struct VerbsEp {
-    ep: EpRef,
+    ip: IpEndpoint<Conn>,
     domain: Arc<VDomain>,
-    ipv6: bool,
-    dest: Option<SockAddr>,
-    /// FI_RX_CQ_DATA mode (from its info).
-    rx_cq_data: bool,
-    conn: ConnSlot<Conn>,
 }
 
 impl VerbsEp {
@@ -320,63 +293,33 @@ impl VerbsEp {
     }
 
     fn conn(&self) -> Result<Arc<Conn>> {
-        self.conn.get()
-    }
-
-    fn addr_len(&self) -> usize {
-        if self.ipv6 {
-            core::mem::size_of::<abi::sockaddr_in6>()
-        } else {
-            core::mem::size_of::<abi::sockaddr_in>()
-        }
-    }
-}
-
-impl Drop for VerbsEp {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take(&self.ep) {
-            conn.close();
-        }
+        self.ip.conn()
     }
 }
 
 #[vtable]
 impl kofi::Endpoint for VerbsEp {
     fn connect(&self, addr: PeerAddr, param: &[u8]) -> Result {
-        let dest = match addr.bytes(self.addr_len()) {
-            Some(b) => SockAddr::from_bytes(b)?,
-            None => self.dest.ok_or(EINVAL)?,
-        };
-        if dest.is_ipv6() != self.ipv6 {
-            return Err(EINVAL);
-        }
-        self.conn.connect(
-            || {
-                let (ep, domain) = (self.ep.clone(), self.domain.clone());
-                Conn::connect(&dest, param, ep, domain, self.rx_cq_data)
-            },
-            |conn, recv| conn.post_recv(recv),
-        )
+        self.ip.connect(addr, |dest| {
+            let (ep, domain) = (self.ip.ep().clone(), self.domain.clone());
+            Conn::connect(dest, param, ep, domain, self.ip.rx_cq_data())
+        })
     }
 
     fn accept(&self, param: &[u8]) -> Result {
-        self.conn()?.accept(param)
+        self.ip.accept(param)
     }
 
     fn shutdown(&self) -> Result {
-        self.conn()?.shutdown()
+        self.ip.shutdown()
     }
 
     fn getname(&self, out: &mut KVec<u8>) -> Result {
-        let a = self.conn()?.addr(false)?;
-        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
-        Ok(())
+        self.ip.name(false, out)
     }
 
     fn getpeer(&self, out: &mut KVec<u8>) -> Result {
-        let a = self.conn()?.addr(true)?;
-        out.extend_from_slice(a.bytes(), GFP_KERNEL)?;
-        Ok(())
+        self.ip.name(true, out)
     }
 
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
@@ -387,8 +330,7 @@ impl kofi::Endpoint for VerbsEp {
     }
 
     fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        self.conn
-            .recv(msg.to_posted(flags)?, |conn, recv| conn.post_recv(recv))
+        self.ip.recv(msg.to_posted(flags)?, flags)
     }
 
     fn tsendmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
@@ -402,23 +344,15 @@ impl kofi::Endpoint for VerbsEp {
     fn trecvmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
         // A peek or a discard uses no buffers (fi_tagged(3)).
         let buffers = flags & (FI_PEEK | FI_DISCARD) == 0;
-        let recv = msg.to_posted(flags, buffers)?;
-        if flags & (FI_PEEK | FI_CLAIM) != 0 {
-            // About messages the connection holds: there must be one.
-            return self.conn()?.post_trecv(recv, flags);
-        }
-        self.conn.recv(recv, |conn, recv| conn.post_recv(recv))
+        self.ip.recv(msg.to_posted(flags, buffers)?, flags)
     }
 
     fn cancel(&self, context: Context) -> Result {
-        self.conn
-            .cancel(context, &self.ep, |conn| conn.cancel_recv(context))
+        self.ip.cancel(context)
     }
 
     fn progress(&self) {
-        if let Ok(conn) = self.conn() {
-            conn.poll();
-        }
+        self.ip.progress()
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
@@ -537,25 +471,23 @@ impl kofi::PassiveEndpoint for VerbsPep {
     }
 }
 
-struct VerbsModule {
-    registration: Option<kofi::Registration<Verbs>>,
+/// What the module holds beside its registration: the devices' registry
+/// and the ib_client that fills it, and the workqueue.
+struct VerbsState {
     client: Option<rdma::ClientRegistration>,
     _registry: Pin<KBox<device::Registry>>,
     // Last: connections closed as their devices go poll their CQs there.
     _queue: workqueue::OwnQueue,
 }
 
-impl kernel::Module for VerbsModule {
-    fn init(module: &'static ThisModule) -> Result<Self> {
+impl VerbsState {
+    fn new() -> Result<Self> {
         // Completions, as the RDMA core's own CQ workqueue has them.
         let queue = workqueue::OwnQueue::new(c_str!("kofi_verbs"), bindings::wq_flags_WQ_HIGHPRI)?;
         // The registry first: the client's callbacks fill it at once.
         let registry = device::Registry::install()?;
-        let client = rdma::ClientRegistration::register()
-            .and_then(|c| Ok((c, kofi::Registration::register(module)?)));
-        match client {
-            Ok((client, registration)) => Ok(VerbsModule {
-                registration: Some(registration),
+        match rdma::ClientRegistration::register() {
+            Ok(client) => Ok(VerbsState {
                 client: Some(client),
                 _registry: registry,
                 _queue: queue,
@@ -568,11 +500,10 @@ impl kernel::Module for VerbsModule {
     }
 }
 
-impl Drop for VerbsModule {
+impl Drop for VerbsState {
     fn drop(&mut self) {
-        // No fabric is open (the module was pinned otherwise): deregister,
-        // then let the devices go, then the registry.
-        drop(self.registration.take());
+        // The provider is deregistered and no fabric is open (the module
+        // was pinned otherwise): let the devices go, then the registry.
         drop(self.client.take());
         device::Registry::uninstall();
     }

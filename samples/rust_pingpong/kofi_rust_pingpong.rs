@@ -16,9 +16,9 @@ use kernel::error::to_result;
 use kernel::prelude::*;
 use kernel::time::{ktime_ms_delta, Ktime};
 
-#[path = "../../providers/common/abi.rs"]
+#[path = "../../include/kofi/rust/abi.rs"]
 mod abi;
-#[path = "../../kofi/flags.rs"]
+#[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
 

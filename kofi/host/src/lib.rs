@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-#[path = "../../ring.rs"]
+#[path = "../../../include/kofi/rust/ring.rs"]
 pub(crate) mod ring;
 
 #[path = "../../info_match.rs"]

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! kofi_rtest_provider: the test provider's twin in Rust, built on the safe
-//! provider layer (`providers/common/kofi.rs`) that every Rust provider
+//! provider layer (`providers/common/`) that every Rust provider
 //! uses. It registers provider "rtest" and completes operations locally,
 //! like the C fixture: an endpoint's sends land in its own posted receives,
 //! RMA reaches its own domain's regions through the core's key table, and
@@ -12,18 +12,18 @@ use kernel::prelude::*;
 use kernel::sync::{new_spinlock, SpinLock};
 use kernel::{c_str, str::CStr};
 
-#[path = "../../../../providers/common/abi.rs"]
+#[path = "../../../../include/kofi/rust/abi.rs"]
 mod abi;
-#[path = "../../../../kofi/flags.rs"]
+#[path = "../../../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
-#[path = "../../../../providers/common/kofi.rs"]
+#[path = "../../../../providers/common/mod.rs"]
 #[allow(dead_code)]
 mod kofi;
-#[path = "../../../../kofi/ring.rs"]
+#[path = "../../../../include/kofi/rust/ring.rs"]
 #[allow(dead_code)]
 mod ring;
-#[path = "../../../../kofi/vec.rs"]
+#[path = "../../../../include/kofi/rust/vec.rs"]
 #[allow(dead_code)]
 mod vec;
 
@@ -31,15 +31,14 @@ use flags::*;
 use kofi::{fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PostedRecv, RmaMsg};
 use ring::Ring;
 
-module! {
-    type: RtestModule,
+kofi::module_kofi_provider! {
+    provider: Rtest,
     name: "kofi_rtest_provider",
     author: "kofi developers",
     description: "kofi test provider in Rust, over the safe provider layer",
     license: "GPL",
     alias: ["kofi-rtest"],
 }
-
 /// The same limits as the C test provider (kofi_test_provider.h).
 const MAX_MSG: usize = 65536;
 const IOV_LIMIT: usize = 4;
@@ -58,6 +57,11 @@ impl kofi::Provider for Rtest {
     type Domain = DomainRef;
     type Endpoint = RtestEp;
     type PassiveEp = kofi::NoPassiveEp;
+    type ModuleState = ();
+
+    fn module_state() -> Result {
+        Ok(())
+    }
 
     fn getinfo(
         _version: u32,
@@ -260,17 +264,5 @@ impl kofi::Endpoint for RtestEp {
 
     fn readmsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
         self.rma(msg, flags, false)
-    }
-}
-
-struct RtestModule {
-    _registration: kofi::Registration<Rtest>,
-}
-
-impl kernel::Module for RtestModule {
-    fn init(module: &'static ThisModule) -> Result<Self> {
-        Ok(RtestModule {
-            _registration: kofi::Registration::register(module)?,
-        })
     }
 }

@@ -2,7 +2,7 @@
 
 //! Bounded queues over caller-provided storage, the heart of the completion
 //! and event queues. Pure logic without kernel dependencies, so the host
-//! crate (`scripts/core-logic`) tests it with `cargo test`.
+//! crate (`kofi/host`) tests it with `cargo test`.
 
 use core::ops::DerefMut;
 

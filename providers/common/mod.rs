@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The safe Rust layer for kofi providers.
+//!
+//! Every Rust provider compiles this module tree in (out-of-tree modules
+//! cannot share a crate): its crate root declares
+//!
+//! ```ignore
+//! #[path = ".../include/kofi/rust/abi.rs"] mod abi;
+//! #[path = ".../include/kofi/rust/flags.rs"] mod flags;
+//! #[path = ".../providers/common/mod.rs"] mod kofi;
+//! module_kofi_provider! { provider: MyProvider, name: "kofi_my", ... }
+//! ```
+//!
+//! A provider implements [`Provider`], [`Endpoint`] and [`PassiveEndpoint`]
+//! (`provider.rs`); [`module_kofi_provider!`] makes it a kernel module that
+//! registers it (`registration.rs`). The layer builds the C dispatch tables
+//! from `extern "C"` trampolines generic over the provider (`adapter.rs`,
+//! as the kernel's `#[vtable]` adapters do: an op the provider does not
+//! implement is NULL, and the core answers -FI_ENOSYS), stores the
+//! provider's objects in `fid.prov_data` as boxed foreign pointers, and gives
+//! the provider safe handles ([`EpRef`], [`DomainRef`], [`PepRef`],
+//! `handles.rs`) to report through, descriptions of its operations
+//! (`messages.rs`), of the consumer's memory (`buffers.rs`) and infos to
+//! build (`info.rs`). The provider's own code needs no FFI. What IP
+//! providers share beyond that lives here too: the active endpoint apart
+//! from its transport (`ip_endpoint.rs`), socket addresses (`sockaddr.rs`),
+//! tagged matching (`tagged.rs`) and the provider's workqueue
+//! (`workqueue.rs`).
+
+mod adapter;
+pub(crate) mod buffers;
+pub(crate) mod handles;
+pub(crate) mod info;
+pub(crate) mod ip_endpoint;
+pub(crate) mod messages;
+pub(crate) mod provider;
+pub(crate) mod registration;
+pub(crate) mod sockaddr;
+pub(crate) mod tagged;
+pub(crate) mod workqueue;
+
+// What each provider uses of these differs.
+#[allow(unused_imports)]
+pub(crate) use self::{
+    buffers::{Kvecs, Lent, MrHold, Pages},
+    handles::{DomainRef, EpRef, PeerAddr, PepRef, ProgressWaker},
+    info::{Info, InfoFields, InfoList, InfoRef},
+    messages::{
+        cancel_posted, report_cancelled, send_kind, Msg, PostedRecv, RmaMsg, TagMatch, TaggedMsg,
+    },
+    provider::{Domain, Endpoint, MrAttr, MrMemory, NoPassiveEp, PassiveEndpoint, Provider},
+    registration::{module_kofi_provider, ProviderModule, Registration},
+};
+
+use crate::vec::VecExt;
+use core::ptr;
+use kernel::ffi::{c_int, c_void};
+use kernel::prelude::*;
+
+/// `MODULE_IMPORT_NS(KOFI)`, which the 6.12 `module!` macro cannot say: the
+/// same `.modinfo` entry the C macro emits for a loadable module.
+#[cfg(MODULE)]
+#[link_section = ".modinfo"]
+#[used(compiler)]
+static KOFI_IMPORT_NS: [u8; 15] = *b"import_ns=KOFI\0";
+
+/// A positive kofi error number (`FI_E*`) as a kernel [`Error`].
+pub(crate) fn fi_error(errnum: u32) -> Error {
+    Error::from_errno(-(errnum as c_int))
+}
+
+/// The consumer's context of an operation, returned in its completion.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Context(*mut c_void);
+
+// SAFETY: An opaque cookie of the consumer's, never dereferenced.
+unsafe impl Send for Context {}
+// SAFETY: As above.
+unsafe impl Sync for Context {}
+
+impl Context {
+    pub(crate) const NONE: Context = Context(ptr::null_mut());
+}
+
+/// Removes element `i` of `v`, the last one taking its place (the kernel's
+/// KVec of 6.12 has no `swap_remove`).
+///
+/// # Panics
+///
+/// If `i` is out of bounds.
+pub(crate) fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
+    let last = v.len() - 1;
+    v.as_mut_slice().swap(i, last);
+    // Element `last` (the one removed) is initialised: `pop` hands it over.
+    match v.pop() {
+        Some(x) => x,
+        None => unreachable!(),
+    }
+}
