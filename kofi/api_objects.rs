@@ -676,8 +676,10 @@ fn enable(ep: *mut abi::fid_ep) -> Result {
         if e.is_rdm() && b.av.is_none() {
             return Err(errno::enoav());
         }
-        let transmits = caps & (FI_MSG | FI_RMA) != 0 && has(caps, FI_SEND | FI_READ | FI_WRITE);
-        let receives = caps & FI_MSG != 0 && has(caps, FI_RECV);
+        // A class asked for alone (FI_TAGGED, say) needs its queues too.
+        let transmits = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC) != 0
+            && has(caps, FI_SEND | FI_READ | FI_WRITE);
+        let receives = caps & (FI_MSG | FI_TAGGED) != 0 && has(caps, FI_RECV);
         if (transmits && b.tx_cq.is_none()) || (receives && b.rx_cq.is_none()) {
             return Err(errno::enocq());
         }

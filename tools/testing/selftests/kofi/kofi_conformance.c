@@ -162,6 +162,27 @@ static void getinfo_gives_only_the_caps_asked_for(struct kunit *test)
 	fi_freeinfo(info);
 	info = NULL;
 
+	/* Tagged messages alone: an endpoint that needs a CQ all the same
+	 * and refuses untagged sends. */
+	hints->caps = FI_TAGGED;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &info), 0);
+	KUNIT_EXPECT_EQ(test, info->caps & primary, FI_TAGGED | FI_SEND | FI_RECV);
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
+	open_queues(test, &p, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(p.client.ep, &p.client.eq->fid, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_enable(p.client.ep), -FI_ENOCQ);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(p.client.ep, &p.client.cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(p.client.ep), 0);
+	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL),
+			-FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_tsend(p.client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
+			-FI_ENOTCONN);
+	p.client.info = info;
+	info = NULL;
+	pair_close(test, &p);
+
 	/* No caps hinted: everything offered, FI_TAGGED among it. */
 	hints->caps = 0;
 	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &info), 0);
