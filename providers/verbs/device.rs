@@ -151,17 +151,8 @@ pub(crate) fn entry_named(name: &CStr) -> Option<Arc<DeviceEntry>> {
         .cloned()
 }
 
-/// The ib_client's add callback.
-///
-/// # Safety
-///
-/// Called by the RDMA core with a device being added.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn kofi_verbs_device_add(raw: *mut abi::ib_device) {
-    // SAFETY: The core's device, until its remove callback.
-    let Some(dev) = (unsafe { Device::from_raw(raw) }) else {
-        return;
-    };
+/// A device added (the ib_client's add callback, `rdma.rs`).
+pub(crate) fn added(dev: Device) {
     let Some(r) = Registry::get() else {
         return;
     };
@@ -177,20 +168,15 @@ pub(crate) unsafe extern "C" fn kofi_verbs_device_add(raw: *mut abi::ib_device) 
     let _ = r.devices.lock().push(entry, GFP_KERNEL);
 }
 
-/// The ib_client's remove callback: nothing of kofi's is left on the
-/// device when it returns.
-///
-/// # Safety
-///
-/// Called by the RDMA core with a device being removed.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn kofi_verbs_device_remove(raw: *mut abi::ib_device) {
+/// A device going (the ib_client's remove callback, `rdma.rs`): nothing of
+/// kofi's is left on it when this returns.
+pub(crate) fn removed(dev: Device) {
     let Some(r) = Registry::get() else {
         return;
     };
     let entry = {
         let mut devices = r.devices.lock();
-        match devices.iter().position(|e| e.dev.is(raw)) {
+        match devices.iter().position(|e| e.dev.same(&dev)) {
             Some(i) => Some(swap_remove(&mut devices, i)),
             None => None,
         }

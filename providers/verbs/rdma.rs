@@ -39,12 +39,8 @@ impl Device {
     ///
     /// `ptr` is a device passed to the ib_client's add callback whose remove
     /// callback has not run.
-    pub(crate) unsafe fn from_raw(ptr: *mut abi::ib_device) -> Option<Device> {
+    unsafe fn from_raw(ptr: *mut abi::ib_device) -> Option<Device> {
         NonNull::new(ptr).map(|ptr| Device { ptr })
-    }
-
-    pub(crate) fn is(&self, raw: *mut abi::ib_device) -> bool {
-        self.ptr.as_ptr() == raw
     }
 
     pub(crate) fn same(&self, other: &Device) -> bool {
@@ -68,8 +64,36 @@ impl Device {
 /// The provider's ib_client (in `kofi_verbs_glue.c`), registered while
 /// this lives: the RDMA core calls `kofi_verbs_device_add` for each device
 /// present and to come, and `kofi_verbs_device_remove` as each goes
-/// (for all of them when the client unregisters).
+/// (for all of them when the client unregisters), which hand the device to
+/// `device::added` and `device::removed`.
 pub(crate) struct ClientRegistration(());
+
+/// The ib_client's add callback.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a device being added.
+#[no_mangle]
+unsafe extern "C" fn kofi_verbs_device_add(raw: *mut abi::ib_device) {
+    // SAFETY: The core's device, registered until its remove callback.
+    if let Some(dev) = unsafe { Device::from_raw(raw) } {
+        crate::device::added(dev);
+    }
+}
+
+/// The ib_client's remove callback: nothing of kofi's is left on the
+/// device when it returns.
+///
+/// # Safety
+///
+/// Called by the RDMA core with a device being removed.
+#[no_mangle]
+unsafe extern "C" fn kofi_verbs_device_remove(raw: *mut abi::ib_device) {
+    // SAFETY: The core's device, registered until this callback returns.
+    if let Some(dev) = unsafe { Device::from_raw(raw) } {
+        crate::device::removed(dev);
+    }
+}
 
 impl ClientRegistration {
     pub(crate) fn register() -> Result<ClientRegistration> {
