@@ -24,7 +24,7 @@ use crate::kofi::{
 };
 use crate::listener::Listener;
 use crate::ring::Ring;
-use crate::socket::{Received, SockAddr, Socket};
+use crate::socket::{NoIo, Received, SockAddr, Socket};
 use crate::tagged::{HeldMessage, HeldTagged, TaggedRecvs, Trecv};
 use crate::wire::{self, Header, Op, HEADER_LEN};
 use kernel::alloc::KVVec;
@@ -658,8 +658,7 @@ impl Conn {
     /// Makes what progress the socket allows (in the work item, or in a
     /// consumer's thread the socket's callbacks woke).
     pub(crate) fn progress(self: &Arc<Self>) {
-        // SAFETY: No preconditions; restored below.
-        let noio = unsafe { abi::ksock_noio_save() };
+        let _noio = NoIo::enter();
         let mut g = self.inner.lock();
         loop {
             if let Err(e) = g.step_connect() {
@@ -697,8 +696,6 @@ impl Conn {
         if let Some(listener) = gone {
             listener.forget(self);
         }
-        // SAFETY: Restores the state saved above.
-        unsafe { abi::ksock_noio_restore(noio) };
     }
 }
 
@@ -916,14 +913,8 @@ impl Inner {
                     .sock
                     .as_ref()
                     .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
-                let room = &mut self.rx.payload.spare_capacity_mut()[..len - got];
-                match sock.recv_uninit(room)? {
-                    Received::Bytes(n) => {
-                        moved = true;
-                        // SAFETY: The socket wrote bytes `got..got + n` (at
-                        // most the `len - got` offered, within capacity).
-                        unsafe { self.rx.payload.set_len(got + n.min(len - got)) };
-                    }
+                match sock.recv_append(&mut self.rx.payload, len - got)? {
+                    Received::Bytes(_) => moved = true,
                     Received::WouldBlock => return Ok(moved),
                     Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
                 }

@@ -6,8 +6,11 @@
 use crate::abi;
 use crate::kofi::{Lent, PostedRecv};
 pub(crate) use crate::sockaddr::SockAddr;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
+use kernel::alloc::{Allocator, Vec};
 use kernel::error::to_result;
+use kernel::ffi::c_uint;
 use kernel::prelude::*;
 
 /// What a nonblocking receive got.
@@ -178,9 +181,28 @@ impl Socket {
         self.recv_uninit(uninit)
     }
 
+    /// As [`Socket::recv`], appending at most `max` bytes to `v`, within its
+    /// spare capacity.
+    pub(crate) fn recv_append<A: Allocator>(
+        &self,
+        v: &mut Vec<u8, A>,
+        max: usize,
+    ) -> Result<Received> {
+        let len = v.len();
+        let spare = v.spare_capacity_mut();
+        let room = spare.len().min(max);
+        let got = self.recv_uninit(&mut spare[..room])?;
+        if let Received::Bytes(n) = got {
+            // SAFETY: The socket wrote bytes `len..len + n` (at most the
+            // `room` offered, within the capacity).
+            unsafe { v.set_len(len + n.min(room)) };
+        }
+        Ok(got)
+    }
+
     /// As [`Socket::recv`], into memory not yet initialised (the socket
     /// writes the bytes it reports).
-    pub(crate) fn recv_uninit(&self, buf: &mut [core::mem::MaybeUninit<u8>]) -> Result<Received> {
+    fn recv_uninit(&self, buf: &mut [core::mem::MaybeUninit<u8>]) -> Result<Received> {
         let iov = abi::kvec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
@@ -216,5 +238,32 @@ impl Drop for Socket {
         self.detach();
         // SAFETY: The socket is ours (type invariants) and not used after.
         unsafe { abi::ksock_release(self.raw()) };
+    }
+}
+
+/// A stretch of the task in which its allocations do no I/O
+/// (memalloc_noio_save): a storage consumer's writes may be what reclaim
+/// waits for. Restored on drop, by the task that entered it.
+pub(crate) struct NoIo {
+    flags: c_uint,
+    /// Restored on the task that saved it: neither `Send` nor `Sync`.
+    _task: PhantomData<*mut ()>,
+}
+
+impl NoIo {
+    pub(crate) fn enter() -> NoIo {
+        NoIo {
+            // SAFETY: No preconditions; `drop` restores the state.
+            flags: unsafe { abi::ksock_noio_save() },
+            _task: PhantomData,
+        }
+    }
+}
+
+impl Drop for NoIo {
+    fn drop(&mut self) {
+        // SAFETY: Restores what `enter` saved, on the same task (the type
+        // is not `Send`).
+        unsafe { abi::ksock_noio_restore(self.flags) };
     }
 }
