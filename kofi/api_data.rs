@@ -10,6 +10,7 @@
 use crate::abi;
 use crate::errno::{self, to_c_ssize};
 use crate::flags::*;
+use crate::info_match;
 use crate::object::{lookup, Endpoint};
 use core::ptr;
 use kernel::ffi::c_void;
@@ -27,22 +28,10 @@ pub(crate) unsafe fn ready<'a>(ep: *mut abi::fid_ep, cap: u64, dir: u64) -> Resu
     if !e.is_enabled() {
         return Err(errno::eopbadstate());
     }
-    if e.limits.caps & cap == 0 || !allows(e.limits.caps, dir) {
+    if e.limits.caps & cap == 0 || !info_match::allows(e.limits.caps, dir) {
         return Err(errno::eopnotsupp());
     }
     Ok(e)
-}
-
-/// Whether `caps` allow operations in direction `dir`: caps that name
-/// neither direction of its pair (send and receive, read and write) allow
-/// both, as fi_getinfo(3) has it.
-fn allows(caps: u64, dir: u64) -> bool {
-    let pair = if dir & (FI_SEND | FI_RECV) != 0 {
-        FI_SEND | FI_RECV
-    } else {
-        FI_READ | FI_WRITE
-    };
-    caps & pair == 0 || caps & dir != 0
 }
 
 /// Whether a consumer's kvec can describe memory: a buffer unless empty,

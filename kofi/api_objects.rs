@@ -8,6 +8,7 @@ use crate::abi;
 use crate::cntr::{self, Cntr};
 use crate::errno::{self, to_c};
 use crate::flags::*;
+use crate::info_match;
 use crate::mr::{self, Mr};
 use crate::object::{
     arc_of, class_of, fid_head, lookup, publish, reclaim, ConnReq, Domain, Endpoint, EpLimits,
@@ -655,12 +656,6 @@ pub(crate) extern "C" fn fi_pep_bind(
     to_c(pep_bind(pep, bfid, flags))
 }
 
-/// Whether the capabilities name a direction explicitly.
-fn has(caps: u64, bits: u64) -> bool {
-    let directional = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-    caps & directional == 0 || caps & bits != 0
-}
-
 fn enable(ep: *mut abi::fid_ep) -> Result {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
     let e = unsafe { lookup::<Endpoint>(ep) }?;
@@ -676,10 +671,13 @@ fn enable(ep: *mut abi::fid_ep) -> Result {
         if e.is_rdm() && b.av.is_none() {
             return Err(errno::enoav());
         }
-        // A class asked for alone (FI_TAGGED, say) needs its queues too.
-        let transmits = caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC) != 0
-            && has(caps, FI_SEND | FI_READ | FI_WRITE);
-        let receives = caps & (FI_MSG | FI_TAGGED) != 0 && has(caps, FI_RECV);
+        // Every class needs its queues (FI_TAGGED alone, say), in the
+        // directions its endpoint may use, as the data calls allow them.
+        let messages = caps & (FI_MSG | FI_TAGGED) != 0;
+        let rma = caps & (FI_RMA | FI_ATOMIC) != 0;
+        let transmits = (messages && info_match::allows(caps, FI_SEND))
+            || (rma && (info_match::allows(caps, FI_READ) || info_match::allows(caps, FI_WRITE)));
+        let receives = messages && info_match::allows(caps, FI_RECV);
         if (transmits && b.tx_cq.is_none()) || (receives && b.rx_cq.is_none()) {
             return Err(errno::enocq());
         }

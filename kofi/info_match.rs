@@ -166,6 +166,19 @@ pub(crate) fn offered_caps(info: u64, hinted: u64, offer: u64) -> u64 {
     caps
 }
 
+/// Whether an endpoint with `caps` may do an operation of direction `dir`
+/// (FI_SEND, FI_RECV, FI_READ, FI_WRITE): a class's directions, once any
+/// is named, are the only ones it has; none named, it has them all
+/// (fi_getinfo(3)). [`offered_caps`] names them for every info it gives.
+pub(crate) fn allows(caps: u64, dir: u64) -> bool {
+    let group = if dir & MSG_DIRECTIONS != 0 {
+        MSG_DIRECTIONS
+    } else {
+        RMA_DIRECTIONS
+    };
+    caps & group == 0 || caps & dir != 0
+}
+
 /// Why an offer does not satisfy hints.
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub(crate) enum Mismatch {

@@ -1,6 +1,6 @@
 use crate::info_match::{
-    abi_values::*, check, mr_mode_ok, offered_caps, offered_mode, offered_mr_mode, provider_order,
-    Attrs, InfoView, Mismatch, PRIMARY_CAPS, SECONDARY_CAPS,
+    abi_values::*, allows, check, mr_mode_ok, offered_caps, offered_mode, offered_mr_mode,
+    provider_order, Attrs, InfoView, Mismatch, PRIMARY_CAPS, SECONDARY_CAPS,
 };
 use crate::ring::{CompletionRing, Overrun, Ring, Slot};
 use std::cmp::Ordering;
@@ -922,4 +922,21 @@ fn primary_caps_are_only_those_asked_for() {
         0
     );
     assert_eq!(PRIMARY_CAPS & SECONDARY_CAPS, 0);
+}
+
+#[test]
+fn named_directions_are_the_only_ones() {
+    // None named: every direction of the class.
+    for dir in [FI_SEND, FI_RECV, FI_READ, FI_WRITE] {
+        assert!(allows(FI_MSG | FI_RMA, dir));
+    }
+    // Send only: no receives; RMA, naming none, keeps both.
+    let send_only = FI_MSG | FI_SEND | FI_RMA;
+    assert!(allows(send_only, FI_SEND));
+    assert!(!allows(send_only, FI_RECV));
+    assert!(allows(send_only, FI_READ) && allows(send_only, FI_WRITE));
+    // An RMA target only names a direction: it initiates nothing.
+    let target = FI_RMA | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    assert!(!allows(target, FI_READ) && !allows(target, FI_WRITE));
+    assert!(allows(FI_RMA | FI_READ, FI_READ) && !allows(FI_RMA | FI_READ, FI_WRITE));
 }
