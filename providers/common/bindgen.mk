@@ -3,8 +3,8 @@
 # $(obj)/abi_generated.rs, the kofi ABI (and what the provider layer needs of
 # the kernel) from $(src)/$(KOFI_BINDINGS_HEADER), with the kernel's own
 # compiler flags and bindgen parameters (with what the layer's sockaddr.rs
-# and ip_endpoint.rs need: the header includes <linux/socket.h>,
-# <linux/in.h> and <linux/in6.h>). A provider adds functions, types
+# needs: the header includes <linux/socket.h>, <linux/in.h> and
+# <linux/in6.h>). A provider adds functions, types
 # and opaque types of its own in KOFI_BINDGEN_EXTRA (bindgen options).
 
 quiet_cmd_kofi_provider_bindgen = BINDGEN $@

@@ -133,12 +133,7 @@ impl<C: IpConn> IpEndpoint<C> {
         addr: PeerAddr,
         make: impl FnOnce(&SockAddr) -> Result<Arc<C>>,
     ) -> Result {
-        let len = if self.ipv6 {
-            core::mem::size_of::<abi::sockaddr_in6>()
-        } else {
-            core::mem::size_of::<abi::sockaddr_in>()
-        };
-        let dest = match addr.bytes(len) {
+        let dest = match addr.bytes(SockAddr::len_of(self.ipv6)) {
             Some(b) => SockAddr::from_bytes(b)?,
             None => self.dest.ok_or(EINVAL)?,
         };

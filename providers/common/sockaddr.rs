@@ -83,6 +83,15 @@ impl SockAddr {
         u32::from(self.family()) == abi::AF_INET6
     }
 
+    /// Bytes of an address of the family: sockaddr_in6, else sockaddr_in.
+    pub(crate) fn len_of(ipv6: bool) -> usize {
+        if ipv6 {
+            core::mem::size_of::<abi::sockaddr_in6>()
+        } else {
+            core::mem::size_of::<abi::sockaddr_in>()
+        }
+    }
+
     /// Bytes of the address proper (sockaddr_in or sockaddr_in6).
     pub(crate) fn len(&self) -> usize {
         // SAFETY: `self.0` is a valid sockaddr_storage.
