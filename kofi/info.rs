@@ -362,10 +362,11 @@ pub(crate) fn well_formed(info: &abi::fi_info) -> bool {
 /// What a consumer chose for the endpoints of an info, beyond matching:
 /// the primary capabilities it asked for (the rest are dropped, see
 /// `info_match::offered_caps`), the optional modes they work in
-/// (`info_match::MODE_OPTIONAL`) and their default op_flags. A provider's
-/// info lists the capabilities, optional modes and op_flags it can honour;
-/// the info the consumer gets carries the chosen ones, from its hints
-/// (fi_getinfo) or from its listener's info (an FI_CONNREQ).
+/// (`info_match::MODE_OPTIONAL`), their default op_flags and the limits
+/// they keep to. A provider's info lists the capabilities, optional modes
+/// and op_flags it can honour and its own limits; the info the consumer
+/// gets carries the chosen ones, from its hints (fi_getinfo) or from its
+/// listener's info (an FI_CONNREQ).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Choices {
     /// The caps of the info, its tx, rx and domain attrs; `None` without
@@ -374,6 +375,76 @@ pub(crate) struct Choices {
     mode: u64,
     tx_op_flags: u64,
     rx_op_flags: u64,
+    limits: Limits,
+}
+
+/// The sizes, limits and models a consumer named (0, or UNSPEC: the
+/// offer's stay), which the info it gets then carries, as libfabric's
+/// `ofi_alter_info` copies them: matching has checked that the offer
+/// reaches each, and the endpoints opened from the info hold the consumer
+/// to its own limits (a send with more iovs than it asked for is -EINVAL).
+#[derive(Clone, Copy, Default)]
+struct Limits {
+    tx_size: usize,
+    tx_iov_limit: usize,
+    rma_iov_limit: usize,
+    inject_size: usize,
+    rx_size: usize,
+    rx_iov_limit: usize,
+    total_buffered_recv: usize,
+    threading: u32,
+    control_progress: u32,
+    data_progress: u32,
+}
+
+impl Limits {
+    fn of(
+        tx: Option<&abi::fi_tx_attr>,
+        rx: Option<&abi::fi_rx_attr>,
+        d: Option<&abi::fi_domain_attr>,
+    ) -> Limits {
+        let mut l = Limits::default();
+        if let Some(tx) = tx {
+            l.tx_size = tx.size;
+            l.tx_iov_limit = tx.iov_limit;
+            l.rma_iov_limit = tx.rma_iov_limit;
+            l.inject_size = tx.inject_size;
+        }
+        if let Some(rx) = rx {
+            l.rx_size = rx.size;
+            l.rx_iov_limit = rx.iov_limit;
+            l.total_buffered_recv = rx.total_buffered_recv;
+        }
+        if let Some(d) = d {
+            l.threading = d.threading;
+            l.control_progress = d.control_progress;
+            l.data_progress = d.data_progress;
+        }
+        l
+    }
+
+    fn apply(
+        self,
+        tx: &mut abi::fi_tx_attr,
+        rx: &mut abi::fi_rx_attr,
+        d: &mut abi::fi_domain_attr,
+    ) {
+        fn take<T: Copy + Default + PartialEq>(field: &mut T, chosen: T) {
+            if chosen != T::default() {
+                *field = chosen;
+            }
+        }
+        take(&mut tx.size, self.tx_size);
+        take(&mut tx.iov_limit, self.tx_iov_limit);
+        take(&mut tx.rma_iov_limit, self.rma_iov_limit);
+        take(&mut tx.inject_size, self.inject_size);
+        take(&mut rx.size, self.rx_size);
+        take(&mut rx.iov_limit, self.rx_iov_limit);
+        take(&mut rx.total_buffered_recv, self.total_buffered_recv);
+        take(&mut d.threading, self.threading);
+        take(&mut d.control_progress, self.control_progress);
+        take(&mut d.data_progress, self.data_progress);
+    }
 }
 
 impl Choices {
@@ -404,6 +475,7 @@ impl Choices {
             mode: i.mode & info_match::MODE_OPTIONAL,
             tx_op_flags: tx.map_or(0, |a| a.op_flags),
             rx_op_flags: rx.map_or(0, |a| a.op_flags),
+            limits: Limits::of(tx, rx, d),
         }
     }
 
@@ -426,6 +498,7 @@ impl Choices {
         }
         tx.op_flags = self.tx_op_flags;
         rx.op_flags = self.rx_op_flags;
+        self.limits.apply(tx, rx, d);
     }
 }
 

@@ -339,6 +339,66 @@ static void getinfo_hints_bound_the_offer(struct kunit *test)
 	fi_freeinfo(offer);
 }
 
+/*
+ * The sizes, limits and models a consumer names become the info's (as
+ * libfabric's ofi_alter_info makes them; matching has checked the offer
+ * reaches each), those it leaves at 0 stay the offer's, and an endpoint
+ * opened from the info holds the consumer to its own limits.
+ */
+static void getinfo_gives_the_limits_asked_for(struct kunit *test)
+{
+	struct fi_info *offer = test_info(test, prov, node, NULL, 0);
+	struct fi_info *hints = fi_allocinfo(), *info = NULL;
+	struct pair p = { .prov = prov };
+	u8 a[32] = {}, b[32] = {};
+	struct kvec two[2] = { { a, 16 }, { b, 16 } };
+
+	KUNIT_ASSERT_NOT_NULL(test, hints);
+	KUNIT_ASSERT_GE(test, offer->tx_attr->size, (size_t)8);
+	KUNIT_ASSERT_GE(test, offer->tx_attr->iov_limit, (size_t)2);
+	KUNIT_ASSERT_GE(test, offer->rx_attr->iov_limit, (size_t)2);
+	KUNIT_ASSERT_GT(test, offer->tx_attr->inject_size, (size_t)16);
+	hints->ep_attr->type = FI_EP_MSG;
+	hints->caps = FI_MSG | FI_RMA;
+	hints->fabric_attr->prov_name = kstrdup(prov, GFP_KERNEL);
+	hints->tx_attr->size = 8;
+	hints->tx_attr->iov_limit = 1;
+	hints->tx_attr->rma_iov_limit = 1;
+	hints->tx_attr->inject_size = 16;
+	hints->rx_attr->iov_limit = 1;
+	hints->domain_attr->threading = FI_THREAD_DOMAIN;
+	hints->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &info), 0);
+	fi_freeinfo(hints);
+	KUNIT_EXPECT_EQ(test, info->tx_attr->size, (size_t)8);
+	KUNIT_EXPECT_EQ(test, info->tx_attr->iov_limit, (size_t)1);
+	KUNIT_EXPECT_EQ(test, info->tx_attr->rma_iov_limit, (size_t)1);
+	KUNIT_EXPECT_EQ(test, info->tx_attr->inject_size, (size_t)16);
+	KUNIT_EXPECT_EQ(test, info->rx_attr->iov_limit, (size_t)1);
+	KUNIT_EXPECT_EQ(test, info->domain_attr->threading, FI_THREAD_DOMAIN);
+	KUNIT_EXPECT_EQ(test, info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
+	/* Not named: the offer's. */
+	KUNIT_EXPECT_EQ(test, info->rx_attr->size, offer->rx_attr->size);
+	KUNIT_EXPECT_EQ(test, info->domain_attr->control_progress,
+			offer->domain_attr->control_progress);
+	KUNIT_EXPECT_EQ(test, info->ep_attr->max_msg_size, offer->ep_attr->max_msg_size);
+	fi_freeinfo(offer);
+
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
+	open_queues(test, &p, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
+	bind_enable(test, &p.client);
+	/* Within the limits, the calls get as far as the connection. */
+	KUNIT_EXPECT_EQ(test, fi_sendv(p.client.ep, two, NULL, 1, 0, NULL), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_inject(p.client.ep, a, 16, 0), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_sendv(p.client.ep, two, NULL, 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_recvv(p.client.ep, two, NULL, 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_inject(p.client.ep, a, 17, 0), -FI_EMSGSIZE);
+	p.client.info = info;
+	pair_close(test, &p);
+}
+
 /* Objects close in dependency order; out of order is -EBUSY, not a crash. */
 static void close_ordering(struct kunit *test)
 {
@@ -2456,6 +2516,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(getinfo_describes_the_provider),
 	KUNIT_CASE(getinfo_gives_only_the_caps_asked_for),
 	KUNIT_CASE(getinfo_hints_bound_the_offer),
+	KUNIT_CASE(getinfo_gives_the_limits_asked_for),
 	KUNIT_CASE(getinfo_addresses_in_the_hints),
 	KUNIT_CASE(close_ordering),
 	KUNIT_CASE(bad_arguments),
