@@ -26,7 +26,7 @@ use crate::flags::*;
 use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, send_kind, swap_remove, Context, EpRef, Lent,
-    MrMemory, PepRef, PostedRecv, ProgressWaker,
+    PepRef, PostedRecv, ProgressWaker,
 };
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, CmReply, Completion, Cq, CqHandler, Device,
@@ -113,6 +113,7 @@ enum TxOp {
         data: Option<u64>,
         ctx: Context,
         flags: u64,
+        sink: Sink,
     },
     Credit,
     /// A rendezvous read is done: its sender may complete.
@@ -136,6 +137,17 @@ enum Rndv {
     Try,
     /// Registration posted: announce it.
     Registered(Region),
+}
+
+/// Where a READ's data lands: in the consumer's buffers, named piece by
+/// piece (at most max_sge_rd of them per READ, one on iWARP), or through a
+/// region over them, registered before the first READ, so that each remote
+/// buffer takes one READ however many pages it lands in (as rdma_rw's MR
+/// path does for nvmet-rdma).
+enum Sink {
+    Buffers,
+    Unposted(Region),
+    Posted(Arc<Region>),
 }
 
 /// A rendezvous send waiting for its OP_FIN.
@@ -185,7 +197,13 @@ enum TxWr {
         _map: Mapping,
         /// An inject write's bytes of this part.
         _buf: KVec<u8>,
+        /// The region a READ lands in, while the READ may use it.
+        _sink: Option<Arc<Region>>,
         report: Option<Report>,
+    },
+    /// The registration of a READ's sink.
+    SinkReg {
+        _region: Arc<Region>,
     },
     /// The last registration work request of a region (its completion
     /// makes the region valid), and one of the others.

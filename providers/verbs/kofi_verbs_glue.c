@@ -567,6 +567,16 @@ u64 kverbs_region_key(const struct kverbs_region *r)
 	return (u64)r->delta << 32 | r->mrs[0]->rkey;
 }
 
+int kverbs_region_sge(const struct kverbs_region *r, u64 offset, u32 len, struct ib_sge *sge)
+{
+	struct ib_mr *mr = r->mrs[0];
+
+	if (r->count != 1 || offset > mr->length || len > mr->length - offset)
+		return -EINVAL;
+	*sge = (struct ib_sge){ .addr = mr->iova + offset, .length = len, .lkey = mr->lkey };
+	return 0;
+}
+
 u32 kverbs_region_wrs(const struct kverbs_region *r)
 {
 	return r->count + (r->table_mr ? 1 : 0);

@@ -150,6 +150,12 @@ struct kverbs_region *kverbs_region_alloc(struct ib_pd *pd, const struct kvec *k
 					  const struct bio_vec *bv, u32 count, u64 offset,
 					  bool remote_read, bool remote_write, int *err);
 u64 kverbs_region_key(const struct kverbs_region *r);
+/*
+ * The SGE of @len bytes at byte @offset of a region of one MR, for the
+ * device to place a READ's data there (its lkey); -EINVAL for a region in
+ * pieces or a range outside it.
+ */
+int kverbs_region_sge(const struct kverbs_region *r, u64 offset, u32 len, struct ib_sge *sge);
 /* Registration work requests the region needs: one per MR (pieces, table). */
 u32 kverbs_region_wrs(const struct kverbs_region *r);
 /* Posts the region's registration work request @index, completing at @cqe. */

@@ -661,6 +661,45 @@ impl Region {
         }
     }
 
+    /// A region of one MR over the consumer's lent buffers, for the
+    /// operation they are lent to: a rendezvous send's source (read by the
+    /// peer) or a READ's sink. As with [`Mapping::of_lent`], the operation
+    /// holds it (its work requests, its rendezvous state) and drops it by
+    /// its completion, within the loan; its connection's domain keeps the
+    /// PD until the connection's work requests are gone. `None` when the
+    /// buffers need more than one MR (or do not meet at page boundaries).
+    pub(crate) fn of_lent(
+        pd: &Pd,
+        lent: &Lent,
+        remote_read: bool,
+        remote_write: bool,
+    ) -> Result<Option<Region>> {
+        let memory = match lent {
+            Lent::Kvecs(k) => crate::kofi::MrMemory::Kvecs(k.kvecs()),
+            Lent::Pages(p) => crate::kofi::MrMemory::Pages(p.bvecs()),
+        };
+        // SAFETY: Lent buffers stay valid until their operation completes,
+        // and the region does not outlive the operation; nor the PD (see
+        // above).
+        match unsafe { Region::new(pd, &memory, 0, remote_read, remote_write) } {
+            Ok(r) if r.wrs() == 1 => Ok(Some(r)),
+            Ok(_) | Err(EINVAL) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The SGE of `len` bytes at byte `offset` of a region made by
+    /// [`Region::of_lent`], for the device to place a READ's data there.
+    pub(crate) fn sge(&self, offset: usize, len: usize) -> Result<abi::ib_sge> {
+        let len = u32::try_from(len).map_err(|_| EINVAL)?;
+        let mut sge = abi::ib_sge::default();
+        // SAFETY: Owned (type invariants); the helper checks the range.
+        to_result(unsafe {
+            abi::kverbs_region_sge(self.ptr.as_ptr(), offset as u64, len, &mut sge)
+        })?;
+        Ok(sge)
+    }
+
     /// The key peers name the region with (see `kofi_verbs_glue.h`).
     pub(crate) fn key(&self) -> u64 {
         // SAFETY: Owned (type invariants).

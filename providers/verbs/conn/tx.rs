@@ -179,8 +179,10 @@ impl Conn {
         if write {
             Self::refuse_on_iwarp(&g, flags)?;
         }
-        // A READ lands in at most max_sge_rd local pieces (one on iWARP):
-        // split each remote buffer's read to fit.
+        // A READ lands in at most max_sge_rd local pieces (one on iWARP).
+        // Buffers in more pieces get a region of their own, one READ per
+        // remote buffer; those no region of one MR can take are split.
+        let mut sink = Sink::Buffers;
         let parts = match (&local, write) {
             (RmaLocal::Lent(l), false) => {
                 let mut split = KVec::new();
@@ -197,7 +199,17 @@ impl Conn {
                         )?;
                     }
                 }
-                split
+                let region = match (&g.domain, split.len() > parts.len()) {
+                    (Some(d), true) => d.with_pd(|pd| Region::of_lent(pd, l, false, g.iwarp))?,
+                    _ => None,
+                };
+                match region {
+                    Some(r) => {
+                        sink = Sink::Unposted(r);
+                        parts
+                    }
+                    None => split,
+                }
             }
             _ => parts,
         };
@@ -210,6 +222,7 @@ impl Conn {
             data,
             ctx,
             flags,
+            sink,
         };
         self.queue_op(&mut g, op)
     }
@@ -616,7 +629,20 @@ impl Conn {
                 data,
                 ctx,
                 flags,
+                sink,
             } => {
+                // A READ's sink is registered first, in a work request of
+                // its own that the send queue orders before the READs.
+                if let Sink::Unposted(_) = sink {
+                    let Sink::Unposted(region) = core::mem::replace(sink, Sink::Buffers) else {
+                        return Err(EINVAL);
+                    };
+                    let region = Arc::new(region, GFP_KERNEL)?;
+                    resources(res)?.id.post_reg(&self.slots, slot, &region, 0)?;
+                    *sink = Sink::Posted(region.clone());
+                    self.posted(g, slot, TxWr::SinkReg { _region: region }, false, false, 0);
+                    return Ok(());
+                }
                 let kind = FI_RMA | if *write { FI_WRITE } else { FI_READ };
                 let report = Report {
                     flags: kind | (*flags & FI_COMPLETION),
@@ -644,11 +670,16 @@ impl Conn {
                     // inject write's part goes from a buffer of its own, which
                     // lives with the work request.
                     let mut buf = KVec::new();
-                    let map = match local {
-                        RmaLocal::Lent(l) => {
+                    let mut sge = None;
+                    let map = match (local, &*sink) {
+                        (_, Sink::Posted(region)) => {
+                            sge = Some(region.sge(p.offset, p.len)?);
+                            Mapping::empty(dev, *write)
+                        }
+                        (RmaLocal::Lent(l), _) => {
                             Mapping::of_lent(dev, l, (p.offset, p.len), *write, lkey, max_sge)?
                         }
-                        RmaLocal::Copy(c) => {
+                        (RmaLocal::Copy(c), _) => {
                             buf.extend_from_slice(&c[p.offset..p.offset + p.len], GFP_KERNEL)?;
                             Mapping::of_buffer(dev, &mut buf, true, lkey)?
                         }
@@ -659,13 +690,22 @@ impl Conn {
                         WrOp::RdmaRead
                     };
                     let remote = wire::remote(p.key, p.addr);
-                    self.post_send(resources(res)?, slot, op, map.sges(), remote)?;
+                    let sges = match &sge {
+                        Some(one) => core::slice::from_ref(one),
+                        None => map.sges(),
+                    };
+                    self.post_send(resources(res)?, slot, op, sges, remote)?;
                     *next += 1;
                     let last = *next == parts.len() && data.is_none();
+                    let sink = match sink {
+                        Sink::Posted(region) => Some(region.clone()),
+                        _ => None,
+                    };
                     (
                         TxWr::Rma {
                             _map: map,
                             _buf: buf,
+                            _sink: sink,
                             report: last.then_some(report),
                         },
                         last,
@@ -717,20 +757,13 @@ impl Conn {
                     *rndv = Rndv::No;
                     return Ok(true);
                 };
-                let memory = match l {
-                    Lent::Kvecs(k) => MrMemory::Kvecs(k.kvecs()),
-                    Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
-                };
                 let domain = g.domain.as_ref().ok_or(EINVAL)?;
                 // The region goes with the send (at its OP_FIN or the
                 // connection's close), before the consumer's loan ends.
-                let region = domain.with_pd(|pd| {
-                    // SAFETY: Lent buffers outlive the region; the PD the connection.
-                    unsafe { Region::new(pd, &memory, 0, true, false) }
-                });
+                let region = domain.with_pd(|pd| Region::of_lent(pd, l, true, false));
                 // Buffers no region of one MR can take (a region in pieces
                 // would need its key table read first): by segments.
-                let Some(region) = region.ok().filter(|r| r.wrs() == 1) else {
+                let Some(region) = region.ok().flatten() else {
                     *rndv = Rndv::No;
                     return Ok(true);
                 };
@@ -822,7 +855,7 @@ impl Conn {
                 reg.done(wc.ok());
                 None
             }
-            TxWr::RegPiece | TxWr::RndvReg => None,
+            TxWr::RegPiece | TxWr::RndvReg | TxWr::SinkReg { .. } => None,
             TxWr::KeyTable { key, map, buf } => {
                 // Unmapped first: the device's bytes are then the CPU's.
                 drop(map);

@@ -1270,6 +1270,72 @@ static void rma(struct kunit *test)
  * the endpoint's largest message (one on verbs, four on kofi_sock), read
  * back across piece boundaries, and an access past its end fails.
  */
+/*
+ * A read into pages allocated one by one, as a block target's are: more
+ * pieces than one RDMA READ may name on verbs (max_sge_rd, one on iWARP),
+ * which kofi_verbs lands through a region of its own over them, one READ
+ * per remote buffer. The first piece starts inside its page and the last
+ * ends inside its own; every byte arrives where it belongs.
+ */
+static void read_lands_in_scattered_pages(struct kunit *test)
+{
+	enum { MAX = 32, HEAD = 100, TAIL = 1000 };
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+	size_t count = min_t(size_t, info->tx_attr->iov_limit, MAX), i, len = 0;
+	u8 *region = vzalloc(MAX * PAGE_SIZE), *page;
+	struct bio_vec *bv = kunit_kcalloc(test, MAX, sizeof(*bv), GFP_KERNEL);
+	struct fi_rma_iov rma;
+	struct fi_msg_rma msg = {};
+	struct fi_cq_data_entry e;
+	struct pair p = {};
+	struct fid_mr *mr;
+
+	fi_freeinfo(info);
+	KUNIT_ASSERT_TRUE(test, region && bv);
+	KUNIT_ASSERT_GE(test, count, (size_t)2);
+	fill(region, MAX * PAGE_SIZE, 41);
+	for (i = 0; i < count; i++) {
+		bv[i].bv_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		KUNIT_ASSERT_NOT_NULL(test, bv[i].bv_page);
+		bv[i].bv_offset = i == 0 ? HEAD : 0;
+		bv[i].bv_len = i == 0 ? PAGE_SIZE - HEAD : i + 1 == count ? TAIL : PAGE_SIZE;
+		len += bv[i].bv_len;
+	}
+	conf_open(test, &p, 33);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, MAX * PAGE_SIZE, FI_REMOTE_READ, 0, 0,
+					0, &mr, NULL), 0);
+	rma = (struct fi_rma_iov){ .addr = 7, .len = len, .key = fi_mr_key(mr) };
+	msg = (struct fi_msg_rma){ .msg_bvec = bv, .iov_count = count, .rma_iov = &rma,
+				   .rma_iov_count = 1, .context = bv };
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)bv);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_READ);
+	KUNIT_EXPECT_EQ(test, e.len, len);
+	for (i = 0, len = 7; i < count; len += bv[i].bv_len, i++) {
+		page = page_address(bv[i].bv_page);
+		KUNIT_EXPECT_EQ_MSG(test, memcmp(page + bv[i].bv_offset, region + len,
+						 bv[i].bv_len), 0, "piece %zu", i);
+		/* Nothing around the pieces was written. */
+		KUNIT_EXPECT_NULL(test, memchr_inv(page, 0, bv[i].bv_offset));
+		KUNIT_EXPECT_NULL(test, memchr_inv(page + bv[i].bv_offset + bv[i].bv_len, 0,
+						   PAGE_SIZE - bv[i].bv_offset - bv[i].bv_len));
+	}
+	/* Again, so the provider's region for the first read is not reused
+	 * for stale data. */
+	fill(region, MAX * PAGE_SIZE, 43);
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	for (i = 0, len = 7; i < count; len += bv[i].bv_len, i++)
+		KUNIT_EXPECT_EQ(test, memcmp(page_address(bv[i].bv_page) + bv[i].bv_offset,
+					     region + len, bv[i].bv_len), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	for (i = 0; i < count; i++)
+		__free_page(bv[i].bv_page);
+	vfree(region);
+}
+
 static void large_region(struct kunit *test)
 {
 	enum { LEN = 16 << 20, SKEW = 100, REG = LEN - 2 * SKEW };
@@ -2538,6 +2604,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE_SLOW(send_after_write_finds_its_data),
 	KUNIT_CASE(write_after_write_data_ordered),
 	KUNIT_CASE_SLOW(large_region),
+	KUNIT_CASE(read_lands_in_scattered_pages),
 	KUNIT_CASE(queued_sends),
 	KUNIT_CASE(shutdown_mid_traffic),
 	KUNIT_CASE(peer_gone),
