@@ -58,6 +58,10 @@ const CQ_DATA_SIZE: usize = 8;
 const INJECT_SIZE: usize = 8192;
 const RMA_IOV_LIMIT: usize = 4;
 const RECV_IOV_LIMIT: usize = 16;
+/// The local buffers of a send or an RMA: the pages of a 1 MiB block
+/// request. Beyond the device's SGE limit a send goes in more segments, a
+/// write in more WRITEs, a read through a region of its own (verbs.rst).
+const TX_IOV_LIMIT: usize = 256;
 
 /// An FI_EP_MSG info for device `dev`, with its limits (queried once by
 /// the caller); `local`/`peer` become the source and destination addresses.
@@ -68,7 +72,6 @@ pub(crate) fn msg_info(
     dev: Option<(&CStr, &abi::kverbs_limits)>,
 ) -> Result<Info> {
     let limits = dev.map(|(_, l)| l);
-    let max_sge = limits.map_or(2, |l| l.max_sge.min(16) as usize);
     let mut info = Info::new()?;
     {
         let f = info.fields();
@@ -100,8 +103,7 @@ pub(crate) fn msg_info(
         // Messages go in segments; an RMA goes in one work request per
         // remote buffer, up to the port's message size.
         f.ep.max_msg_size = limits.map_or(conn::MAX_MSG, |l| conn::MAX_MSG.min(l.max_msg as usize));
-        // One SGE of each SEND carries the protocol header.
-        f.tx.iov_limit = max_sge - 1;
+        f.tx.iov_limit = TX_IOV_LIMIT;
         f.tx.rma_iov_limit = RMA_IOV_LIMIT;
         f.tx.inject_size = INJECT_SIZE;
         f.tx.size = conn::TX_DEPTH;

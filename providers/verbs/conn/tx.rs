@@ -28,16 +28,33 @@ impl SendCaps {
 }
 
 /// Splits bytes `offset .. offset + len` of `lent` into pieces that each
-/// touch at most `max` of its kvecs or bio_vecs (a READ's SGE limit).
+/// touch at most `max` of its kvecs or bio_vecs (a work request's SGE
+/// limit).
 pub(super) fn chunks(
     lent: &Lent,
     offset: usize,
     len: usize,
     max: usize,
 ) -> Result<KVec<(usize, usize)>> {
+    let mut out = KVec::new();
+    let mut at = offset;
+    while at < offset + len {
+        let n = span(lent, at, offset + len - at, max);
+        if n == 0 {
+            return Err(EINVAL);
+        }
+        out.push((at, n), GFP_KERNEL)?;
+        at += n;
+    }
+    Ok(out)
+}
+
+/// How many of the bytes `offset .. offset + len` of `lent`, from the
+/// first on, touch at most `max` of its kvecs or bio_vecs.
+pub(super) fn span(lent: &Lent, offset: usize, len: usize, max: usize) -> usize {
     match lent {
-        Lent::Kvecs(k) => split(k.kvecs().iter().map(|kv| kv.iov_len), offset, len, max),
-        Lent::Pages(p) => split(
+        Lent::Kvecs(k) => span_of(k.kvecs().iter().map(|kv| kv.iov_len), offset, len, max),
+        Lent::Pages(p) => span_of(
             p.bvecs().iter().map(|bv| bv.bv_len as usize),
             offset,
             len,
@@ -46,37 +63,22 @@ pub(super) fn chunks(
     }
 }
 
-/// [`chunks`] over the lengths of the buffers.
-fn split(
-    lens: impl Iterator<Item = usize>,
-    offset: usize,
-    len: usize,
-    max: usize,
-) -> Result<KVec<(usize, usize)>> {
-    let mut out = KVec::new();
-    let (end, mut pos, mut at) = (offset + len, 0usize, offset);
-    let (mut start, mut pieces) = (offset, 0);
+/// [`span`] over the lengths of the buffers.
+fn span_of(lens: impl Iterator<Item = usize>, offset: usize, len: usize, max: usize) -> usize {
+    let (end, mut pos, mut at, mut pieces) = (offset + len, 0usize, offset, 0);
     for l in lens {
         let (lo, hi) = (pos, pos + l);
         pos = hi;
         if hi <= at || l == 0 {
             continue;
         }
-        if lo >= end {
+        if lo >= end || pieces == max {
             break;
-        }
-        if pieces == max {
-            out.push((start, at - start), GFP_KERNEL)?;
-            start = at;
-            pieces = 0;
         }
         pieces += 1;
         at = hi.min(end);
     }
-    if at > start {
-        out.push((start, at - start), GFP_KERNEL)?;
-    }
-    Ok(out)
+    at - offset
 }
 
 /// Whether a failed send with `flags` is reported. Not an inject's without
@@ -179,15 +181,18 @@ impl Conn {
         if write {
             Self::refuse_on_iwarp(&g, flags)?;
         }
-        // A READ lands in at most max_sge_rd local pieces (one on iWARP).
-        // Buffers in more pieces get a region of their own, one READ per
-        // remote buffer; those no region of one MR can take are split.
+        // A WRITE sends from at most max_sge local pieces and a READ lands
+        // in at most max_sge_rd (one on iWARP): an RMA over more goes in
+        // more work requests, one per run of pieces. A READ's buffers in
+        // more pieces get a region of their own instead, one READ per
+        // remote buffer, when one MR can take them.
         let mut sink = Sink::Buffers;
-        let parts = match (&local, write) {
-            (RmaLocal::Lent(l), false) => {
+        let parts = match &local {
+            RmaLocal::Lent(l) => {
+                let max = if write { g.max_sge } else { g.max_sge_rd };
                 let mut split = KVec::new();
                 for p in parts.iter() {
-                    for (offset, n) in chunks(l, p.offset, p.len, g.max_sge_rd)?.iter() {
+                    for (offset, n) in chunks(l, p.offset, p.len, max)?.iter() {
                         split.push(
                             RmaPart {
                                 key: p.key,
@@ -199,7 +204,7 @@ impl Conn {
                         )?;
                     }
                 }
-                let region = match (&g.domain, split.len() > parts.len()) {
+                let region = match (&g.domain, !write && split.len() > parts.len()) {
                     (Some(d), true) => d.with_pd(|pd| Region::of_lent(pd, l, false, g.iwarp))?,
                     _ => None,
                 };
@@ -211,7 +216,7 @@ impl Conn {
                     None => split,
                 }
             }
-            _ => parts,
+            RmaLocal::Copy(_) => parts,
         };
         let op = TxOp::Rma {
             write,
@@ -581,7 +586,15 @@ impl Conn {
                 done,
                 ..
             } => {
-                let seg = (*len - *sent).min(SEGMENT);
+                // A segment that does not go inline names at most
+                // max_sge - 1 pieces of the consumer's buffers (one SGE
+                // is the header's).
+                let mut seg = (*len - *sent).min(SEGMENT);
+                if let Some(l) = lent {
+                    if HEADER_LEN + seg > caps.max_inline {
+                        seg = span(l, *sent, seg, caps.max_sge - 1);
+                    }
+                }
                 let mut flags = 0;
                 if *sent == 0 {
                     flags |= wire::FLAG_FIRST;

@@ -549,6 +549,99 @@ static void msg_vectors(struct kunit *test)
 	pair_close(test, &p);
 }
 
+/*
+ * A send, a write and a read with as many local buffers as the endpoint's
+ * iov_limit (kofi_verbs: more than a work request may name, so more
+ * segments, WRITEs and READs, or a region of the provider's own), each in
+ * a page of its own at a ragged offset and length: every byte arrives in
+ * order, and a read lands in every page.
+ */
+static void vectors_up_to_the_iov_limit(struct kunit *test)
+{
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+	size_t n = info->tx_attr->iov_limit, i, len = 0;
+	u8 *src = vmalloc(n * PAGE_SIZE), *want = vzalloc(n * PAGE_SIZE);
+	u8 *dst = vzalloc(n * PAGE_SIZE), *region = vzalloc(n * PAGE_SIZE);
+	struct kvec *iov = kunit_kcalloc(test, n, sizeof(*iov), GFP_KERNEL);
+	struct bio_vec *bv = kunit_kcalloc(test, n, sizeof(*bv), GFP_KERNEL);
+	struct fi_cq_data_entry e;
+	struct pair p = {};
+	struct fid_mr *mr;
+	u64 key;
+
+	fi_freeinfo(info);
+	KUNIT_ASSERT_TRUE(test, src && want && dst && region && iov && bv);
+	fill(src, n * PAGE_SIZE, 51);
+	for (i = 0; i < n; i++) {
+		iov[i].iov_base = src + i * PAGE_SIZE + (i * 37) % 1000;
+		iov[i].iov_len = 500 + (i * 211) % 3000;
+		memcpy(want + len, iov[i].iov_base, iov[i].iov_len);
+		len += iov[i].iov_len;
+	}
+	conf_open(test, &p, 34);
+	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, n * PAGE_SIZE, NULL, 0, dst), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendv(p.client.ep, iov, NULL, n, 0, src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, len);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, want, len), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, n * PAGE_SIZE,
+					FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
+	key = fi_mr_key(mr);
+	KUNIT_ASSERT_EQ(test, fi_writev(p.client.ep, iov, NULL, n, 0, 5, key, iov), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)iov);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 5, want, len), 0);
+
+	/* Read back into pages of their own: whole ones (one region can take
+	 * them), then ragged ones (it cannot). */
+	for (i = 0; i < n; i++) {
+		bv[i].bv_page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		KUNIT_ASSERT_NOT_NULL(test, bv[i].bv_page);
+		bv[i].bv_len = PAGE_SIZE;
+	}
+	for (int ragged = 0; ragged < 2; ragged++) {
+		struct fi_rma_iov rma = { .addr = 5, .key = key };
+		struct fi_msg_rma msg = { .msg_bvec = bv, .iov_count = n, .rma_iov = &rma,
+					  .rma_iov_count = 1, .context = bv };
+		size_t at = 0;
+
+		for (i = 0; i < n; i++) {
+			if (ragged) {
+				bv[i].bv_offset = (i * 53) % 2000;
+				bv[i].bv_len = 100 + (i * 97) % 1900;
+			}
+			memset(page_address(bv[i].bv_page), 0, PAGE_SIZE);
+			rma.len += bv[i].bv_len;
+		}
+		/* Whole pages: all of the region but the 5 bytes skipped. */
+		if (!ragged) {
+			bv[n - 1].bv_len -= 5;
+			rma.len -= 5;
+		}
+		KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, FI_COMPLETION), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, e.len, rma.len);
+		for (i = 0; i < n; i++) {
+			KUNIT_EXPECT_EQ_MSG(test, memcmp(page_address(bv[i].bv_page) +
+							 bv[i].bv_offset, region + 5 + at,
+							 bv[i].bv_len), 0,
+					    "ragged %d page %zu", ragged, i);
+			at += bv[i].bv_len;
+		}
+	}
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	pair_close(test, &p);
+	for (i = 0; i < n; i++)
+		__free_page(bv[i].bv_page);
+	vfree(src);
+	vfree(want);
+	vfree(dst);
+	vfree(region);
+}
+
 /* Rejects @ev's request with @reason; the client hears FI_ECONNREFUSED and
  * reads the error into @err (whose err_data fields the caller set). */
 static void reject_and_read(struct kunit *test, struct pair *p, struct cm_event *ev,
@@ -2589,6 +2682,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(mr_registration),
 	KUNIT_CASE(msg_sizes),
 	KUNIT_CASE(msg_vectors),
+	KUNIT_CASE(vectors_up_to_the_iov_limit),
 	KUNIT_CASE(cm_data_and_refusals),
 	KUNIT_CASE(cq_data),
 	KUNIT_CASE(rx_cq_data_takes_a_receive),
