@@ -56,7 +56,9 @@ kofi::module_kofi_provider! {
     alias: ["kofi-sock"],
 }
 const INJECT_SIZE: usize = 8192;
-const IOV_LIMIT: usize = 16;
+/// The buffers of one operation, walked by an iov_iter: the pages of a
+/// 1 MiB block request (kofi_verbs offers as many).
+const IOV_LIMIT: usize = 256;
 const RMA_IOV_LIMIT: usize = 4;
 /// A region is the core's list of buffers, walked by an iov_iter: a storage
 /// request's pages (a 1 MiB request is 256 of them, 257 unaligned) fit.
