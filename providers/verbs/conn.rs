@@ -127,6 +127,7 @@ enum TxOp {
         key: u64,
         chunks: KVec<(usize, usize)>,
         next: usize,
+        sink: Sink,
     },
 }
 
@@ -221,6 +222,8 @@ enum TxWr {
     /// A READ of a rendezvous message; the last one ends the receive.
     RndvRead {
         _map: Mapping,
+        /// The region it lands in, while the READ may use it.
+        _sink: Option<Arc<Region>>,
         last: bool,
     },
 }

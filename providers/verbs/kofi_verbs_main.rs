@@ -57,11 +57,11 @@ kofi::module_kofi_provider! {
 const CQ_DATA_SIZE: usize = 8;
 const INJECT_SIZE: usize = 8192;
 const RMA_IOV_LIMIT: usize = 4;
-const RECV_IOV_LIMIT: usize = 16;
-/// The local buffers of a send or an RMA: the pages of a 1 MiB block
-/// request. Beyond the device's SGE limit a send goes in more segments, a
-/// write in more WRITEs, a read through a region of its own (verbs.rst).
-const TX_IOV_LIMIT: usize = 256;
+/// The local buffers of an operation: the pages of a 1 MiB block request.
+/// Beyond the device's SGE limit a send goes in more segments, a write in
+/// more WRITEs, a read (an fi_read, a rendezvous message's into its
+/// receive) through a region of its own (verbs.rst).
+const IOV_LIMIT: usize = 256;
 
 /// An FI_EP_MSG info for device `dev`, with its limits (queried once by
 /// the caller); `local`/`peer` become the source and destination addresses.
@@ -103,7 +103,7 @@ pub(crate) fn msg_info(
         // Messages go in segments; an RMA goes in one work request per
         // remote buffer, up to the port's message size.
         f.ep.max_msg_size = limits.map_or(conn::MAX_MSG, |l| conn::MAX_MSG.min(l.max_msg as usize));
-        f.tx.iov_limit = TX_IOV_LIMIT;
+        f.tx.iov_limit = IOV_LIMIT;
         f.tx.rma_iov_limit = RMA_IOV_LIMIT;
         f.tx.inject_size = INJECT_SIZE;
         f.tx.size = conn::TX_DEPTH;
@@ -130,7 +130,7 @@ pub(crate) fn msg_info(
         // (libfabric's verbs provider says the same: up to the port's
         // message size).
         f.ep.max_order_waw_size = f.ep.max_msg_size;
-        f.rx.iov_limit = RECV_IOV_LIMIT;
+        f.rx.iov_limit = IOV_LIMIT;
         f.rx.size = conn::RECV_DEPTH;
         // FI_MR_ENDPOINT is offered to consumers that ask for it: regions
         // are then registered on the bound endpoint's QP without a wait.

@@ -408,9 +408,21 @@ impl Conn {
         data: Option<u64>,
     ) {
         let n = total.min(recv.capacity());
-        let read = recv
-            .lend()
-            .and_then(|local| Ok((chunks(&local, 0, n, g.max_sge_rd)?, local)));
+        // Into more pieces than one READ names: through a region of its
+        // own when one MR takes them (as an fi_read is, tx.rs).
+        let read = recv.lend().and_then(|local| {
+            let chunks = chunks(&local, 0, n, g.max_sge_rd)?;
+            let sink = Sink::over(g, &local, chunks.len() > 1)?;
+            let chunks = match sink {
+                Sink::Unposted(_) => {
+                    let mut one = KVec::new();
+                    one.push((0, n), GFP_KERNEL)?;
+                    one
+                }
+                _ => chunks,
+            };
+            Ok((chunks, local, sink))
+        });
         g.cur = Some(Assembly {
             recv,
             total,
@@ -420,12 +432,13 @@ impl Conn {
             rndv: Some(body.cookie),
         });
         match read {
-            Ok((chunks, local)) if !chunks.is_empty() => {
+            Ok((chunks, local, sink)) if !chunks.is_empty() => {
                 let op = TxOp::Read {
                     local,
                     key: body.key,
                     chunks,
                     next: 0,
+                    sink,
                 };
                 if g.queue.push(op).is_err() {
                     self.finish_rndv(g, false);

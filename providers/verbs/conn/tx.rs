@@ -81,6 +81,35 @@ fn span_of(lens: impl Iterator<Item = usize>, offset: usize, len: usize, max: us
     at - offset
 }
 
+impl Sink {
+    /// A region over `lent` for the READs landing in it when, piece by
+    /// piece, they would be more than one per remote buffer (`split`) and
+    /// one MR can take the buffers; else the buffers themselves.
+    pub(super) fn over(g: &Inner, lent: &Lent, split: bool) -> Result<Sink> {
+        let region = match (&g.domain, split) {
+            (Some(d), true) => d.with_pd(|pd| Region::of_lent(pd, lent, false, g.iwarp))?,
+            _ => None,
+        };
+        Ok(region.map_or(Sink::Buffers, Sink::Unposted))
+    }
+
+    /// The SGE of bytes `offset .. offset + len` of a registered sink.
+    fn sge(&self, offset: usize, len: usize) -> Option<Result<abi::ib_sge>> {
+        match self {
+            Sink::Posted(region) => Some(region.sge(offset, len)),
+            _ => None,
+        }
+    }
+
+    /// The registered sink, for a READ's work request to hold.
+    fn held(&self) -> Option<Arc<Region>> {
+        match self {
+            Sink::Posted(region) => Some(region.clone()),
+            _ => None,
+        }
+    }
+}
+
 /// Whether a failed send with `flags` is reported. Not an inject's without
 /// FI_COMPLETION, for now (libfabric reports it): on rxe, the error at a
 /// link's going down made consumers reconnect during the outage, and
@@ -204,16 +233,12 @@ impl Conn {
                         )?;
                     }
                 }
-                let region = match (&g.domain, !write && split.len() > parts.len()) {
-                    (Some(d), true) => d.with_pd(|pd| Region::of_lent(pd, l, false, g.iwarp))?,
-                    _ => None,
-                };
-                match region {
-                    Some(r) => {
-                        sink = Sink::Unposted(r);
-                        parts
-                    }
-                    None => split,
+                if !write {
+                    sink = Sink::over(&g, l, split.len() > parts.len())?;
+                }
+                match sink {
+                    Sink::Unposted(_) => parts,
+                    _ => split,
                 }
             }
             RmaLocal::Copy(_) => parts,
@@ -644,16 +669,8 @@ impl Conn {
                 flags,
                 sink,
             } => {
-                // A READ's sink is registered first, in a work request of
-                // its own that the send queue orders before the READs.
-                if let Sink::Unposted(_) = sink {
-                    let Sink::Unposted(region) = core::mem::replace(sink, Sink::Buffers) else {
-                        return Err(EINVAL);
-                    };
-                    let region = Arc::new(region, GFP_KERNEL)?;
-                    resources(res)?.id.post_reg(&self.slots, slot, &region, 0)?;
-                    *sink = Sink::Posted(region.clone());
-                    self.posted(g, slot, TxWr::SinkReg { _region: region }, false, false, 0);
+                if let Some(wr) = self.register_sink(res, slot, sink)? {
+                    self.posted(g, slot, wr, false, false, 0);
                     return Ok(());
                 }
                 let kind = FI_RMA | if *write { FI_WRITE } else { FI_READ };
@@ -683,16 +700,13 @@ impl Conn {
                     // inject write's part goes from a buffer of its own, which
                     // lives with the work request.
                     let mut buf = KVec::new();
-                    let mut sge = None;
-                    let map = match (local, &*sink) {
-                        (_, Sink::Posted(region)) => {
-                            sge = Some(region.sge(p.offset, p.len)?);
-                            Mapping::empty(dev, *write)
-                        }
-                        (RmaLocal::Lent(l), _) => {
+                    let sge = sink.sge(p.offset, p.len).transpose()?;
+                    let map = match (local, &sge) {
+                        (_, Some(_)) => Mapping::empty(dev, *write),
+                        (RmaLocal::Lent(l), None) => {
                             Mapping::of_lent(dev, l, (p.offset, p.len), *write, lkey, max_sge)?
                         }
-                        (RmaLocal::Copy(c), _) => {
+                        (RmaLocal::Copy(c), None) => {
                             buf.extend_from_slice(&c[p.offset..p.offset + p.len], GFP_KERNEL)?;
                             Mapping::of_buffer(dev, &mut buf, true, lkey)?
                         }
@@ -710,15 +724,11 @@ impl Conn {
                     self.post_send(resources(res)?, slot, op, sges, remote)?;
                     *next += 1;
                     let last = *next == parts.len() && data.is_none();
-                    let sink = match sink {
-                        Sink::Posted(region) => Some(region.clone()),
-                        _ => None,
-                    };
                     (
                         TxWr::Rma {
                             _map: map,
                             _buf: buf,
-                            _sink: sink,
+                            _sink: sink.held(),
                             report: last.then_some(report),
                         },
                         last,
@@ -731,20 +741,61 @@ impl Conn {
                 key,
                 chunks,
                 next,
+                sink,
             } => {
+                if let Some(wr) = self.register_sink(res, slot, sink)? {
+                    self.posted(g, slot, wr, false, false, 0);
+                    return Ok(());
+                }
                 let (offset, n) = chunks[*next];
-                let map = Mapping::of_lent(dev, local, (offset, n), false, lkey, caps.max_sge_rd)?;
+                let sge = sink.sge(offset, n).transpose()?;
+                let map = match sge {
+                    Some(_) => Mapping::empty(dev, false),
+                    None => {
+                        Mapping::of_lent(dev, local, (offset, n), false, lkey, caps.max_sge_rd)?
+                    }
+                };
+                let sges = match &sge {
+                    Some(one) => core::slice::from_ref(one),
+                    None => map.sges(),
+                };
                 // The sender's region starts at the message's first byte.
                 let remote = wire::remote(*key, offset as u64);
-                self.post_send(resources(res)?, slot, WrOp::RdmaRead, map.sges(), remote)?;
+                self.post_send(resources(res)?, slot, WrOp::RdmaRead, sges, remote)?;
                 *next += 1;
                 let last = *next == chunks.len();
-                (TxWr::RndvRead { _map: map, last }, last, false)
+                let wr = TxWr::RndvRead {
+                    _map: map,
+                    _sink: sink.held(),
+                    last,
+                };
+                (wr, last, false)
             }
             TxOp::Credit | TxOp::Fin { .. } => return Ok(()),
         };
         self.posted(g, slot, wr, last, sends, if sends { grant } else { 0 });
         Ok(())
+    }
+
+    /// Posts in `slot` the registration of a READ's sink not yet posted
+    /// (the send queue orders it before the READs): the work request to
+    /// record, or `None` when there is nothing to register.
+    fn register_sink(
+        &self,
+        res: &Option<Resources>,
+        slot: usize,
+        sink: &mut Sink,
+    ) -> Result<Option<TxWr>> {
+        let Sink::Unposted(_) = sink else {
+            return Ok(None);
+        };
+        let Sink::Unposted(region) = core::mem::replace(sink, Sink::Buffers) else {
+            return Ok(None);
+        };
+        let region = Arc::new(region, GFP_KERNEL)?;
+        resources(res)?.id.post_reg(&self.slots, slot, &region, 0)?;
+        *sink = Sink::Posted(region.clone());
+        Ok(Some(TxWr::SinkReg { _region: region }))
     }
 
     /// The rendezvous steps of the message at the queue's head: register

@@ -553,13 +553,14 @@ static void msg_vectors(struct kunit *test)
  * A send, a write and a read with as many local buffers as the endpoint's
  * iov_limit (kofi_verbs: more than a work request may name, so more
  * segments, WRITEs and READs, or a region of the provider's own), each in
- * a page of its own at a ragged offset and length: every byte arrives in
- * order, and a read lands in every page.
+ * a page of its own at a ragged offset and length, and a receive into as
+ * many pages as its iov_limit: every byte arrives in order, in every page.
  */
 static void vectors_up_to_the_iov_limit(struct kunit *test)
 {
 	struct fi_info *info = test_info(test, prov, node, NULL, 0);
-	size_t n = info->tx_attr->iov_limit, i, len = 0;
+	const size_t info_n = info->tx_attr->iov_limit;
+	size_t n = info_n, i, len = 0;
 	u8 *src = vmalloc(n * PAGE_SIZE), *want = vzalloc(n * PAGE_SIZE);
 	u8 *dst = vzalloc(n * PAGE_SIZE), *region = vzalloc(n * PAGE_SIZE);
 	struct kvec *iov = kunit_kcalloc(test, n, sizeof(*iov), GFP_KERNEL);
@@ -633,6 +634,30 @@ static void vectors_up_to_the_iov_limit(struct kunit *test)
 		}
 	}
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+
+	/* A message from one buffer (large: kofi_verbs reads it by
+	 * rendezvous) into as many whole pages as a receive takes. */
+	n = min(n, p.server.info->rx_attr->iov_limit);
+	for (i = 0; i < n; i++) {
+		bv[i].bv_offset = 0;
+		bv[i].bv_len = PAGE_SIZE;
+		memset(page_address(bv[i].bv_page), 0, PAGE_SIZE);
+	}
+	{
+		struct fi_msg rmsg = { .msg_bvec = bv, .iov_count = n, .context = bv };
+		size_t at = 0;
+
+		KUNIT_ASSERT_EQ(test, fi_recvmsg(p.server.ep, &rmsg, FI_COMPLETION), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, n * PAGE_SIZE, NULL, 0, src), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)bv);
+		KUNIT_EXPECT_EQ(test, e.len, n * PAGE_SIZE);
+		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		for (i = 0; i < n; i++, at += PAGE_SIZE)
+			KUNIT_EXPECT_EQ_MSG(test, memcmp(page_address(bv[i].bv_page), src + at,
+							 PAGE_SIZE), 0, "received page %zu", i);
+	}
+	n = info_n;
 	pair_close(test, &p);
 	for (i = 0; i < n; i++)
 		__free_page(bv[i].bv_page);
