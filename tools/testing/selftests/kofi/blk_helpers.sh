@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # kofi_blk's shell tests: the target's and the initiator's control files, and
 # the checks a storage user would make (fio with crc32c verification, the
-# bytes on the backing device, ext4 made, filled, checked).
+# bytes on the backing device, ext4 made, filled, checked). Its waits use
+# ktap_helpers.sh's every and retry: source that first.
 MODDIR=/kofi/modules
 BLKT=/sys/kernel/kofi_blkt
 BLK=/sys/kernel/kofi_blk
@@ -17,9 +18,7 @@ blk_add() {
 	e=$1 p=$2 a=$3 o=$4
 	shift 4
 	echo "export=$e provider=$p addr=$a port=$o $*" >$BLK/add_device || return 1
-	i=0
-	while [ ! -b /dev/kofiblk0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-	[ -b /dev/kofiblk0 ]
+	every 0.1 50 test -b /dev/kofiblk0
 }
 
 blk_remove() {
@@ -165,13 +164,9 @@ blk_writes() {
 
 # blk_writing COUNT: more than COUNT writes completed on kofiblk0 (within 60 s).
 blk_writing() {
-	i=0
-	while [ "$(blk_writes)" -le "$1" ]; do
-		[ $i -lt 600 ] || return 1
-		sleep 0.1
-		i=$((i + 1))
-	done
+	every 0.1 600 more_writes_than "$1"
 }
+more_writes_than() { [ "$(blk_writes)" -gt "$1" ]; }
 
 # blk_remove_busy: the device removed while fio writes to it: fio ends with
 # errors, the device goes.

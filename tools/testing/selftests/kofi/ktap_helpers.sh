@@ -59,16 +59,22 @@ ktap_finish() {
 	[ "$KTAP_FAILED" -eq 0 ]
 }
 
-# retry N CMD...: runs CMD until it succeeds, at most N times a second apart
-# (a peer VM may still be booting or starting its next run).
-retry() {
-	tries=$1
-	shift
+# every SECONDS N CMD...: runs CMD until it succeeds, at most N times
+# SECONDS apart.
+every() {
+	pause=$1 tries=$2
+	shift 2
 	i=0
 	while [ $i -lt "$tries" ]; do
 		"$@" 2>/dev/null && return 0
-		sleep 1
+		sleep "$pause"
 		i=$((i + 1))
 	done
 	return 1
+}
+
+# retry N CMD...: runs CMD until it succeeds, at most N times a second apart
+# (a peer VM may still be booting or starting its next run).
+retry() {
+	every 1 "$@"
 }

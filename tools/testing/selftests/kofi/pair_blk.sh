@@ -17,12 +17,14 @@ conns() { cut -d' ' -f6 $BLKT/exports; }
 
 # connected: the initiator connected to the export (within 120 s).
 connected() {
-	i=0
-	while [ "$(conns)" = 0 ]; do
-		[ $i -lt 120 ] || return 1
-		sleep 1
-		i=$((i + 1))
-	done
+	retry 120 queues_connected
+}
+queues_connected() { [ "$(conns)" != 0 ]; }
+queues_gone() { [ "$(conns)" = 0 ]; }
+
+# listened_again N: kofi_blkt logged more than N times that it listens again.
+listened_again() {
+	[ "$(dmesg | grep -c 'kofi_blkt: disk0: listening again')" -gt "$1" ]
 }
 
 # restart_when_served PROV ADDR PORT: 5 s after the initiator connected
@@ -45,12 +47,7 @@ link_bounce_when_served() {
 	rdma link delete "$1" || return 1
 	sleep 2
 	link_up "$1" "$2" || return 1
-	i=0
-	while [ "$(dmesg | grep -c 'kofi_blkt: disk0: listening again')" -le "$heard" ]; do
-		[ $i -lt 30 ] || return 1
-		sleep 1
-		i=$((i + 1))
-	done
+	retry 30 listened_again "$heard"
 }
 
 # reconnects: the initiator's reconnections so far (its log).
@@ -81,12 +78,7 @@ outage() {
 # 600 s, the length of node 1's checks).
 served() {
 	connected || return 1
-	i=0
-	while [ "$(conns)" != 0 ]; do
-		[ $i -lt 600 ] || return 1
-		sleep 1
-		i=$((i + 1))
-	done
+	retry 600 queues_gone
 }
 
 if [ "$KOFI_NODE" = 0 ]; then ktap_plan 20; else ktap_plan 33; fi
