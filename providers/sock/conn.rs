@@ -196,6 +196,13 @@ impl Direct {
 }
 
 impl Incoming {
+    /// Whether a frame is held back until a receive is posted (see
+    /// `waits_for_hold`): reading stopped there, and nothing but a new
+    /// receive's poster starts it again (the socket's bytes are in already).
+    fn held_back(&self) -> bool {
+        self.parsed.is_some() && !self.started && self.direct.is_none()
+    }
+
     fn new() -> Incoming {
         Incoming {
             header: [0; HEADER_LEN],
@@ -611,7 +618,7 @@ impl Conn {
         if recv.tag.is_some() {
             return self.post_trecv(recv, 0);
         }
-        {
+        let held_back = {
             let mut g = self.inner.lock();
             if let Some(held) = g.unexpected.pop() {
                 match held {
@@ -624,16 +631,20 @@ impl Conn {
             } else {
                 g.posted.push(recv).map_err(|_| fi_error(abi::FI_EAGAIN))?;
             }
+            g.rx.held_back()
+        };
+        // Reading stopped for want of a receive: it goes on. (Otherwise
+        // the socket's next bytes wake the work item, as ever.)
+        if held_back {
+            self.kick();
         }
-        // Reading may have stopped for want of a receive.
-        self.kick();
         Ok(())
     }
 
     /// A tagged receive with fi_trecvmsg's `flags`: a held message it takes
     /// completes it at once (see `HeldTagged::trecv`), else it is posted.
     pub(crate) fn post_trecv(self: &Arc<Self>, recv: PostedRecv, flags: u64) -> Result {
-        {
+        let held_back = {
             let g = &mut *self.inner.lock();
             match g.held_tagged.trecv(recv, flags, g.ep.as_ref())? {
                 Trecv::Answered => return Ok(()),
@@ -649,9 +660,13 @@ impl Conn {
                 }
                 Trecv::Post(recv) => g.tagged.push(recv)?,
             }
+            g.rx.held_back()
+        };
+        // Reading stopped for want of a receive or of room to hold (a
+        // message taken frees some): it goes on.
+        if held_back {
+            self.kick();
         }
-        // Reading may have stopped for want of a receive or of room to hold.
-        self.kick();
         Ok(())
     }
 
