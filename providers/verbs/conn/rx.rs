@@ -412,7 +412,7 @@ impl Conn {
         // own when one MR takes them (as an fi_read is, tx.rs).
         let read = recv.lend().and_then(|local| {
             let chunks = chunks(&local, 0, n, g.max_sge_rd)?;
-            let sink = Sink::over(g, &local, chunks.len() > 1)?;
+            let sink = Sink::over(g, &local, chunks.len() > 1);
             let chunks = match sink {
                 Sink::Unposted(_) => {
                     let mut one = KVec::new();

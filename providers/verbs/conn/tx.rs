@@ -84,13 +84,17 @@ fn span_of(lens: impl Iterator<Item = usize>, offset: usize, len: usize, max: us
 impl Sink {
     /// A region over `lent` for the READs landing in it when, piece by
     /// piece, they would be more than one per remote buffer (`split`) and
-    /// one MR can take the buffers; else the buffers themselves.
-    pub(super) fn over(g: &Inner, lent: &Lent, split: bool) -> Result<Sink> {
+    /// one MR can take the buffers; else (also when the region cannot be
+    /// had: it only saves READs) the buffers themselves.
+    pub(super) fn over(g: &Inner, lent: &Lent, split: bool) -> Sink {
         let region = match (&g.domain, split) {
-            (Some(d), true) => d.with_pd(|pd| Region::of_lent(pd, lent, false, g.iwarp))?,
-            _ => None,
+            (Some(d), true) => d.with_pd(|pd| Region::of_lent(pd, lent, false, g.iwarp)),
+            _ => Ok(None),
         };
-        Ok(region.map_or(Sink::Buffers, Sink::Unposted))
+        match region {
+            Ok(Some(r)) => Sink::Unposted(r),
+            _ => Sink::Buffers,
+        }
     }
 
     /// The SGE of bytes `offset .. offset + len` of a registered sink.
@@ -234,7 +238,7 @@ impl Conn {
                     }
                 }
                 if !write {
-                    sink = Sink::over(&g, l, split.len() > parts.len())?;
+                    sink = Sink::over(&g, l, split.len() > parts.len());
                 }
                 match sink {
                     Sink::Unposted(_) => parts,
