@@ -198,8 +198,6 @@ enum TxWr {
         _map: Mapping,
         /// An inject write's bytes of this part.
         _buf: KVec<u8>,
-        /// The region a READ lands in, while the READ may use it.
-        _sink: Option<Arc<Region>>,
         report: Option<Report>,
     },
     /// The registration of a READ's sink.
@@ -222,8 +220,6 @@ enum TxWr {
     /// A READ of a rendezvous message; the last one ends the receive.
     RndvRead {
         _map: Mapping,
-        /// The region it lands in, while the READ may use it.
-        _sink: Option<Arc<Region>>,
         last: bool,
     },
 }

@@ -405,16 +405,18 @@ impl<T: Completion> Slots<T> {
     }
 }
 
-/// SGEs of DMA-mapped memory; unmapped on drop.
+/// SGEs of DMA-mapped memory, or of a region's; unmapped on drop.
 ///
 /// # Invariants
 ///
-/// `sges` were mapped on `dev` in direction `to_device` and are unmapped
-/// once, on drop.
+/// Without `region`, `sges` were mapped on `dev` in direction `to_device`
+/// and are unmapped once, on drop; with it, they lie in the region, which
+/// the mapping keeps registered while a work request may use them.
 pub(crate) struct Mapping {
     dev: Device,
     sges: KVec<abi::ib_sge>,
     to_device: bool,
+    region: Option<Arc<Region>>,
 }
 
 // SAFETY: DMA addresses are plain numbers.
@@ -428,7 +430,24 @@ impl Mapping {
             dev,
             sges: KVec::new(),
             to_device,
+            region: None,
         }
+    }
+
+    /// Bytes `offset .. offset + len` of `region` (made by
+    /// [`Region::of_lent`] and registered), as one SGE the device places a
+    /// READ's data through.
+    pub(crate) fn in_region(
+        dev: Device,
+        region: &Arc<Region>,
+        offset: usize,
+        len: usize,
+    ) -> Result<Mapping> {
+        let mut m = Mapping::empty(dev, false);
+        m.sges.push(region.sge(offset, len)?, GFP_KERNEL)?;
+        // INVARIANT: The SGE lies in the region, held with it.
+        m.region = Some(region.clone());
+        Ok(m)
     }
 
     /// Maps `len` bytes at `base` (a provider buffer or the consumer's,
@@ -586,6 +605,10 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
+        if self.region.is_some() {
+            // The region's SGEs are the region's to unmap.
+            return;
+        }
         // SAFETY: Mapped by us (type invariants), unmapped once.
         unsafe {
             abi::kverbs_unmap(
@@ -690,7 +713,7 @@ impl Region {
 
     /// The SGE of `len` bytes at byte `offset` of a region made by
     /// [`Region::of_lent`], for the device to place a READ's data there.
-    pub(crate) fn sge(&self, offset: usize, len: usize) -> Result<abi::ib_sge> {
+    fn sge(&self, offset: usize, len: usize) -> Result<abi::ib_sge> {
         let len = u32::try_from(len).map_err(|_| EINVAL)?;
         let mut sge = abi::ib_sge::default();
         // SAFETY: Owned (type invariants); the helper checks the range.

@@ -97,19 +97,20 @@ impl Sink {
         }
     }
 
-    /// The SGE of bytes `offset .. offset + len` of a registered sink.
-    fn sge(&self, offset: usize, len: usize) -> Option<Result<abi::ib_sge>> {
+    /// Where a READ of bytes `offset .. offset + len` of `lent` lands: in
+    /// the registered sink, else in the buffers themselves, mapped in at
+    /// most `max` SGEs.
+    fn mapping(
+        &self,
+        caps: &SendCaps,
+        lent: &Lent,
+        offset: usize,
+        len: usize,
+        max: usize,
+    ) -> Result<Mapping> {
         match self {
-            Sink::Posted(region) => Some(region.sge(offset, len)),
-            _ => None,
-        }
-    }
-
-    /// The registered sink, for a READ's work request to hold.
-    fn held(&self) -> Option<Arc<Region>> {
-        match self {
-            Sink::Posted(region) => Some(region.clone()),
-            _ => None,
+            Sink::Posted(region) => Mapping::in_region(caps.dev, region, offset, len),
+            _ => Mapping::of_lent(caps.dev, lent, (offset, len), false, caps.lkey, max),
         }
     }
 }
@@ -704,13 +705,14 @@ impl Conn {
                     // inject write's part goes from a buffer of its own, which
                     // lives with the work request.
                     let mut buf = KVec::new();
-                    let sge = sink.sge(p.offset, p.len).transpose()?;
-                    let map = match (local, &sge) {
-                        (_, Some(_)) => Mapping::empty(dev, *write),
-                        (RmaLocal::Lent(l), None) => {
-                            Mapping::of_lent(dev, l, (p.offset, p.len), *write, lkey, max_sge)?
+                    let map = match local {
+                        RmaLocal::Lent(l) if !*write => {
+                            sink.mapping(caps, l, p.offset, p.len, caps.max_sge_rd)?
                         }
-                        (RmaLocal::Copy(c), None) => {
+                        RmaLocal::Lent(l) => {
+                            Mapping::of_lent(dev, l, (p.offset, p.len), true, lkey, max_sge)?
+                        }
+                        RmaLocal::Copy(c) => {
                             buf.extend_from_slice(&c[p.offset..p.offset + p.len], GFP_KERNEL)?;
                             Mapping::of_buffer(dev, &mut buf, true, lkey)?
                         }
@@ -721,18 +723,13 @@ impl Conn {
                         WrOp::RdmaRead
                     };
                     let remote = wire::remote(p.key, p.addr);
-                    let sges = match &sge {
-                        Some(one) => core::slice::from_ref(one),
-                        None => map.sges(),
-                    };
-                    self.post_send(resources(res)?, slot, op, sges, remote)?;
+                    self.post_send(resources(res)?, slot, op, map.sges(), remote)?;
                     *next += 1;
                     let last = *next == parts.len() && data.is_none();
                     (
                         TxWr::Rma {
                             _map: map,
                             _buf: buf,
-                            _sink: sink.held(),
                             report: last.then_some(report),
                         },
                         last,
@@ -752,28 +749,13 @@ impl Conn {
                     return Ok(());
                 }
                 let (offset, n) = chunks[*next];
-                let sge = sink.sge(offset, n).transpose()?;
-                let map = match sge {
-                    Some(_) => Mapping::empty(dev, false),
-                    None => {
-                        Mapping::of_lent(dev, local, (offset, n), false, lkey, caps.max_sge_rd)?
-                    }
-                };
-                let sges = match &sge {
-                    Some(one) => core::slice::from_ref(one),
-                    None => map.sges(),
-                };
+                let map = sink.mapping(caps, local, offset, n, caps.max_sge_rd)?;
                 // The sender's region starts at the message's first byte.
                 let remote = wire::remote(*key, offset as u64);
-                self.post_send(resources(res)?, slot, WrOp::RdmaRead, sges, remote)?;
+                self.post_send(resources(res)?, slot, WrOp::RdmaRead, map.sges(), remote)?;
                 *next += 1;
                 let last = *next == chunks.len();
-                let wr = TxWr::RndvRead {
-                    _map: map,
-                    _sink: sink.held(),
-                    last,
-                };
-                (wr, last, false)
+                (TxWr::RndvRead { _map: map, last }, last, false)
             }
             TxOp::Credit | TxOp::Fin { .. } => return Ok(()),
         };
@@ -790,13 +772,13 @@ impl Conn {
         slot: usize,
         sink: &mut Sink,
     ) -> Result<Option<TxWr>> {
-        let Sink::Unposted(_) = sink else {
-            return Ok(None);
+        let region = match core::mem::replace(sink, Sink::Buffers) {
+            Sink::Unposted(region) => Arc::new(region, GFP_KERNEL)?,
+            other => {
+                *sink = other;
+                return Ok(None);
+            }
         };
-        let Sink::Unposted(region) = core::mem::replace(sink, Sink::Buffers) else {
-            return Ok(None);
-        };
-        let region = Arc::new(region, GFP_KERNEL)?;
         resources(res)?.id.post_reg(&self.slots, slot, &region, 0)?;
         *sink = Sink::Posted(region.clone());
         Ok(Some(TxWr::SinkReg { _region: region }))
