@@ -224,26 +224,29 @@ impl Conn {
         let parts = match &local {
             RmaLocal::Lent(l) => {
                 let max = if write { g.max_sge } else { g.max_sge_rd };
-                let mut split = KVec::new();
-                for p in parts.iter() {
-                    for (offset, n) in chunks(l, p.offset, p.len, max)?.iter() {
-                        split.push(
-                            RmaPart {
-                                key: p.key,
-                                addr: p.addr + (offset - p.offset) as u64,
-                                offset: *offset,
-                                len: *n,
-                            },
-                            GFP_KERNEL,
-                        )?;
+                // Whole parts fit (the common case): nothing to split.
+                let fits = parts.iter().all(|p| span(l, p.offset, p.len, max) == p.len);
+                if !fits && !write {
+                    sink = Sink::over(&g, l, true);
+                }
+                if fits || matches!(sink, Sink::Unposted(_)) {
+                    parts
+                } else {
+                    let mut split = KVec::new();
+                    for p in parts.iter() {
+                        for (offset, n) in chunks(l, p.offset, p.len, max)?.iter() {
+                            split.push(
+                                RmaPart {
+                                    key: p.key,
+                                    addr: p.addr + (offset - p.offset) as u64,
+                                    offset: *offset,
+                                    len: *n,
+                                },
+                                GFP_KERNEL,
+                            )?;
+                        }
                     }
-                }
-                if !write {
-                    sink = Sink::over(&g, l, split.len() > parts.len());
-                }
-                match sink {
-                    Sink::Unposted(_) => parts,
-                    _ => split,
+                    split
                 }
             }
             RmaLocal::Copy(_) => parts,
