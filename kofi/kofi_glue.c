@@ -5,7 +5,7 @@
  *
  * An out-of-tree Rust crate cannot emit export entries itself, so the
  * #[no_mangle] functions of the crate are exported here, in namespace KOFI:
- * consumers and providers say MODULE_IMPORT_NS(KOFI).
+ * consumers and providers say MODULE_IMPORT_NS(KOFI_NS).
  */
 #include <linux/debugfs.h>
 #include <linux/export.h>
@@ -199,136 +199,136 @@ void kofi_seq_write(struct seq_file *m, const char *buf, size_t len)
 }
 
 /* Version and errors */
-EXPORT_SYMBOL_NS_GPL(fi_version, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_strerror, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_version, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_strerror, KOFI_NS);
 /* Discovery and info lists */
-EXPORT_SYMBOL_NS_GPL(fi_getinfo, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_freeinfo, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_dupinfo, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_allocinfo, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_getinfo, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_freeinfo, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_dupinfo, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_allocinfo, KOFI_NS);
 /* Objects */
-EXPORT_SYMBOL_NS_GPL(fi_fabric, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_domain, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_endpoint, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_passive_ep, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cq_open, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_eq_open, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_close, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_control, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_ep_bind, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_pep_bind, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_enable, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_getopt, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_setopt, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_fabric, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_domain, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_endpoint, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_passive_ep, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cq_open, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_eq_open, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_close, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_control, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_ep_bind, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_pep_bind, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_enable, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_getopt, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_setopt, KOFI_NS);
 /* Connection management */
-EXPORT_SYMBOL_NS_GPL(fi_listen, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_connect, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_accept, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_reject, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_shutdown, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_getname, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_getpeer, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_listen, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_connect, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_accept, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_reject, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_shutdown, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_getname, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_getpeer, KOFI_NS);
 /* Messages */
-EXPORT_SYMBOL_NS_GPL(fi_send, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_sendv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_sendmsg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_inject, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_senddata, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_injectdata, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_recv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_recvv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_recvmsg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cancel, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_sendto, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_recvfrom, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_send, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_sendv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_sendmsg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_inject, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_senddata, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_injectdata, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_recv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_recvv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_recvmsg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cancel, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_sendto, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_recvfrom, KOFI_NS);
 /* Atomic operations */
-EXPORT_SYMBOL_NS_GPL(fi_atomic, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_atomicv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_atomicmsg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_inject_atomic, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_fetch_atomic, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicmsg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_compare_atomic, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_compare_atomicv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_compare_atomicmsg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_atomicvalid, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicvalid, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_compare_atomicvalid, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_query_atomic, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_atomic, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_atomicv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_atomicmsg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_inject_atomic, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_fetch_atomic, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicmsg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_compare_atomic, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_compare_atomicv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_compare_atomicmsg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_atomicvalid, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_fetch_atomicvalid, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_compare_atomicvalid, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_query_atomic, KOFI_NS);
 /* Tagged messages */
-EXPORT_SYMBOL_NS_GPL(fi_tsend, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_tsendv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_tsendmsg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_tinject, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_tsenddata, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_tinjectdata, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_trecv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_trecvv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_trecvmsg, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_tsend, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_tsendv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_tsendmsg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_tinject, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_tsenddata, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_tinjectdata, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_trecv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_trecvv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_trecvmsg, KOFI_NS);
 /* Address vectors */
-EXPORT_SYMBOL_NS_GPL(fi_av_open, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_av_insert, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_av_insertsvc, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_av_remove, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_av_lookup, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_av_straddr, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_av_open, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_av_insert, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_av_insertsvc, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_av_remove, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_av_lookup, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_av_straddr, KOFI_NS);
 /* RMA */
-EXPORT_SYMBOL_NS_GPL(fi_read, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_readv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_readmsg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_write, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_writev, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_writemsg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_inject_write, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_writedata, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_inject_writedata, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_read, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_readv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_readmsg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_write, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_writev, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_writemsg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_inject_write, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_writedata, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_inject_writedata, KOFI_NS);
 /* Completion and event queues */
-EXPORT_SYMBOL_NS_GPL(fi_cq_read, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cq_readerr, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cq_sread, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cq_signal, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cq_readfrom, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cq_sreadfrom, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cq_strerror, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_eq_read, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_eq_readerr, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_eq_write, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_eq_sread, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_eq_strerror, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cq_read, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cq_readerr, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cq_sread, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cq_signal, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cq_readfrom, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cq_sreadfrom, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cq_strerror, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_eq_read, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_eq_readerr, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_eq_write, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_eq_sread, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_eq_strerror, KOFI_NS);
 /* Counters */
-EXPORT_SYMBOL_NS_GPL(fi_cntr_open, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cntr_read, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cntr_readerr, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cntr_add, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cntr_adderr, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cntr_set, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cntr_seterr, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_cntr_wait, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_open, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_read, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_readerr, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_add, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_adderr, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_set, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_seterr, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_cntr_wait, KOFI_NS);
 /* Memory registration */
-EXPORT_SYMBOL_NS_GPL(fi_mr_reg, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_mr_regv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_mr_regbv, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_mr_regattr, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_mr_desc, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_mr_key, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_mr_bind, KOFI);
-EXPORT_SYMBOL_NS_GPL(fi_mr_enable, KOFI);
+EXPORT_SYMBOL_NS_GPL(fi_mr_reg, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_mr_regv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_mr_regbv, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_mr_regattr, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_mr_desc, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_mr_key, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_mr_bind, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(fi_mr_enable, KOFI_NS);
 /* The provider interface */
-EXPORT_SYMBOL_NS_GPL(kofi_provider_register, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_provider_deregister, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_ep_complete, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_ep_complete_tagged, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_ep_complete_error, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_ep_progress_request, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_ep_event, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_ep_event_error, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_connreq_alloc, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_pep_connreq, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_pep_event_error, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_mr_get, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_mr_iter, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_mr_put, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_provider_register, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_provider_deregister, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_complete, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_complete_tagged, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_complete_error, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_progress_request, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_event, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_ep_event_error, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_connreq_alloc, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_pep_connreq, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_pep_event_error, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_mr_get, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_mr_iter, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_mr_put, KOFI_NS);
 
 /* Socket addresses for IP providers: numeric parsing, the length of a family. */
 int kofi_sockaddr_parse(const char *node, u16 port, struct sockaddr_storage *addr)
@@ -361,5 +361,5 @@ size_t kofi_sockaddr_len(const struct sockaddr_storage *addr)
 					     sizeof(struct sockaddr_in);
 }
 
-EXPORT_SYMBOL_NS_GPL(kofi_sockaddr_parse, KOFI);
-EXPORT_SYMBOL_NS_GPL(kofi_sockaddr_len, KOFI);
+EXPORT_SYMBOL_NS_GPL(kofi_sockaddr_parse, KOFI_NS);
+EXPORT_SYMBOL_NS_GPL(kofi_sockaddr_len, KOFI_NS);

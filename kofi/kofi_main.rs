@@ -19,6 +19,9 @@ mod api_queues;
 mod api_tagged;
 mod av;
 mod cntr;
+#[path = "../include/kofi/rust/compat.rs"]
+#[allow(dead_code)]
+mod compat;
 mod errno;
 #[path = "../include/kofi/rust/flags.rs"]
 mod flags;
@@ -40,10 +43,11 @@ mod vec;
 module! {
     type: Kofi,
     name: "kofi",
-    author: "kofi developers",
     description: "kofi: kernel OpenFabrics Interfaces core",
     license: "GPL",
 }
+
+compat::kofi_modinfo!();
 
 /// `fi_version()`: the ABI version of this core, `FI_VERSION(major, minor)`.
 #[no_mangle]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build (or reuse) kofi's kernel for a profile and print its tree's path.
-#   scripts/build-kernel.sh [--path] [debug|perf]
+#   [KOFI_KERNEL=6.12|7.3] scripts/build-kernel.sh [--path] [debug|perf]
 # With --path it only prints where the tree is (or would be).
 # The tree lives under $KOFI_CACHE, keyed by kernel version and a hash of the
 # fragments, so an unchanged config never rebuilds.
@@ -21,14 +21,14 @@ if [ -f "$kdir/.kofi-built" ]; then
 	exit 0
 fi
 
-log="$KOFI_CACHE/kernel/build-$profile.log"
+log="$KOFI_CACHE/kernel/build-$KOFI_KERNEL-$profile.log"
 mkdir -p "$KOFI_CACHE/kernel"
-echo "build-kernel: building the $profile kernel in $kdir (about 6 minutes; log: $log)" >&2
+echo "build-kernel: building the $KOFI_KERNEL $profile kernel in $kdir (about 6 minutes; log: $log)" >&2
 rm -rf "$kdir"
 mkdir -p "$kdir"
 tar -xJf "$KOFI_KSRC_TARBALL" -C "$kdir" --strip-components=1
 
-frags=("$KOFI_ROOT/scripts/kconfig/base.config" "$KOFI_ROOT/scripts/kconfig/$profile.config")
+mapfile -t frags < <(kofi_fragments "$profile")
 {
 	make -C "$kdir" LLVM=1 tinyconfig
 	"$kdir/scripts/kconfig/merge_config.sh" -m -O "$kdir" "$kdir/.config" "${frags[@]}"
@@ -49,15 +49,19 @@ while IFS= read -r line; do
 		! grep -q "^$opt=" "$kdir/.config" || { echo "build-kernel: wanted $opt unset" >&2; bad=1; }
 		;;
 	esac
-done < <(cat "${frags[@]}")
+done < <(cat "${frags[@]}" | tac | awk '
+	# An option a later fragment sets again is checked for its last value.
+	{ o = $0; sub(/^# /, "", o); sub(/[= ].*/, "", o) }
+	o ~ /^CONFIG_/ && !seen[o]++' | tac)
 [ $bad = 0 ] || die "the config lost options it was asked for; see above"
 
 make -C "$kdir" LLVM=1 -j"$KOFI_JOBS" all >>"$log" 2>&1 ||
 	{ tail -30 "$log" >&2; die "kernel build failed; see $log"; }
 
 touch "$kdir/.kofi-built"
-# Trees of this profile built from older fragments are of no further use.
-for old in "$KOFI_CACHE"/kernel/linux-*-"$profile"-*; do
+# Trees of this kernel and profile built from older fragments or an older
+# source package are of no further use; the other kernel's trees stay.
+for old in "$KOFI_CACHE"/kernel/linux-"$KOFI_KERNEL".*-"$profile"-*; do
 	[ "$old" = "$kdir" ] || rm -rf "$old"
 done
 echo "build-kernel: built $kdir" >&2

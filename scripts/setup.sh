@@ -38,6 +38,34 @@ if [ ${#missing[@]} -gt 0 ]; then
 		$SUDO apt-get install -y -qq --no-install-recommends "${norec[@]}" >/dev/null
 fi
 
+# The newest kernel Debian ships as source, for KOFI_KERNEL=7.3 (issue 14):
+# linux-source-7.3 from trixie-backports, and nothing else from that suite
+# (pinned away).
+if dpkg-query -W -f='${Status}' linux-source-7.3 2>/dev/null | grep -q 'install ok installed'; then
+	echo "setup: linux-source-7.3 already installed"
+else
+	echo "setup: installing linux-source-7.3 from trixie-backports"
+	$SUDO tee /etc/apt/sources.list.d/kofi-trixie-backports.sources >/dev/null <<-'EOS'
+	Types: deb
+	URIs: http://deb.debian.org/debian
+	Suites: trixie-backports
+	Components: main
+	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+	EOS
+	$SUDO tee /etc/apt/preferences.d/kofi-trixie-backports >/dev/null <<-'EOS'
+	Package: linux-source-7.3
+	Pin: release n=trixie-backports
+	Pin-Priority: 500
+
+	Package: *
+	Pin: release n=trixie-backports
+	Pin-Priority: -10
+	EOS
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+		-t trixie-backports linux-source-7.3 >/dev/null
+fi
+
 if ! command -v rustup >/dev/null 2>&1; then
 	[ -x "$HOME/.cargo/bin/rustup" ] && export PATH="$HOME/.cargo/bin:$PATH"
 fi
@@ -66,6 +94,15 @@ if command -v bindgen >/dev/null 2>&1 && bindgen --version | grep -q '0\.69\.5';
 else
 	echo "setup: installing bindgen-cli 0.69.5"
 	cargo install --locked bindgen-cli@0.69.5
+fi
+# 7.3's Rust needs bindgen 0.71.1 or later; it goes beside the 0.69.5 that
+# 6.12 keeps, under the cache (scripts/lib/env.sh puts it on PATH for 7.3).
+bindgen_new=${KOFI_CACHE:-$HOME/.cache/kofi}/bindgen-0.72
+if [ -x "$bindgen_new/bin/bindgen" ] && "$bindgen_new/bin/bindgen" --version | grep -q '0\.72\.1'; then
+	echo "setup: bindgen 0.72.1 (for 7.3) already installed"
+else
+	echo "setup: installing bindgen-cli 0.72.1 (for 7.3) in $bindgen_new"
+	cargo install --locked --root "$bindgen_new" bindgen-cli@0.72.1
 fi
 if cargo fuzz --version >/dev/null 2>&1; then
 	echo "setup: cargo-fuzz already installed"

@@ -13,6 +13,7 @@
 //! the connections after: the device under the old one may have gone (an
 //! RDMA link deleted and added again).
 
+use crate::compat::Stamp;
 use crate::control::Spec;
 use crate::errno;
 use crate::fabric::{Domain, Info};
@@ -22,7 +23,6 @@ use crate::queue::{self, Queue, RequestData, MAX_PAGES};
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{Arc, ArcBorrow, SpinLock};
-use kernel::time::{ktime_ms_delta, Ktime};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 use kernel::{bindings, new_spinlock};
 
@@ -38,7 +38,7 @@ struct DevState {
     /// The reconnect work is queued or running.
     reconnecting: bool,
     /// Since when a queue has been without a connection.
-    lost_at: Option<Ktime>,
+    lost_at: Option<Stamp>,
     /// The device as the target described it.
     geometry: Option<Accept>,
     /// Where new connections are opened (each holds the one it was
@@ -177,7 +177,7 @@ impl Device {
             }
             s.reconnecting = true;
             if s.lost_at.is_none() {
-                s.lost_at = Some(Ktime::ktime_get());
+                s.lost_at = Some(Stamp::now());
             }
         }
         let this: Arc<Device> = this.into();
@@ -209,7 +209,7 @@ impl WorkItem for Device {
                     this.state.lock().reconnecting = false;
                     return;
                 }
-                s.lost_at.unwrap_or_else(Ktime::ktime_get)
+                s.lost_at.unwrap_or_else(Stamp::now)
             };
             match this.connect_all() {
                 Ok(()) => {
@@ -223,7 +223,7 @@ impl WorkItem for Device {
                 Err(e) => pr_info!("{}: reconnecting failed: {:?}\n", &*this.name, e),
             }
             this.renew_domain();
-            let waited = ktime_ms_delta(Ktime::ktime_get(), lost_at);
+            let waited = lost_at.elapsed_ms();
             let timeout = i64::from(this.spec.reconnect_timeout_s) * 1000;
             if waited >= timeout {
                 let mut s = this.state.lock();

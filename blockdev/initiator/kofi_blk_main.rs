@@ -15,6 +15,9 @@ use kernel::{new_mutex, workqueue};
 
 #[path = "../../include/kofi/rust/abi.rs"]
 mod abi;
+#[path = "../../include/kofi/rust/compat.rs"]
+#[allow(dead_code)]
+mod compat;
 mod control;
 mod device;
 mod errno;
@@ -36,16 +39,11 @@ use vec::VecExt;
 module! {
     type: KofiBlk,
     name: "kofi_blk",
-    author: "kofi developers",
     description: "kofi_blk: block devices over kofi",
     license: "GPL",
 }
 
-/// `MODULE_IMPORT_NS(KOFI)`, which the 6.12 `module!` macro cannot say.
-#[cfg(MODULE)]
-#[link_section = ".modinfo"]
-#[used(compiler)]
-static KOFI_IMPORT_NS: [u8; 15] = *b"import_ns=KOFI\0";
+crate::compat::kofi_modinfo!(import_kofi);
 
 extern "C" {
     fn kofi_blk_glue_init() -> *mut kernel::bindings::workqueue_struct;

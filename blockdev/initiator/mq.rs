@@ -357,7 +357,7 @@ pub(crate) struct DiskParams<'a> {
 pub(crate) struct Disk<T: Operations> {
     set: Pin<KBox<Opaque<bindings::blk_mq_tag_set>>>,
     disk: NonNull<bindings::gendisk>,
-    data: *const c_void,
+    data: *mut c_void,
     _p: PhantomData<Arc<T::Data>>,
 }
 
@@ -376,7 +376,7 @@ impl<T: Operations> Disk<T> {
         if p.max_io < p.block_size || p.queues == 0 || p.depth == 0 {
             return Err(EINVAL);
         }
-        let data = data.into_foreign();
+        let data = crate::compat::into_foreign(data);
         // SAFETY: A tag set is integers and pointers, all valid as zero.
         let mut raw: bindings::blk_mq_tag_set = unsafe { core::mem::zeroed() };
         raw.ops = &OperationsVTable::<T>::VTABLE;
@@ -386,7 +386,7 @@ impl<T: Operations> Disk<T> {
         raw.numa_node = bindings::NUMA_NO_NODE;
         raw.timeout = p.timeout;
         raw.flags = bindings::BLK_MQ_F_SHOULD_MERGE | bindings::BLK_MQ_F_BLOCKING;
-        raw.driver_data = data.cast_mut();
+        raw.driver_data = data;
         let set = match KBox::pin(Opaque::new(raw), GFP_KERNEL) {
             Ok(set) => set,
             Err(e) => {

@@ -8,6 +8,7 @@
 //! against the tag's generation), or when the connection is lost (it is then
 //! requeued, to wait for the reconnection or fail at its deadline).
 
+use crate::compat::Stamp;
 use crate::errno;
 use crate::fabric::{CmEvent, Completion, Connection, Domain, Handlers, Mr};
 use crate::mq::{self, Op};
@@ -18,7 +19,6 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::bindings::bio_vec;
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow, SpinLock};
-use kernel::time::{ktime_ms_delta, Ktime};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 use kernel::{new_spinlock, str::CStr};
 
@@ -33,7 +33,7 @@ const CONNECT_WAIT_MS: i32 = 10_000;
 /// since when it has waited for a working connection.
 pub(crate) struct RequestData {
     pages: [bio_vec; MAX_PAGES],
-    held_since: Option<Ktime>,
+    held_since: Option<Stamp>,
 }
 
 impl Default for RequestData {
@@ -57,7 +57,7 @@ pub(crate) fn end(mut rq: mq::Request<Driver>, result: Result) {
 pub(crate) fn hold(mut rq: mq::Request<Driver>) -> mq::Request<Driver> {
     let data = rq.data();
     if data.held_since.is_none() {
-        data.held_since = Some(Ktime::ktime_get());
+        data.held_since = Some(Stamp::now());
     }
     rq
 }
@@ -66,7 +66,7 @@ pub(crate) fn hold(mut rq: mq::Request<Driver>) -> mq::Request<Driver> {
 pub(crate) fn held_for(rq: &mut mq::Request<Driver>, limit_ms: i64) -> bool {
     rq.data()
         .held_since
-        .is_some_and(|t| ktime_ms_delta(Ktime::ktime_get(), t) >= limit_ms)
+        .is_some_and(|t| t.elapsed_ms() >= limit_ms)
 }
 
 // SAFETY: Page descriptors, filled and read only by the request's owner.

@@ -191,4 +191,4 @@ module_exit(kofi_blkt_exit);
 MODULE_DESCRIPTION("kofi_blk target: block devices exported over kofi");
 MODULE_AUTHOR("kofi developers");
 MODULE_LICENSE("GPL");
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);

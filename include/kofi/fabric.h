@@ -17,7 +17,18 @@
 #include <linux/types.h>
 #include <linux/uio.h>
 #include <linux/bvec.h>
+#include <linux/version.h>
 #include <kofi/fi_errno.h>
+
+/*
+ * kofi's symbol namespace: a consumer module says MODULE_IMPORT_NS(KOFI_NS).
+ * 6.13 made namespaces string literals; this is right for either kernel.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0)
+#define KOFI_NS "KOFI"
+#else
+#define KOFI_NS KOFI
+#endif
 
 #define FI_MAJOR_VERSION 1
 #define FI_MINOR_VERSION 4

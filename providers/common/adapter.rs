@@ -42,7 +42,7 @@ pub(super) unsafe fn state<'a, T: 'static>(fid: *mut abi::fid) -> &'a T {
 unsafe fn set_state<T: 'static>(fid: *mut abi::fid, value: T) -> Result {
     let boxed = KBox::new(value, GFP_KERNEL)?;
     // SAFETY: The caller's guarantee.
-    unsafe { (*fid).prov_data = boxed.into_foreign().cast_mut() };
+    unsafe { (*fid).prov_data = crate::compat::into_foreign(boxed) };
     Ok(())
 }
 

@@ -283,7 +283,7 @@ impl PepRef {
         request: KBox<R>,
         data: &[u8],
     ) -> Result {
-        let handle_data = request.into_foreign().cast_mut();
+        let handle_data = crate::compat::into_foreign(request);
         // SAFETY: `ptr` is live (type invariants).
         let handle = unsafe { abi::kofi_connreq_alloc(self.ptr.as_ptr(), handle_data) };
         if handle.is_null() {

@@ -58,12 +58,7 @@ use core::ptr;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 
-/// `MODULE_IMPORT_NS(KOFI)`, which the 6.12 `module!` macro cannot say: the
-/// same `.modinfo` entry the C macro emits for a loadable module.
-#[cfg(MODULE)]
-#[link_section = ".modinfo"]
-#[used(compiler)]
-static KOFI_IMPORT_NS: [u8; 15] = *b"import_ns=KOFI\0";
+crate::compat::kofi_modinfo!(import_kofi);
 
 /// A positive kofi error number (`FI_E*`) as a kernel [`Error`].
 pub(crate) fn fi_error(errnum: u32) -> Error {

@@ -87,14 +87,15 @@ impl<P: Provider> kernel::Module for ProviderModule<P> {
 }
 
 /// Declares the kernel module of a provider: `provider:` names the type
-/// implementing [`Provider`], the other fields are `module!`'s. The crate
-/// root holds the provider layer as `mod kofi`.
+/// implementing [`Provider`], the other fields are `module!`'s but the
+/// author, which the layer gives (`compat::kofi_modinfo!`) as the kernels
+/// spell it differently. The crate root holds the provider layer as `mod kofi`
+/// and the compatibility layer as `mod compat`.
 ///
 /// ```ignore
 /// kofi::module_kofi_provider! {
 ///     provider: Sock,
 ///     name: "kofi_sock",
-///     author: "kofi developers",
 ///     description: "kofi provider over kernel TCP sockets",
 ///     license: "GPL",
 /// }

@@ -16,6 +16,9 @@ use kernel::{c_str, str::CStr};
 
 #[path = "../../include/kofi/rust/abi.rs"]
 mod abi;
+#[path = "../../include/kofi/rust/compat.rs"]
+#[allow(dead_code)]
+mod compat;
 mod conn;
 #[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
@@ -50,7 +53,6 @@ use wire::{Header, Op};
 kofi::module_kofi_provider! {
     provider: Sock,
     name: "kofi_sock",
-    author: "kofi developers",
     description: "kofi provider over kernel TCP sockets",
     license: "GPL",
     alias: ["kofi-sock"],

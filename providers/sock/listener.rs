@@ -14,13 +14,13 @@
 //! timer, armed for the oldest, closes those that have not sent their
 //! CONNECT by then.
 
+use crate::compat::Stamp;
 use crate::conn::Conn;
 use crate::kofi::{swap_remove, Info, PepRef};
 use crate::socket::{SockAddr, Socket};
 use crate::timer::Timer;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
-use kernel::time::{ktime_ms_delta, Ktime};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 /// Accepted connections waiting for their CONNECT, per listener, before the
@@ -42,7 +42,7 @@ struct Pending {
     /// handed over after.
     open: bool,
     /// Each with the time it was accepted.
-    conns: KVec<(Arc<Conn>, Ktime)>,
+    conns: KVec<(Arc<Conn>, Stamp)>,
 }
 
 /// A listening socket; its work accepts connections.
@@ -151,14 +151,14 @@ impl Listener {
     /// the timer for the oldest of the others.
     fn expire(self: &Arc<Self>) {
         let mut p = self.pending.lock();
-        Self::expire_locked(&mut p, Ktime::ktime_get());
+        Self::expire_locked(&mut p, Stamp::now());
         self.arm(&p);
     }
 
-    fn expire_locked(p: &mut Pending, now: Ktime) {
+    fn expire_locked(p: &mut Pending, now: Stamp) {
         let mut i = 0;
         while i < p.conns.len() {
-            if ktime_ms_delta(now, p.conns[i].1) >= HANDSHAKE_MS {
+            if now.ms_since(p.conns[i].1) >= HANDSHAKE_MS {
                 swap_remove(&mut p.conns, i).0.close();
             } else {
                 i += 1;
@@ -169,9 +169,9 @@ impl Listener {
     /// Arms the timer for the oldest pending connection's deadline, while
     /// the listener is open (after its close, nothing arms it).
     fn arm(self: &Arc<Self>, p: &Pending) {
-        let oldest = p.conns.iter().map(|(_, at)| at.to_ns()).min();
+        let oldest = p.conns.iter().map(|&(_, at)| at).min();
         if let (true, Some(oldest)) = (p.open, oldest) {
-            let age_ms = (Ktime::ktime_get().to_ns() - oldest) / 1_000_000;
+            let age_ms = oldest.elapsed_ms();
             let ms = (HANDSHAKE_MS - age_ms).clamp(1, HANDSHAKE_MS) + 1;
             self.timer.arm(self, ms as u32);
         }
@@ -184,10 +184,10 @@ impl Listener {
         if !p.open {
             return Err(EINVAL);
         }
-        let now = Ktime::ktime_get();
+        let now = Stamp::now();
         Self::expire_locked(&mut p, now);
         if p.conns.len() >= MAX_PENDING_HARD {
-            let oldest = (0..p.conns.len()).min_by_key(|&i| p.conns[i].1.to_ns());
+            let oldest = (0..p.conns.len()).min_by_key(|&i| p.conns[i].1);
             if let Some(i) = oldest {
                 swap_remove(&mut p.conns, i).0.close();
             }
@@ -197,9 +197,9 @@ impl Listener {
             // item, and that connection is not slow.
             let silent = (0..p.conns.len())
                 .filter(|&i| !p.conns[i].0.heard_from())
-                .min_by_key(|&i| p.conns[i].1.to_ns());
+                .min_by_key(|&i| p.conns[i].1);
             if let Some(i) = silent {
-                if ktime_ms_delta(now, p.conns[i].1) >= SLOW_MS {
+                if now.ms_since(p.conns[i].1) >= SLOW_MS {
                     swap_remove(&mut p.conns, i).0.close();
                 }
             }

@@ -17,6 +17,9 @@ use kernel::{c_str, str::CStr};
 
 #[path = "../../include/kofi/rust/abi.rs"]
 mod abi;
+#[path = "../../include/kofi/rust/compat.rs"]
+#[allow(dead_code)]
+mod compat;
 mod conn;
 mod device;
 #[path = "../../include/kofi/rust/flags.rs"]
@@ -49,7 +52,6 @@ use rdma::{CmId, CmIdSlot};
 kofi::module_kofi_provider! {
     provider: Verbs,
     name: "kofi_verbs",
-    author: "kofi developers",
     description: "kofi provider over RDMA verbs (rdma_cm + ib_verbs)",
     license: "GPL",
     alias: ["kofi-verbs"],

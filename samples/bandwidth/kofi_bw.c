@@ -430,6 +430,6 @@ static void __exit kofi_bw_exit(void)
 
 module_init(kofi_bw_init);
 module_exit(kofi_bw_exit);
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("kofi bandwidth: streaming messages, RMA writes or reads");
 MODULE_LICENSE("GPL");

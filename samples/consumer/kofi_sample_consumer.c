@@ -170,6 +170,6 @@ static void __exit kofi_sample_consumer_exit(void)
 
 module_init(kofi_sample_consumer_init);
 module_exit(kofi_sample_consumer_exit);
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("kofi sample consumer: discovers providers and uses one through the core");
 MODULE_LICENSE("GPL");

@@ -394,6 +394,6 @@ static void __exit kofi_pingpong_exit(void)
 
 module_init(kofi_pingpong_init);
 module_exit(kofi_pingpong_exit);
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("kofi pingpong: round trips between two endpoints, verified");
 MODULE_LICENSE("GPL");

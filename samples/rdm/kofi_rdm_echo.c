@@ -371,6 +371,6 @@ static void __exit kofi_rdm_echo_exit(void)
 
 module_init(kofi_rdm_echo_init);
 module_exit(kofi_rdm_echo_exit);
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("kofi RDM echo: many endpoints, one AV each side, sources verified");
 MODULE_LICENSE("GPL");

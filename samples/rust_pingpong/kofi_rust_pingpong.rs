@@ -9,15 +9,18 @@
 //! ends, since the provider makes progress on its own. Loading fails if any
 //! step or byte is wrong.
 
+use compat::Stamp;
 use core::ffi::c_void;
 use core::ptr;
 use kernel::c_str;
 use kernel::error::to_result;
 use kernel::prelude::*;
-use kernel::time::{ktime_ms_delta, Ktime};
 
 #[path = "../../include/kofi/rust/abi.rs"]
 mod abi;
+#[path = "../../include/kofi/rust/compat.rs"]
+#[allow(dead_code)]
+mod compat;
 #[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
@@ -25,16 +28,11 @@ mod flags;
 module! {
     type: RustPingpong,
     name: "kofi_rust_pingpong",
-    author: "kofi developers",
     description: "kofi pingpong written in Rust, through the exported fi_* ABI",
     license: "GPL",
 }
 
-/// `MODULE_IMPORT_NS(KOFI)`, which the 6.12 `module!` macro cannot say.
-#[cfg(MODULE)]
-#[link_section = ".modinfo"]
-#[used(compiler)]
-static KOFI_IMPORT_NS: [u8; 15] = *b"import_ns=KOFI\0";
+crate::compat::kofi_modinfo!(import_kofi);
 
 const SIZE: usize = 4096;
 const ITERS: usize = 50;
@@ -287,7 +285,7 @@ fn pingpong() -> Result {
     ping.extend_with(SIZE, 0u8, GFP_KERNEL)?;
     back.extend_with(SIZE, 0u8, GFP_KERNEL)?;
     relay.extend_with(SIZE, 0u8, GFP_KERNEL)?;
-    let start = Ktime::ktime_get();
+    let start = Stamp::now();
     for round in 0..ITERS {
         for (i, b) in ping.iter_mut().enumerate() {
             *b = (round * 31 + i) as u8;
@@ -311,7 +309,7 @@ fn pingpong() -> Result {
             return Err(EIO);
         }
     }
-    let ms = ktime_ms_delta(Ktime::ktime_get(), start);
+    let ms = start.elapsed_ms();
     pr_info!(
         "{} round trips of {} bytes through kofi from Rust: {} us each\n",
         ITERS,

@@ -9,7 +9,23 @@ export KOFI_ROOT KOFI_CACHE
 export PATH="/usr/lib/llvm-19/bin:$HOME/.cargo/bin:$PATH"
 
 KOFI_JOBS=${KOFI_JOBS:-$(($(nproc) + 1))}
-KOFI_KSRC_TARBALL=${KOFI_KSRC_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+
+# The kernel kofi builds and tests against: 6.12 (Debian 12's LTS, the
+# default) or 7.3 (the newest Debian ships as source, from trixie-backports).
+KOFI_KERNEL=${KOFI_KERNEL:-6.12}
+case "$KOFI_KERNEL" in
+6.12 | 7.3) ;;
+*) echo "kofi: KOFI_KERNEL=$KOFI_KERNEL: 6.12 or 7.3" >&2; exit 1 ;;
+esac
+export KOFI_KERNEL
+KOFI_KSRC_TARBALL=${KOFI_KSRC_TARBALL:-/usr/src/linux-source-$KOFI_KERNEL.tar.xz}
+
+# 7.3's Rust needs bindgen 0.71.1 or later; 6.12 keeps the 0.69.5 it was
+# built with. setup.sh installs the newer one beside, under the cache.
+KOFI_BINDGEN_NEW=$KOFI_CACHE/bindgen-0.72/bin
+if [ "$KOFI_KERNEL" != 6.12 ]; then
+	export PATH="$KOFI_BINDGEN_NEW:$PATH"
+fi
 
 die() {
 	echo "kofi: $*" >&2
@@ -18,14 +34,22 @@ die() {
 
 # Echo the Debian package version of the kernel source, e.g. 6.12.117-1~deb12u1.
 kofi_kernel_pkg_version() {
-	dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo unknown
+	dpkg-query -W -f='${Version}' "linux-source-$KOFI_KERNEL" 2>/dev/null || echo unknown
+}
+
+# The config fragments of a profile, merged over tinyconfig in this order: the
+# base, the profile, then what this kernel version spells differently; one
+# path a line.
+kofi_fragments() {
+	local d=$KOFI_ROOT/scripts/kconfig
+	printf '%s\n' "$d/base.config" "$d/$1.config"
+	[ ! -f "$d/kernel-$KOFI_KERNEL.config" ] || echo "$d/kernel-$KOFI_KERNEL.config"
 }
 
 # Directory of the cached kernel tree for a profile (debug or perf). The key is
 # the source version and a hash of the fragments.
 kofi_kdir_for() {
 	local profile=$1 hash
-	hash=$(cat "$KOFI_ROOT/scripts/kconfig/base.config" \
-		"$KOFI_ROOT/scripts/kconfig/$profile.config" | sha256sum | cut -c1-12)
+	hash=$(cat $(kofi_fragments "$profile") | sha256sum | cut -c1-12)
 	echo "$KOFI_CACHE/kernel/linux-$(kofi_kernel_pkg_version | tr '~' '_')-$profile-$hash"
 }

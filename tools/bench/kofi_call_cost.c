@@ -148,6 +148,6 @@ static void __exit kofi_call_cost_exit(void)
 
 module_init(kofi_call_cost_init);
 module_exit(kofi_call_cost_exit);
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("kofi benchmark: the cost of one call through the core");
 MODULE_LICENSE("GPL");

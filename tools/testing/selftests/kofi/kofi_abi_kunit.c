@@ -35,6 +35,6 @@ static struct kunit_suite kofi_abi_suite = {
 };
 kunit_test_suite(kofi_abi_suite);
 
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("KUnit tests of the kofi ABI as seen by a C consumer");
 MODULE_LICENSE("GPL");

@@ -550,4 +550,4 @@ module_exit(hostile_exit);
 MODULE_DESCRIPTION("kofi_blk's tests: a peer that speaks the protocol wrongly");
 MODULE_AUTHOR("kofi developers");
 MODULE_LICENSE("GPL");
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);

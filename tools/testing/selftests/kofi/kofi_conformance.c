@@ -2774,6 +2774,6 @@ static void __exit conformance_exit(void)
 }
 module_exit(conformance_exit);
 
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("kofi conformance suite, run per provider and device");
 MODULE_LICENSE("GPL");

@@ -1951,6 +1951,6 @@ kunit_test_suites(&kofi_registry_suite, &kofi_getinfo_suite, &kofi_objects_suite
 		  &kofi_cq_suite, &kofi_cntr_suite, &kofi_eq_suite, &kofi_data_suite,
 		  &kofi_data_rust_suite);
 
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("KUnit tests of the kofi core through its exported ABI");
 MODULE_LICENSE("GPL");

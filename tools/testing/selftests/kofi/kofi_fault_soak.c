@@ -368,4 +368,4 @@ module_init(soak_init);
 module_exit(soak_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("kofi fault soak: a consumer's flow under injected allocation failures");
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);

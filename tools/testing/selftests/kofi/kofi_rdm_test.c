@@ -2075,6 +2075,6 @@ static void __exit rdm_test_exit(void)
 }
 module_exit(rdm_test_exit);
 
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("kofi FI_EP_RDM and address vector suite, run per provider and device");
 MODULE_LICENSE("GPL");

@@ -102,6 +102,6 @@ static void __exit churn_exit(void)
 
 module_init(churn_init);
 module_exit(churn_exit);
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("kofi test: a provider's objects opened and closed while it comes and goes");
 MODULE_LICENSE("GPL");

@@ -14,6 +14,9 @@ use kernel::{c_str, str::CStr};
 
 #[path = "../../../../include/kofi/rust/abi.rs"]
 mod abi;
+#[path = "../../../../include/kofi/rust/compat.rs"]
+#[allow(dead_code)]
+mod compat;
 #[path = "../../../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
@@ -34,7 +37,6 @@ use ring::Ring;
 kofi::module_kofi_provider! {
     provider: Rtest,
     name: "kofi_rtest_provider",
-    author: "kofi developers",
     description: "kofi test provider in Rust, over the safe provider layer",
     license: "GPL",
     alias: ["kofi-rtest"],

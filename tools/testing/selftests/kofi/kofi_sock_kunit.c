@@ -879,6 +879,6 @@ static struct kunit_case sock_cases[] = {
 static struct kunit_suite kofi_sock_suite = { .name = "kofi_sock", .test_cases = sock_cases };
 kunit_test_suite(kofi_sock_suite);
 
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_DESCRIPTION("KUnit tests of kofi_sock over loopback TCP");
 MODULE_LICENSE("GPL");

@@ -406,7 +406,7 @@ static void __exit test_provider_exit(void)
 
 module_init(test_provider_init);
 module_exit(test_provider_exit);
-MODULE_IMPORT_NS(KOFI);
+MODULE_IMPORT_NS(KOFI_NS);
 MODULE_ALIAS("kofi-test");
 MODULE_DESCRIPTION("kofi test provider: completes operations locally, for the core's tests");
 MODULE_LICENSE("GPL");
