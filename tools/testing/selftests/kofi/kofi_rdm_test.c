@@ -261,7 +261,7 @@ static void getinfo_offers_rdm(struct kunit *test)
 
 static void av_calls(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_av_attr map_attr = { .type = FI_AV_MAP }, table_attr = { .type = FI_AV_TABLE };
 	struct fi_av_attr bad_attr = { .type = FI_AV_MAP, .flags = FI_EVENT };
 	struct fid_av *map, *table, *bad = NULL;
@@ -274,12 +274,12 @@ static void av_calls(struct kunit *test)
 	char str[64];
 	size_t len;
 
-	net_open(test, &t, 0, FI_AV_MAP);
-	KUNIT_ASSERT_EQ(test, fi_av_open(t.domain, &map_attr, &map, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_av_open(t.domain, &table_attr, &table, NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_av_open(t.domain, &bad_attr, &bad, NULL), -FI_EBADFLAGS);
+	net_open(test, t, 0, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_av_open(t->domain, &map_attr, &map, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_av_open(t->domain, &table_attr, &table, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_av_open(t->domain, &bad_attr, &bad, NULL), -FI_EBADFLAGS);
 	KUNIT_EXPECT_EQ(test, fi_av_open(NULL, &map_attr, &bad, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_av_open(t.domain, NULL, &bad, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_av_open(t->domain, NULL, &bad, NULL), -EINVAL);
 
 	/* One IPv4 and one IPv6 address, back to back; junk in sin_zero. */
 	two.a.sin_family = AF_INET;
@@ -353,15 +353,15 @@ static void av_calls(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_av_lookup(table, 99, back, &len), -ENOENT);
 
 	/* In use by the domain: the domain cannot close first. */
-	KUNIT_EXPECT_EQ(test, fi_close(&t.domain->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&t->domain->fid), -EBUSY);
 	KUNIT_EXPECT_EQ(test, fi_close(&map->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&table->fid), 0);
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 static void rdm_bad_arguments(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fid_ep *ep = NULL;
 	struct fid_cq *cq = NULL;
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA };
@@ -370,52 +370,52 @@ static void rdm_bad_arguments(struct kunit *test)
 	u8 buf[16] = {}, name[8];
 	size_t len = sizeof(name);
 
-	net_open(test, &t, 1, FI_AV_TABLE);
+	net_open(test, t, 1, FI_AV_TABLE);
 	/* No AV bound: not enabled. */
-	KUNIT_ASSERT_EQ(test, fi_cq_open(t.domain, &cq_attr, &cq, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_endpoint(t.domain, t.info, &ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(t->domain, &cq_attr, &cq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(t->domain, t->info, &ep, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_ep_bind(ep, &cq->fid, FI_SEND | FI_RECV), 0);
 	KUNIT_EXPECT_EQ(test, fi_enable(ep), -FI_ENOAV);
 	KUNIT_EXPECT_LT(test, fi_send(ep, buf, 8, NULL, 0, NULL), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), 0);
 	/* RDM infos do not offer FI_RX_CQ_DATA, hinted or not, and refuse it. */
-	KUNIT_EXPECT_EQ(test, t.info->mode & FI_RX_CQ_DATA, 0ULL);
-	t.info->mode |= FI_RX_CQ_DATA;
-	KUNIT_EXPECT_EQ(test, fi_endpoint(t.domain, t.info, &ep, NULL), -EINVAL);
-	t.info->mode &= ~FI_RX_CQ_DATA;
+	KUNIT_EXPECT_EQ(test, t->info->mode & FI_RX_CQ_DATA, 0ULL);
+	t->info->mode |= FI_RX_CQ_DATA;
+	KUNIT_EXPECT_EQ(test, fi_endpoint(t->domain, t->info, &ep, NULL), -EINVAL);
+	t->info->mode &= ~FI_RX_CQ_DATA;
 	/* An AV goes with RDM endpoints only. */
-	KUNIT_ASSERT_EQ(test, fi_endpoint(t.domain, msg_info, &msg_ep, NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_ep_bind(msg_ep, &t.av->fid, 0), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(t->domain, msg_info, &msg_ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(msg_ep, &t->av->fid, 0), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_close(&msg_ep->fid), 0);
 	fi_freeinfo(msg_info);
 	/* Bound AVs cannot close; a second AV cannot bind. */
-	KUNIT_EXPECT_EQ(test, fi_close(&t.av->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&t->av->fid), -EBUSY);
 	/* No connection calls on an RDM endpoint. */
-	KUNIT_EXPECT_EQ(test, fi_connect(t.ep[0], buf, NULL, 0), -FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_shutdown(t.ep[0], 0), -FI_ENOSYS);
+	KUNIT_EXPECT_EQ(test, fi_connect(t->ep[0], buf, NULL, 0), -FI_EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, fi_shutdown(t->ep[0], 0), -FI_ENOSYS);
 	/* Addresses not in the AV. */
-	KUNIT_EXPECT_EQ(test, fi_sendto(t.ep[0], buf, 8, NULL, 42, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_recvfrom(t.ep[0], buf, 8, NULL, 42, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_read(t.ep[0], buf, 8, NULL, 42, 0, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_sendto(t->ep[0], buf, 8, NULL, 42, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_recvfrom(t->ep[0], buf, 8, NULL, 42, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_read(t->ep[0], buf, 8, NULL, 42, 0, 0, NULL), -EINVAL);
 	/* What an RDM operation cannot promise is refused (rdm.rst). */
 	{
 		struct kvec iov = { buf, 8 };
-		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .addr = t.addr[0] };
+		struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .addr = t->addr[0] };
 
-		KUNIT_EXPECT_EQ(test, fi_sendmsg(t.ep[0], &msg, FI_FENCE), -FI_EBADFLAGS);
-		KUNIT_EXPECT_EQ(test, fi_sendmsg(t.ep[0], &msg, FI_TRANSMIT_COMPLETE),
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(t->ep[0], &msg, FI_FENCE), -FI_EBADFLAGS);
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(t->ep[0], &msg, FI_TRANSMIT_COMPLETE),
 				-FI_EBADFLAGS);
-		KUNIT_EXPECT_EQ(test, fi_sendmsg(t.ep[0], &msg, FI_DELIVERY_COMPLETE),
+		KUNIT_EXPECT_EQ(test, fi_sendmsg(t->ep[0], &msg, FI_DELIVERY_COMPLETE),
 				-FI_EBADFLAGS);
 	}
 	/* Too small a buffer for the name. */
-	KUNIT_EXPECT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), -FI_ETOOSMALL);
+	KUNIT_EXPECT_EQ(test, fi_getname(&t->ep[0]->fid, name, &len), -FI_ETOOSMALL);
 	KUNIT_EXPECT_GE(test, len, sizeof(struct sockaddr_in));
-	KUNIT_EXPECT_EQ(test, fi_cq_readfrom(t.cq[0], buf, 1, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_cq_sreadfrom(t.cq[0], buf, 1, NULL, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_readfrom(t->cq[0], buf, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cq_sreadfrom(t->cq[0], buf, 1, NULL, NULL, 0), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_cq_readfrom(NULL, buf, 1, (fi_addr_t *)buf), -EINVAL);
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /* One completion of endpoint @j: a send counted, or a receive checked. */
@@ -449,7 +449,7 @@ static void take(struct kunit *test, struct net *t, int j, int *sent, int *recei
  */
 static void all_to_all(struct kunit *test, int n)
 {
-	struct net t;
+	struct net *t = test->priv;
 	u8 (*rx)[EPS_MAX][256], (*tx)[EPS_MAX][256];
 	int i, j, k, got[EPS_MAX][EPS_MAX] = {}, sent[EPS_MAX] = {}, received[EPS_MAX] = {};
 
@@ -457,31 +457,31 @@ static void all_to_all(struct kunit *test, int n)
 	tx = kunit_kzalloc(test, sizeof(u8[EPS_MAX][EPS_MAX][256]), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, rx);
 	KUNIT_ASSERT_NOT_NULL(test, tx);
-	net_open(test, &t, n, FI_AV_MAP);
+	net_open(test, t, n, FI_AV_MAP);
 	for (j = 0; j < n; j++)
 		for (k = 0; k < n - 1; k++)
-			KUNIT_ASSERT_EQ(test, fi_recvfrom(t.ep[j], rx[j][k], 256, NULL,
+			KUNIT_ASSERT_EQ(test, fi_recvfrom(t->ep[j], rx[j][k], 256, NULL,
 							  FI_ADDR_UNSPEC, rx[j][k]), 0);
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < n; j++) {
 			if (i == j)
 				continue;
 			fill_msg(tx[i][j], 100 + j, i, j);
-			KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[i], tx[i][j], 100 + j, NULL, t.addr[j],
+			KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[i], tx[i][j], 100 + j, NULL, t->addr[j],
 							tx[i][j]), 0);
 		}
 		while (sent[i] < n - 1)
-			take(test, &t, i, sent, received, got);
+			take(test, t, i, sent, received, got);
 	}
 	for (j = 0; j < n; j++)
 		while (received[j] < n - 1)
-			take(test, &t, j, sent, received, got);
+			take(test, t, j, sent, received, got);
 	for (i = 0; i < n; i++)
 		for (j = 0; j < n; j++)
 			KUNIT_EXPECT_EQ(test, got[j][i], i == j ? 0 : 1);
 	for (j = 0; j < n; j++)
-		KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[j], rx[j][0], 1), -FI_EAGAIN);
-	net_close(test, &t);
+		KUNIT_EXPECT_EQ(test, fi_cq_read(t->cq[j], rx[j][0], 1), -FI_EAGAIN);
+	net_close(test, t);
 }
 
 static void send_recv_two(struct kunit *test)
@@ -497,37 +497,37 @@ static void send_recv_eight(struct kunit *test)
 /* A receive from one source takes only that source's message. */
 static void directed_receive(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	u8 from2[64], any[64], msg1[64], msg2[64];
 	fi_addr_t src;
 	int k;
 
-	net_open(test, &t, 3, FI_AV_TABLE);
-	KUNIT_ASSERT_EQ(test, fi_recvfrom(t.ep[0], from2, sizeof(from2), NULL, t.addr[2], from2),
+	net_open(test, t, 3, FI_AV_TABLE);
+	KUNIT_ASSERT_EQ(test, fi_recvfrom(t->ep[0], from2, sizeof(from2), NULL, t->addr[2], from2),
 			0);
-	KUNIT_ASSERT_EQ(test, fi_recvfrom(t.ep[0], any, sizeof(any), NULL, FI_ADDR_UNSPEC, any),
+	KUNIT_ASSERT_EQ(test, fi_recvfrom(t->ep[0], any, sizeof(any), NULL, FI_ADDR_UNSPEC, any),
 			0);
 	fill_msg(msg1, 40, 1, 0);
-	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg1, 40, NULL, t.addr[0], NULL), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[1], msg1, 40, NULL, t->addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
 	/* Endpoint 1's message went to the second receive, not the first. */
-	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)any);
-	KUNIT_EXPECT_EQ(test, src, t.addr[1]);
+	KUNIT_EXPECT_EQ(test, src, t->addr[1]);
 	KUNIT_EXPECT_TRUE(test, check_msg(any, 40, 1, 0));
 	fill_msg(msg2, 50, 2, 0);
-	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[2], msg2, 50, NULL, t.addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[2], msg2, 50, NULL, t->addr[0], NULL), 0);
 	for (k = 0; k < 2; k++) {
-		KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+		KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 		if (e.flags & FI_RECV)
 			break;
 	}
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)from2);
-	KUNIT_EXPECT_EQ(test, src, t.addr[2]);
+	KUNIT_EXPECT_EQ(test, src, t->addr[2]);
 	KUNIT_EXPECT_TRUE(test, check_msg(from2, 50, 2, 0));
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /*
@@ -537,7 +537,7 @@ static void directed_receive(struct kunit *test)
 static void simultaneous_first_sends(struct kunit *test)
 {
 	enum { MSGS = 50 };
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
@@ -549,28 +549,28 @@ static void simultaneous_first_sends(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, tx);
 	KUNIT_ASSERT_NOT_NULL(test, rx);
 	for (round = 0; round < 3; round++) {
-		net_open(test, &t, 2, FI_AV_MAP);
+		net_open(test, t, 2, FI_AV_MAP);
 		for (side = 0; side < 2; side++)
 			for (k = 0; k < MSGS; k++)
-				KUNIT_ASSERT_EQ(test, fi_recv(t.ep[side], rx[side][k], 64, NULL,
+				KUNIT_ASSERT_EQ(test, fi_recv(t->ep[side], rx[side][k], 64, NULL,
 							      FI_ADDR_UNSPEC, rx[side][k]), 0);
 		/* Interleaved, so neither has its connection before the other asks. */
 		for (k = 0; k < MSGS; k++)
 			for (side = 0; side < 2; side++) {
 				fill_msg(tx[side][k], 64, side, k);
-				KUNIT_ASSERT_EQ(test, fi_send(t.ep[side], tx[side][k], 64, NULL,
-							      t.addr[!side], NULL), 0);
+				KUNIT_ASSERT_EQ(test, fi_send(t->ep[side], tx[side][k], 64, NULL,
+							      t->addr[!side], NULL), 0);
 			}
 		for (side = 0; side < 2; side++) {
 			sends = 0;
 			recvs[side] = 0;
 			while (sends < MSGS || recvs[side] < MSGS) {
-				KUNIT_ASSERT_EQ(test, next(t.cq[side], &e, &src, &err), 1);
+				KUNIT_ASSERT_EQ(test, next(t->cq[side], &e, &src, &err), 1);
 				if (e.flags & FI_SEND) {
 					sends++;
 					continue;
 				}
-				KUNIT_EXPECT_EQ(test, src, t.addr[!side]);
+				KUNIT_EXPECT_EQ(test, src, t->addr[!side]);
 				/* In order: the k-th receive holds the k-th message. */
 				KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[side][recvs[side]]);
 				KUNIT_EXPECT_TRUE(test, check_msg(e.op_context, 64, !side,
@@ -578,16 +578,16 @@ static void simultaneous_first_sends(struct kunit *test)
 				recvs[side]++;
 			}
 			/* Nothing more: no duplicates. */
-			KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[side], &e, 1), -FI_EAGAIN);
+			KUNIT_EXPECT_EQ(test, fi_cq_read(t->cq[side], &e, 1), -FI_EAGAIN);
 		}
-		net_close(test, &t);
+		net_close(test, t);
 	}
 }
 
 /* A peer that closes mid-traffic: the sender gets error completions, no hang. */
 static void peer_closed_mid_traffic(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
@@ -596,22 +596,22 @@ static void peer_closed_mid_traffic(struct kunit *test)
 	ssize_t ret;
 
 	KUNIT_ASSERT_TRUE(test, buf && rx);
-	net_open(test, &t, 2, FI_AV_MAP);
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], rx, 256, NULL, FI_ADDR_UNSPEC, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_send(t.ep[0], buf, 256, NULL, t.addr[1], NULL), 0);
+	net_open(test, t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], rx, 256, NULL, FI_ADDR_UNSPEC, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(t->ep[0], buf, 256, NULL, t->addr[1], NULL), 0);
 	sent++;
-	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
-	ep_close(test, &t, 1);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
+	ep_close(test, t, 1);
 	/* Keep sending until the loss shows; every send completes one way. */
 	for (k = 0; k < 200 && !failed; k++) {
-		ret = fi_send(t.ep[0], buf, 256, NULL, t.addr[1], NULL);
+		ret = fi_send(t->ep[0], buf, 256, NULL, t->addr[1], NULL);
 		if (ret == 0)
 			sent++;
 		else
 			KUNIT_EXPECT_EQ(test, ret, (ssize_t)-FI_EAGAIN);
-		while ((ret = fi_cq_readfrom(t.cq[0], &e, 1, &src)) != -FI_EAGAIN) {
+		while ((ret = fi_cq_readfrom(t->cq[0], &e, 1, &src)) != -FI_EAGAIN) {
 			if (ret == -FI_EAVAIL) {
-				KUNIT_ASSERT_EQ(test, fi_cq_readerr(t.cq[0], &err, 0), 1);
+				KUNIT_ASSERT_EQ(test, fi_cq_readerr(t->cq[0], &err, 0), 1);
 				KUNIT_EXPECT_GT(test, err.err, 0);
 				failed++;
 			}
@@ -620,14 +620,14 @@ static void peer_closed_mid_traffic(struct kunit *test)
 		msleep(20);
 	}
 	while (done < sent) {
-		ret = next(t.cq[0], &e, &src, &err);
+		ret = next(t->cq[0], &e, &src, &err);
 		KUNIT_ASSERT_NE_MSG(test, ret, (ssize_t)-FI_EAGAIN, "a send never completed");
 		failed += ret < 0;
 		done++;
 	}
 	KUNIT_EXPECT_GT(test, failed, 0);
 	KUNIT_EXPECT_EQ(test, done, sent);
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /* Message @seq's size: mostly small, some spanning several segments. */
@@ -648,7 +648,7 @@ static size_t mixed_size(u32 seq)
  */
 static void many_mixed_messages(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
@@ -663,9 +663,9 @@ static void many_mixed_messages(struct kunit *test)
 	tx = vzalloc(2 * WINDOW * BUF_MAX);
 	KUNIT_ASSERT_NOT_NULL(test, rx);
 	KUNIT_ASSERT_NOT_NULL(test, tx);
-	net_open(test, &t, 3, FI_AV_MAP);
+	net_open(test, t, 3, FI_AV_MAP);
 	for (i = 0; i < WINDOW; i++)
-		KUNIT_ASSERT_EQ(test, fi_recv(t.ep[2], rx + i * BUF_MAX, BUF_MAX, NULL,
+		KUNIT_ASSERT_EQ(test, fi_recv(t->ep[2], rx + i * BUF_MAX, BUF_MAX, NULL,
 					      FI_ADDR_UNSPEC, (void *)(long)i), 0);
 	posted = WINDOW;
 	while (received < MANY) {
@@ -678,16 +678,16 @@ static void many_mixed_messages(struct kunit *test)
 				len = mixed_size(seq);
 				fill_msg(b, len, s, seq);
 				*(u32 *)b = seq;
-				KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[s], b, len, NULL, t.addr[2],
+				KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[s], b, len, NULL, t->addr[2],
 								NULL), 0);
 				next_tx[s]++;
 			}
-			while (fi_cq_read(t.cq[s], &e, 1) == 1)
+			while (fi_cq_read(t->cq[s], &e, 1) == 1)
 				done_tx[s]++;
 		}
-		ret = fi_cq_sreadfrom(t.cq[2], &e, 1, &src, NULL, 50);
+		ret = fi_cq_sreadfrom(t->cq[2], &e, 1, &src, NULL, 50);
 		if (ret == -FI_EAVAIL) {
-			KUNIT_ASSERT_EQ(test, fi_cq_readerr(t.cq[2], &err, 0), 1);
+			KUNIT_ASSERT_EQ(test, fi_cq_readerr(t->cq[2], &err, 0), 1);
 			KUNIT_FAIL_AND_ABORT(test, "receive failed: %d", err.err);
 		}
 		if (ret != 1) {
@@ -695,7 +695,7 @@ static void many_mixed_messages(struct kunit *test)
 			continue;
 		}
 		idle = 0;
-		from = src == t.addr[0] ? 0 : src == t.addr[1] ? 1 : -1;
+		from = src == t->addr[0] ? 0 : src == t->addr[1] ? 1 : -1;
 		KUNIT_ASSERT_GE_MSG(test, from, 0, "source %llx", src);
 		seq = *(u32 *)e.buf;
 		KUNIT_ASSERT_EQ_MSG(test, seq, next_rx[from], "from %d: out of order or repeated",
@@ -708,15 +708,15 @@ static void many_mixed_messages(struct kunit *test)
 		next_rx[from]++;
 		received++;
 		if (posted < MANY) {
-			KUNIT_ASSERT_EQ(test, fi_recv(t.ep[2], e.buf, BUF_MAX, NULL, FI_ADDR_UNSPEC,
+			KUNIT_ASSERT_EQ(test, fi_recv(t->ep[2], e.buf, BUF_MAX, NULL, FI_ADDR_UNSPEC,
 						      e.op_context), 0);
 			posted++;
 		}
 	}
 	KUNIT_EXPECT_EQ(test, next_rx[0], (u32)(MANY / 2));
 	KUNIT_EXPECT_EQ(test, next_rx[1], (u32)(MANY / 2));
-	KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[2], &e, 1), -FI_EAGAIN);
-	net_close(test, &t);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(t->cq[2], &e, 1), -FI_EAGAIN);
+	net_close(test, t);
 	vfree(rx);
 	vfree(tx);
 }
@@ -727,7 +727,7 @@ static void many_mixed_messages(struct kunit *test)
  */
 static void vectors_and_pages(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
@@ -745,19 +745,19 @@ static void vectors_and_pages(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, a);
 	KUNIT_ASSERT_NOT_NULL(test, b);
 	KUNIT_ASSERT_NOT_NULL(test, out);
-	net_open(test, &t, 2, FI_AV_MAP);
+	net_open(test, t, 2, FI_AV_MAP);
 	fill_msg(a, total, 0, 9);
 	tx[0] = (struct kvec){ a, 100 };
 	tx[1] = (struct kvec){ a + 100, 20000 };
 	tx[2] = (struct kvec){ a + 20100, total - 20100 };
 	rx[0] = (struct kvec){ b, 30001 };
 	rx[1] = (struct kvec){ b + 30001, total - 30001 };
-	KUNIT_ASSERT_EQ(test, fi_recvv(t.ep[1], rx, NULL, 2, FI_ADDR_UNSPEC, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_sendv(t.ep[0], tx, NULL, 3, t.addr[1], NULL), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_recvv(t->ep[1], rx, NULL, 2, FI_ADDR_UNSPEC, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendv(t->ep[0], tx, NULL, 3, t->addr[1], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.len, total);
 	KUNIT_EXPECT_EQ(test, memcmp(a, b, total), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 
 	/* Pages: 3 to send (odd offsets), 2 to receive; 3 x 3000 + ... */
 	for (k = 0; k < 5; k++) {
@@ -777,17 +777,17 @@ static void vectors_and_pages(struct kunit *test)
 		at += btx[k].bv_len;
 	}
 	msg = (struct fi_msg){ .msg_bvec = brx, .iov_count = 2, .addr = FI_ADDR_UNSPEC };
-	KUNIT_ASSERT_EQ(test, fi_recvmsg(t.ep[1], &msg, 0), 0);
-	msg = (struct fi_msg){ .msg_bvec = btx, .iov_count = 3, .addr = t.addr[1] };
-	KUNIT_ASSERT_EQ(test, fi_sendmsg(t.ep[0], &msg, 0), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t->ep[1], &msg, 0), 0);
+	msg = (struct fi_msg){ .msg_bvec = btx, .iov_count = 3, .addr = t->addr[1] };
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(t->ep[0], &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)20000);
-	KUNIT_EXPECT_EQ(test, src, t.addr[0]);
+	KUNIT_EXPECT_EQ(test, src, t->addr[0]);
 	memcpy(out, page_address(brx[0].bv_page) + brx[0].bv_offset, 9000);
 	memcpy(out + 9000, page_address(brx[1].bv_page) + brx[1].bv_offset, 11000);
 	KUNIT_EXPECT_TRUE(test, check_msg(out, 20000, 1, 2));
-	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
-	net_close(test, &t);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
+	net_close(test, t);
 	for (k = 0; k < 5; k++)
 		__free_pages(pages[k], 2);
 }
@@ -795,46 +795,46 @@ static void vectors_and_pages(struct kunit *test)
 /* Injects, remote CQ data and truncation, as on MSG endpoints. */
 static void inject_data_truncation(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
 	u8 msg[100], small[10], rx[128];
 
-	net_open(test, &t, 2, FI_AV_MAP);
+	net_open(test, t, 2, FI_AV_MAP);
 	fill_msg(msg, sizeof(msg), 0, 1);
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx), 0);
-	KUNIT_ASSERT_EQ(test, fi_inject(t.ep[0], msg, 64, t.addr[1]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(t->ep[0], msg, 64, t->addr[1]), 0);
 	memset(msg, 0, sizeof(msg)); /* the inject's bytes were taken at the call */
-	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)64);
 	KUNIT_EXPECT_TRUE(test, check_msg(rx, 64, 0, 1));
-	KUNIT_EXPECT_EQ(test, src, t.addr[0]);
+	KUNIT_EXPECT_EQ(test, src, t->addr[0]);
 
 	fill_msg(msg, sizeof(msg), 0, 2);
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx), 0);
-	KUNIT_ASSERT_EQ(test, fi_senddata(t.ep[0], msg, 32, NULL, 0x1234abcd, t.addr[1], msg), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC, rx), 0);
+	KUNIT_ASSERT_EQ(test, fi_senddata(t->ep[0], msg, 32, NULL, 0x1234abcd, t->addr[1], msg), 0);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)msg);
-	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
 	KUNIT_EXPECT_TRUE(test, e.flags & FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 0x1234abcdULL);
 	KUNIT_EXPECT_TRUE(test, check_msg(rx, 32, 0, 2));
 
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], small, sizeof(small), NULL, FI_ADDR_UNSPEC, small),
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], small, sizeof(small), NULL, FI_ADDR_UNSPEC, small),
 			0);
-	KUNIT_ASSERT_EQ(test, fi_send(t.ep[0], msg, 32, NULL, t.addr[1], NULL), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), -FI_ETRUNC);
+	KUNIT_ASSERT_EQ(test, fi_send(t->ep[0], msg, 32, NULL, t->addr[1], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), -FI_ETRUNC);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)small);
 	KUNIT_EXPECT_EQ(test, err.olen, (size_t)22);
 	KUNIT_EXPECT_TRUE(test, check_msg(small, 10, 0, 2));
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /* RMA to an address: write, read back with two remote iovs, writedata. */
 static void rma_to_address(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	struct fid_mr *mr;
@@ -852,24 +852,24 @@ static void rma_to_address(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, region);
 	KUNIT_ASSERT_NOT_NULL(test, out);
 	KUNIT_ASSERT_NOT_NULL(test, in);
-	net_open(test, &t, 2, FI_AV_MAP);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(t.domain, region, 8192, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	net_open(test, t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(t->domain, region, 8192, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 7, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
 	fill_msg(out, 4096, 0, 3);
-	KUNIT_ASSERT_EQ(test, fi_write(t.ep[0], out, 4096, NULL, t.addr[1], 1000, key,
+	KUNIT_ASSERT_EQ(test, fi_write(t->ep[0], out, 4096, NULL, t->addr[1], 1000, key,
 				       out), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.flags & (FI_RMA | FI_WRITE), FI_RMA | FI_WRITE);
 
 	/* Read it back in two pieces of the region into one buffer. */
 	riov[0] = (struct fi_rma_iov){ .addr = 1000, .len = 1000, .key = key };
 	riov[1] = (struct fi_rma_iov){ .addr = 2000, .len = 3096, .key = key };
 	iov = (struct kvec){ .iov_base = in, .iov_len = 4096 };
-	msg = (struct fi_msg_rma){ .msg_iov = &iov, .iov_count = 1, .addr = t.addr[1],
+	msg = (struct fi_msg_rma){ .msg_iov = &iov, .iov_count = 1, .addr = t->addr[1],
 				   .rma_iov = riov, .rma_iov_count = 2, .context = in };
-	KUNIT_ASSERT_EQ(test, fi_readmsg(t.ep[0], &msg, 0), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_readmsg(t->ep[0], &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)in);
 	KUNIT_EXPECT_TRUE(test, check_msg(in, 4096, 0, 3));
 	/* An RDM write completes at FI_INJECT_COMPLETE (on iWARP before its
@@ -877,12 +877,12 @@ static void rma_to_address(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, check_msg(region + 1000, 4096, 0, 3));
 
 	/* Remote CQ data reaches the target's CQ (a receive may carry it). */
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], in, 4096, NULL, FI_ADDR_UNSPEC, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_writedata(t.ep[0], out, 16, NULL, 0xfeed, t.addr[1], 0, key,
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], in, 4096, NULL, FI_ADDR_UNSPEC, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_writedata(t->ep[0], out, 16, NULL, 0xfeed, t->addr[1], 0, key,
 					   NULL), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 	for (k = 0; k < 2; k++) {
-		KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+		KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
 		if (e.flags & FI_REMOTE_WRITE)
 			break;
 	}
@@ -890,7 +890,7 @@ static void rma_to_address(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, e.data, 0xfeedULL);
 	KUNIT_EXPECT_TRUE(test, check_msg(region, 16, 0, 3));
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /*
@@ -902,7 +902,7 @@ static void rma_to_address(struct kunit *test)
 static void counters(struct kunit *test)
 {
 	enum { MSGS = 6, LEN = 48 };
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	struct fid_mr *mr;
@@ -913,55 +913,55 @@ static void counters(struct kunit *test)
 	int i;
 
 	KUNIT_ASSERT_TRUE(test, region && out && in);
-	net_open(test, &t, 0, FI_AV_MAP);
-	KUNIT_EXPECT_FALSE(test, t.info->caps & FI_RMA_EVENT);
-	t.cntr_flags[0] = FI_SEND | FI_WRITE | FI_READ;
-	t.cntr_flags[1] = FI_RECV;
-	t.n = 2;
-	for (i = 0; i < t.n; i++)
-		ep_open(test, &t, i);
+	net_open(test, t, 0, FI_AV_MAP);
+	KUNIT_EXPECT_FALSE(test, t->info->caps & FI_RMA_EVENT);
+	t->cntr_flags[0] = FI_SEND | FI_WRITE | FI_READ;
+	t->cntr_flags[1] = FI_RECV;
+	t->n = 2;
+	for (i = 0; i < t->n; i++)
+		ep_open(test, t, i);
 
 	for (i = 0; i < MSGS; i++) {
 		fill_msg(out + i * LEN, LEN, 0, i);
-		KUNIT_ASSERT_EQ(test, fi_recv(t.ep[1], in + i * LEN, LEN, NULL, FI_ADDR_UNSPEC, NULL),
+		KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], in + i * LEN, LEN, NULL, FI_ADDR_UNSPEC, NULL),
 				0);
 	}
 	for (i = 0; i < MSGS; i++) {
 		if (i % 2)
-			KUNIT_ASSERT_EQ(test, fi_inject(t.ep[0], out + i * LEN, LEN, t.addr[1]), 0);
+			KUNIT_ASSERT_EQ(test, fi_inject(t->ep[0], out + i * LEN, LEN, t->addr[1]), 0);
 		else
-			KUNIT_ASSERT_EQ(test, fi_send(t.ep[0], out + i * LEN, LEN, NULL, t.addr[1],
+			KUNIT_ASSERT_EQ(test, fi_send(t->ep[0], out + i * LEN, LEN, NULL, t->addr[1],
 						      out), 0);
 	}
-	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t.cntr[1], MSGS, WAIT_MS), 0);
-	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t.cntr[0], MSGS, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t->cntr[1], MSGS, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t->cntr[0], MSGS, WAIT_MS), 0);
 	for (i = 0; i < MSGS; i++) {
-		KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
+		KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
 		KUNIT_EXPECT_TRUE(test, check_msg(in + i * LEN, LEN, 0, i));
 	}
 	for (i = 0; i < MSGS / 2; i++)
-		KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
-	KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[0], &e, 1), -FI_EAGAIN);
+		KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(t->cq[0], &e, 1), -FI_EAGAIN);
 
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(t.domain, region, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(t->domain, region, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_write(t.ep[0], out, 1024, NULL, t.addr[1], 512, fi_mr_key(mr),
+	KUNIT_ASSERT_EQ(test, fi_write(t->ep[0], out, 1024, NULL, t->addr[1], 512, fi_mr_key(mr),
 				       NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t.cntr[0], MSGS + 1, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t->cntr[0], MSGS + 1, WAIT_MS), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 512, out, 1024), 0);
 	memset(in, 0, 4096);
-	KUNIT_ASSERT_EQ(test, fi_read(t.ep[0], in, 1024, NULL, t.addr[1], 512, fi_mr_key(mr),
+	KUNIT_ASSERT_EQ(test, fi_read(t->ep[0], in, 1024, NULL, t->addr[1], 512, fi_mr_key(mr),
 				      NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t.cntr[0], MSGS + 2, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(t->cntr[0], MSGS + 2, WAIT_MS), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(in, out, 1024), 0);
-	KUNIT_EXPECT_EQ(test, fi_cntr_read(t.cntr[1]), (u64)MSGS);
-	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(t.cntr[0]), 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(t->cntr[1]), (u64)MSGS);
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(t->cntr[0]), 0ULL);
 
-	KUNIT_ASSERT_EQ(test, fi_endpoint(t.domain, t.info, &ep, NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &t.cntr[1]->fid, FI_REMOTE_WRITE), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(t->domain, t->info, &ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &t->cntr[1]->fid, FI_REMOTE_WRITE), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /*
@@ -972,7 +972,7 @@ static void counters(struct kunit *test)
 static void idle_connections_bounded(struct kunit *test)
 {
 	enum { PEERS = 6, ROUNDS = 4 };
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
@@ -980,43 +980,43 @@ static void idle_connections_bounded(struct kunit *test)
 	u8 tx[64], rx[64];
 	int r, j;
 
-	net_open(test, &t, 1 + PEERS, FI_AV_MAP);
-	KUNIT_EXPECT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONN_CACHE,
+	net_open(test, t, 1 + PEERS, FI_AV_MAP);
+	KUNIT_EXPECT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONN_CACHE,
 					&conns, sizeof(conns)), -EINVAL);
-	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONN_CACHE,
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONN_CACHE,
 					&cache, sizeof(cache)), 0);
 	for (r = 0; r < ROUNDS; r++)
 		for (j = 1; j <= PEERS; j++) {
 			/* There, and back. */
 			fill_msg(tx, sizeof(tx), 0, r * PEERS + j);
-			KUNIT_ASSERT_EQ(test, fi_recv(t.ep[j], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC,
+			KUNIT_ASSERT_EQ(test, fi_recv(t->ep[j], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC,
 						      rx), 0);
-			KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[0], tx, sizeof(tx), NULL, t.addr[j],
+			KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[0], tx, sizeof(tx), NULL, t->addr[j],
 							tx), 0);
-			KUNIT_ASSERT_EQ(test, next(t.cq[j], &e, &src, &err), 1);
-			KUNIT_EXPECT_EQ(test, src, t.addr[0]);
+			KUNIT_ASSERT_EQ(test, next(t->cq[j], &e, &src, &err), 1);
+			KUNIT_EXPECT_EQ(test, src, t->addr[0]);
 			KUNIT_EXPECT_TRUE(test, check_msg(rx, sizeof(rx), 0, r * PEERS + j));
-			KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+			KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 			fill_msg(tx, sizeof(tx), j, r);
-			KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC,
+			KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], rx, sizeof(rx), NULL, FI_ADDR_UNSPEC,
 						      rx), 0);
-			KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[j], tx, sizeof(tx), NULL, t.addr[0],
+			KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[j], tx, sizeof(tx), NULL, t->addr[0],
 							tx), 0);
-			KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
-			KUNIT_EXPECT_EQ(test, src, t.addr[j]);
+			KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
+			KUNIT_EXPECT_EQ(test, src, t->addr[j]);
 			KUNIT_EXPECT_TRUE(test, check_msg(rx, sizeof(rx), j, r));
-			KUNIT_ASSERT_EQ(test, next(t.cq[j], &e, &src, &err), 1);
+			KUNIT_ASSERT_EQ(test, next(t->cq[j], &e, &src, &err), 1);
 		}
 	/* The handshakes of the last ones let go settle; then within bound. */
 	msleep(500);
-	KUNIT_ASSERT_EQ(test, fi_getopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONNS, &conns,
+	KUNIT_ASSERT_EQ(test, fi_getopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONNS, &conns,
 					&len), 0);
 	KUNIT_EXPECT_LE(test, conns, cache);
 	KUNIT_EXPECT_GE(test, conns, (size_t)1);
 	/* Nothing arrived twice. */
 	for (j = 0; j <= PEERS; j++)
-		KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[j], &e, 1), -FI_EAGAIN);
-	net_close(test, &t);
+		KUNIT_EXPECT_EQ(test, fi_cq_read(t->cq[j], &e, 1), -FI_EAGAIN);
+	net_close(test, t);
 }
 
 /* A raw MSG endpoint of @t's domain connecting to @name with @data. */
@@ -1077,7 +1077,7 @@ static u8 *claimed_name(struct kunit *test, const u8 *name, size_t len, bool els
  */
 static void spoofed_name_refused(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct side raw = {};
 	struct cm_event *ev = kunit_kzalloc(test, sizeof(*ev), GFP_KERNEL);
 	struct fi_eq_err_entry eqe = {};
@@ -1085,19 +1085,19 @@ static void spoofed_name_refused(struct kunit *test)
 	u8 *name = kunit_kzalloc(test, len, GFP_KERNEL);
 
 	KUNIT_ASSERT_TRUE(test, ev && name);
-	net_open(test, &t, 2, FI_AV_MAP);
-	KUNIT_ASSERT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), 0);
-	raw_connect(test, &t, &raw, name, claimed_name(test, name, len, true), 4 + len);
+	net_open(test, t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_getname(&t->ep[0]->fid, name, &len), 0);
+	raw_connect(test, t, &raw, name, claimed_name(test, name, len, true), 4 + len);
 	KUNIT_EXPECT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev), (ssize_t)-FI_EAVAIL);
 	KUNIT_EXPECT_EQ(test, fi_eq_readerr(raw.eq, &eqe, 0), (ssize_t)sizeof(eqe));
 	KUNIT_EXPECT_EQ(test, eqe.err, ECONNREFUSED);
 	side_close(test, &raw);
 	/* The same claim from this host is taken. */
-	raw_connect(test, &t, &raw, name, claimed_name(test, name, len, false), 4 + len);
+	raw_connect(test, t, &raw, name, claimed_name(test, name, len, false), 4 + len);
 	KUNIT_EXPECT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev), (ssize_t)sizeof(ev->entry));
 	side_close(test, &raw);
-	still_serves(test, &t, 7);
-	net_close(test, &t);
+	still_serves(test, t, 7);
+	net_close(test, t);
 }
 
 /*
@@ -1107,29 +1107,29 @@ static void spoofed_name_refused(struct kunit *test)
  */
 static void cancel_receive(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err = {};
 	fi_addr_t src;
 	u8 rx[2][64], msg[32];
 
-	net_open(test, &t, 2, FI_AV_MAP);
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rx[0], sizeof(rx[0]), NULL, FI_ADDR_UNSPEC, rx[0]), 0);
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rx[1], sizeof(rx[1]), NULL, FI_ADDR_UNSPEC, rx[1]), 0);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, rx[0]), 0);
-	KUNIT_EXPECT_EQ(test, next(t.cq[0], &e, &src, &err), (ssize_t)-FI_ECANCELED);
+	net_open(test, t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], rx[0], sizeof(rx[0]), NULL, FI_ADDR_UNSPEC, rx[0]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], rx[1], sizeof(rx[1]), NULL, FI_ADDR_UNSPEC, rx[1]), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t->ep[0]->fid, rx[0]), 0);
+	KUNIT_EXPECT_EQ(test, next(t->cq[0], &e, &src, &err), (ssize_t)-FI_ECANCELED);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)rx[0]);
 	KUNIT_EXPECT_TRUE(test, err.flags & FI_RECV);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, rx[0]), -FI_ENOENT);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t->ep[0]->fid, rx[0]), -FI_ENOENT);
 
 	fill_msg(msg, sizeof(msg), 1, 4);
-	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg, sizeof(msg), NULL, t.addr[0], NULL), 0);
-	KUNIT_ASSERT_EQ(test, next(t.cq[0], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[1], msg, sizeof(msg), NULL, t->addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[1]);
 	KUNIT_EXPECT_TRUE(test, check_msg(rx[1], sizeof(msg), 1, 4));
-	KUNIT_ASSERT_EQ(test, next(t.cq[1], &e, &src, &err), 1);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, rx[1]), -FI_ENOENT);
-	net_close(test, &t);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t->ep[0]->fid, rx[1]), -FI_ENOENT);
+	net_close(test, t);
 }
 
 /* Waits up to 5 s for endpoint 0 to have @want connections open. */
@@ -1179,41 +1179,41 @@ static void claim(struct kunit *test, struct net *t, struct side *raw, const u8 
 static void peer_records_reused(struct kunit *test)
 {
 	enum { RECORDS = 2, MORE = 6 };
-	struct net t;
+	struct net *t = test->priv;
 	struct side held[RECORDS] = {}, extra = {};
 	size_t v, len = 128;
 	u8 *name = kunit_kzalloc(test, len, GFP_KERNEL), *fake;
 	int i;
 
 	KUNIT_ASSERT_NOT_NULL(test, name);
-	net_open(test, &t, 2, FI_AV_MAP);
+	net_open(test, t, 2, FI_AV_MAP);
 	v = 0;
-	KUNIT_EXPECT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
+	KUNIT_EXPECT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
 					sizeof(v)), -EINVAL);
 	v = KOFI_RDM_PEERS_MAX + 1;
-	KUNIT_EXPECT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
+	KUNIT_EXPECT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
 					sizeof(v)), -EINVAL);
 	v = RECORDS;
-	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_PEERS, &v,
 					sizeof(v)), 0);
-	KUNIT_ASSERT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), 0);
+	KUNIT_ASSERT_EQ(test, fi_getname(&t->ep[0]->fid, name, &len), 0);
 	fake = claimed_name(test, name, len, false);
 
 	for (i = 0; i < RECORDS; i++)
-		claim(test, &t, &held[i], name, fake, len, 21000 + i, false);
-	claim(test, &t, &extra, name, fake, len, 21000 + RECORDS, true);
+		claim(test, t, &held[i], name, fake, len, 21000 + i, false);
+	claim(test, t, &extra, name, fake, len, 21000 + RECORDS, true);
 	side_close(test, &extra);
 	for (i = 0; i < RECORDS; i++)
 		side_close(test, &held[i]);
-	wait_conns(test, &t, 0);
+	wait_conns(test, t, 0);
 
 	for (i = 0; i < MORE; i++) {
-		claim(test, &t, &extra, name, fake, len, 21100 + i, false);
+		claim(test, t, &extra, name, fake, len, 21100 + i, false);
 		side_close(test, &extra);
-		wait_conns(test, &t, 0);
+		wait_conns(test, t, 0);
 	}
-	still_serves(test, &t, 9);
-	net_close(test, &t);
+	still_serves(test, t, 9);
+	net_close(test, t);
 }
 
 /*
@@ -1225,7 +1225,7 @@ static void peer_records_reused(struct kunit *test)
 static void held_connections_make_room(struct kunit *test)
 {
 	enum { HELD = 256 };
-	struct net t;
+	struct net *t = test->priv;
 	struct fid_ep **raw = kunit_kcalloc(test, HELD, sizeof(*raw), GFP_KERNEL);
 	struct fi_eq_attr eq_attr = { .size = 2 * HELD + 16 };
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 64 };
@@ -1243,19 +1243,19 @@ static void held_connections_make_room(struct kunit *test)
 	if (strcmp(prov, "sock"))
 		kunit_skip(test, "256 connections a side: kofi_sock only (minutes on soft RDMA under TCG)");
 	KUNIT_ASSERT_TRUE(test, raw && ev && name);
-	net_open(test, &t, 2, FI_AV_MAP);
-	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONN_CACHE,
+	net_open(test, t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, KOFI_OPT_RDM_CONN_CACHE,
 					&cache, sizeof(cache)), 0);
-	KUNIT_ASSERT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), 0);
+	KUNIT_ASSERT_EQ(test, fi_getname(&t->ep[0]->fid, name, &len), 0);
 	fake = claimed_name(test, name, len, false);
 	info = test_info(test, prov, node, NULL, 0);
-	KUNIT_ASSERT_EQ(test, fi_eq_open(t.fabric, &eq_attr, &eq, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_cq_open(t.domain, &cq_attr, &cq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_eq_open(t->fabric, &eq_attr, &eq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(t->domain, &cq_attr, &cq, NULL), 0);
 	/* Failures are EXPECTs: what was opened is closed whatever happens. */
 	for (opened = 0; opened < HELD; opened++) {
 		/* Each a peer of its own (its name's port), silent after. */
 		((struct sockaddr_in *)(fake + 4))->sin_port = htons(20000 + opened);
-		if (fi_endpoint(t.domain, info, &raw[opened], NULL)) {
+		if (fi_endpoint(t->domain, info, &raw[opened], NULL)) {
 			KUNIT_FAIL(test, "endpoint %d not opened", opened);
 			break;
 		}
@@ -1284,7 +1284,7 @@ static void held_connections_make_room(struct kunit *test)
 
 	if (connected == HELD) {
 		/* A new peer: room is made, its message arrives. */
-		still_serves(test, &t, 3);
+		still_serves(test, t, 3);
 		/* A held one was let go for it. */
 		while ((n = fi_eq_sread(eq, &event, ev, sizeof(*ev), 2000, 0)) != -FI_EAGAIN) {
 			if (n == -FI_EAVAIL)
@@ -1302,7 +1302,7 @@ static void held_connections_make_room(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_close(&cq->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&eq->fid), 0);
 	fi_freeinfo(info);
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /*
@@ -1313,7 +1313,7 @@ static void held_connections_make_room(struct kunit *test)
  */
 static void bad_peer(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct side raw = {};
 	struct cm_event *ev;
 	struct fi_eq_err_entry eqe = {};
@@ -1328,10 +1328,10 @@ static void bad_peer(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, bad);
 	KUNIT_ASSERT_NOT_NULL(test, ev);
 	KUNIT_ASSERT_NOT_NULL(test, name);
-	net_open(test, &t, 2, FI_AV_MAP);
-	KUNIT_ASSERT_EQ(test, fi_getname(&t.ep[0]->fid, name, &len), 0);
+	net_open(test, t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_EQ(test, fi_getname(&t->ep[0]->fid, name, &len), 0);
 
-	raw_connect(test, &t, &raw, name, "no tag", 6);
+	raw_connect(test, t, &raw, name, "no tag", 6);
 	KUNIT_EXPECT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev), (ssize_t)-FI_EAVAIL);
 	KUNIT_EXPECT_EQ(test, fi_eq_readerr(raw.eq, &eqe, 0), (ssize_t)sizeof(eqe));
 	KUNIT_EXPECT_EQ(test, eqe.err, ECONNREFUSED);
@@ -1340,7 +1340,7 @@ static void bad_peer(struct kunit *test)
 	/* A name of this host (the only kind the endpoint accepts). */
 	fake = claimed_name(test, name, len, false);
 	for (k = 0; k < 6; k++) {
-		raw_connect(test, &t, &raw, name, fake, 4 + len);
+		raw_connect(test, t, &raw, name, fake, 4 + len);
 		KUNIT_ASSERT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev),
 				(ssize_t)sizeof(ev->entry));
 		memset(bad, 0xd7, 20000);
@@ -1381,9 +1381,9 @@ static void bad_peer(struct kunit *test)
 				    (ssize_t)sizeof(ev->entry), "case %d: not dropped", k);
 		side_close(test, &raw);
 
-		still_serves(test, &t, k);
+		still_serves(test, t, k);
 	}
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /* Waits for @n send completions of endpoint @i: the messages reached the peer's buffers. */
@@ -1422,7 +1422,7 @@ static void expect_tagged(struct kunit *test, struct net *t, void *ctx, u64 flag
  */
 static void tagged_matching(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	u8 *a, *b, *c, *d, *e, *msg;
 	struct fi_cq_tagged_entry ce;
 	struct fi_cq_err_entry err = {};
@@ -1436,50 +1436,50 @@ static void tagged_matching(struct kunit *test)
 	c = b + n;
 	d = c + n;
 	e = d + n;
-	net_open_format(test, &t, 2, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], a, n, NULL, FI_ADDR_UNSPEC, 0x1200, 0xff, a), 0);
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], b, n, NULL, FI_ADDR_UNSPEC, 0x5000, 0, b), 0);
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], c, n, NULL, FI_ADDR_UNSPEC, c), 0);
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], e, n, NULL, FI_ADDR_UNSPEC, 0x9998, 0, e), 0);
+	net_open_format(test, t, 2, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], a, n, NULL, FI_ADDR_UNSPEC, 0x1200, 0xff, a), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], b, n, NULL, FI_ADDR_UNSPEC, 0x5000, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], c, n, NULL, FI_ADDR_UNSPEC, c), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], e, n, NULL, FI_ADDR_UNSPEC, 0x9998, 0, e), 0);
 
 	/* fi_tsend's buffer stays the consumer's until its completion. */
 	fill_msg(msg, 10, 1, 1);
-	KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[1], msg, 10, NULL, t.addr[0], 0x5000, msg), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t->ep[1], msg, 10, NULL, t->addr[0], 0x5000, msg), 0);
 	fill_msg(d, 20, 1, 2);
-	KUNIT_ASSERT_EQ(test, fi_tinjectdata(t.ep[1], d, 20, 0xdd, t.addr[0], 0x12ab), 0);
+	KUNIT_ASSERT_EQ(test, fi_tinjectdata(t->ep[1], d, 20, 0xdd, t->addr[0], 0x12ab), 0);
 	fill_msg(d, 30, 1, 3);
-	KUNIT_ASSERT_EQ(test, fi_inject(t.ep[1], d, 30, t.addr[0]), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(t->ep[1], d, 30, t->addr[0]), 0);
 	fill_msg(d, 40, 1, 4);
-	KUNIT_ASSERT_EQ(test, fi_tinject(t.ep[1], d, 40, t.addr[0], 0x9999), 0);
+	KUNIT_ASSERT_EQ(test, fi_tinject(t->ep[1], d, 40, t->addr[0], 0x9999), 0);
 	/* Only fi_tsend asked for a completion; it says it was tagged. */
-	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[1], &ce, &err), 1);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[1], &ce, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, ce.op_context, (void *)msg);
 	KUNIT_EXPECT_EQ(test, ce.flags, FI_TAGGED | FI_SEND);
 
 	/* In arrival order, each to the receive whose tag it matches. */
-	expect_tagged(test, &t, b, FI_TAGGED | FI_RECV, 10, 0x5000, 0, 1);
-	expect_tagged(test, &t, a, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 20, 0x12ab, 0xdd, 2);
-	expect_tagged(test, &t, c, FI_MSG | FI_RECV, 30, 0, 0, 3);
+	expect_tagged(test, t, b, FI_TAGGED | FI_RECV, 10, 0x5000, 0, 1);
+	expect_tagged(test, t, a, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 20, 0x12ab, 0xdd, 2);
+	expect_tagged(test, t, c, FI_MSG | FI_RECV, 30, 0, 0, 3);
 	/* 0x9999 is no 0x9998: it waits, and the next receive wanting it takes it. */
-	KUNIT_EXPECT_EQ(test, fi_cq_read(t.cq[0], &ce, 1), -FI_EAGAIN);
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], d, n, NULL, FI_ADDR_UNSPEC, 0x9990, 0xf, d), 0);
-	expect_tagged(test, &t, d, FI_TAGGED | FI_RECV, 40, 0x9999, 0, 4);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(t->cq[0], &ce, 1), -FI_EAGAIN);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], d, n, NULL, FI_ADDR_UNSPEC, 0x9990, 0xf, d), 0);
+	expect_tagged(test, t, d, FI_TAGGED | FI_RECV, 40, 0x9999, 0, 4);
 	/* The receive for 0x9998 is still posted: cancelled, it says its tag. */
-	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, e), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(t.cq[0], &ce, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t->ep[0]->fid, e), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t->cq[0], &ce, &err), (ssize_t)-FI_ECANCELED);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)e);
 	KUNIT_EXPECT_EQ(test, err.flags, FI_TAGGED | FI_RECV);
 	KUNIT_EXPECT_EQ(test, err.tag, 0x9998ULL);
 	/* An untagged receive does not take a tagged message. */
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], c, n, NULL, FI_ADDR_UNSPEC, c), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], c, n, NULL, FI_ADDR_UNSPEC, c), 0);
 	fill_msg(e, 50, 1, 5);
-	KUNIT_ASSERT_EQ(test, fi_tinject(t.ep[1], e, 50, t.addr[0], 7), 0);
+	KUNIT_ASSERT_EQ(test, fi_tinject(t->ep[1], e, 50, t->addr[0], 7), 0);
 	fill_msg(e, 60, 1, 6);
-	KUNIT_ASSERT_EQ(test, fi_inject(t.ep[1], e, 60, t.addr[0]), 0);
-	expect_tagged(test, &t, c, FI_MSG | FI_RECV, 60, 0, 0, 6);
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], a, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, a), 0);
-	expect_tagged(test, &t, a, FI_TAGGED | FI_RECV, 50, 7, 0, 5);
-	net_close(test, &t);
+	KUNIT_ASSERT_EQ(test, fi_inject(t->ep[1], e, 60, t->addr[0]), 0);
+	expect_tagged(test, t, c, FI_MSG | FI_RECV, 60, 0, 0, 6);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], a, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, a), 0);
+	expect_tagged(test, t, a, FI_TAGGED | FI_RECV, 50, 7, 0, 5);
+	net_close(test, t);
 }
 
 /*
@@ -1489,7 +1489,7 @@ static void tagged_matching(struct kunit *test)
  */
 static void tagged_unexpected(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	const size_t big = 40000;
 	u8 *msg, *small, *out;
 	struct page *page = alloc_pages(GFP_KERNEL, 4);
@@ -1506,42 +1506,42 @@ static void tagged_unexpected(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, msg);
 	KUNIT_ASSERT_NOT_NULL(test, small);
 	KUNIT_ASSERT_NOT_NULL(test, out);
-	net_open_format(test, &t, 3, FI_AV_TABLE, FI_CQ_FORMAT_TAGGED);
+	net_open_format(test, t, 3, FI_AV_TABLE, FI_CQ_FORMAT_TAGGED);
 	fill_msg(msg, 100, 1, 1);
-	KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[1], msg, 100, NULL, t.addr[0], 1, NULL), 0);
-	sends_done(test, &t, 1, 1);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t->ep[1], msg, 100, NULL, t->addr[0], 1, NULL), 0);
+	sends_done(test, t, 1, 1);
 	fill_msg(msg, big, 1, 2);
-	KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[1], msg, big, NULL, t.addr[0], 2, NULL), 0);
-	sends_done(test, &t, 1, 1);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t->ep[1], msg, big, NULL, t->addr[0], 2, NULL), 0);
+	sends_done(test, t, 1, 1);
 	fill_msg(msg, 100, 1, 3);
-	KUNIT_ASSERT_EQ(test, fi_tsenddata(t.ep[1], msg, 100, NULL, 33, t.addr[0], 3, NULL), 0);
-	sends_done(test, &t, 1, 1);
+	KUNIT_ASSERT_EQ(test, fi_tsenddata(t->ep[1], msg, 100, NULL, 33, t->addr[0], 3, NULL), 0);
+	sends_done(test, t, 1, 1);
 	/* The same tag from endpoint 2, which a receive directed at 1 skips. */
 	fill_msg(msg, 100, 2, 3);
-	KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[2], msg, 100, NULL, t.addr[0], 3, NULL), 0);
-	sends_done(test, &t, 2, 1);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t->ep[2], msg, 100, NULL, t->addr[0], 3, NULL), 0);
+	sends_done(test, t, 2, 1);
 
 	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ small, 200 }, .iov_count = 1,
-				    .addr = t.addr[1], .tag = 3, .context = small };
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, fi_cq_sreadfrom(t.cq[0], &e, 1, &src, NULL, WAIT_MS), 1);
+				    .addr = t->addr[1], .tag = 3, .context = small };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_sreadfrom(t->cq[0], &e, 1, &src, NULL, WAIT_MS), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)small);
 	KUNIT_EXPECT_EQ(test, e.tag, 3ULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)100);
 	KUNIT_EXPECT_EQ(test, e.data, 33ULL);
-	KUNIT_EXPECT_EQ(test, src, t.addr[1]);
+	KUNIT_EXPECT_EQ(test, src, t->addr[1]);
 	KUNIT_EXPECT_TRUE(test, check_msg(small, 100, 1, 3));
 
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], small, 200, NULL, FI_ADDR_UNSPEC, 1, 0, small), 0);
-	expect_tagged(test, &t, small, FI_TAGGED | FI_RECV, 100, 1, 0, 1);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], small, 200, NULL, FI_ADDR_UNSPEC, 1, 0, small), 0);
+	expect_tagged(test, t, small, FI_TAGGED | FI_RECV, 100, 1, 0, 1);
 
 	/* Into two runs of pages at odd offsets. */
 	bvec_set_page(&bv[0], page, 30001, 7);
 	bvec_set_page(&bv[1], page, big - 30001, 7 + 30001 + 99);
 	m = (struct fi_msg_tagged){ .msg_bvec = bv, .iov_count = 2, .addr = FI_ADDR_UNSPEC,
 				    .tag = 2, .context = out };
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)out);
 	KUNIT_EXPECT_EQ(test, e.len, big);
 	KUNIT_EXPECT_EQ(test, e.tag, 2ULL);
@@ -1550,11 +1550,11 @@ static void tagged_unexpected(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, check_msg(out, big, 1, 2));
 
 	/* Endpoint 2's is still there. */
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], small, 200, NULL, FI_ADDR_UNSPEC, 3, 0, small), 0);
-	KUNIT_ASSERT_EQ(test, fi_cq_sreadfrom(t.cq[0], &e, 1, &src, NULL, WAIT_MS), 1);
-	KUNIT_EXPECT_EQ(test, src, t.addr[2]);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], small, 200, NULL, FI_ADDR_UNSPEC, 3, 0, small), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_sreadfrom(t->cq[0], &e, 1, &src, NULL, WAIT_MS), 1);
+	KUNIT_EXPECT_EQ(test, src, t->addr[2]);
 	KUNIT_EXPECT_TRUE(test, check_msg(small, 100, 2, 3));
-	net_close(test, &t);
+	net_close(test, t);
 	__free_pages(page, 4);
 }
 
@@ -1579,7 +1579,7 @@ static void wait_arrived(struct kunit *test, struct net *t, u64 tag)
 /* fi_trecvmsg with FI_PEEK, FI_PEEK | FI_CLAIM, FI_CLAIM and FI_DISCARD. */
 static void tagged_peek_claim_discard(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	u8 *msg, *rx1, *rx2, *rx3;
 	int peek_ctx, claim_ctx, claim2_ctx, unknown_ctx;
 	struct fi_msg_tagged m = {};
@@ -1594,31 +1594,31 @@ static void tagged_peek_claim_discard(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, rx1);
 	rx2 = rx1 + n;
 	rx3 = rx2 + n;
-	net_open_format(test, &t, 2, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
+	net_open_format(test, t, 2, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
 	for (tag = 7; tag <= 11; tag++) {
 		fill_msg(msg, 10 + tag, 1, tag);
 		if (tag == 7)
-			KUNIT_ASSERT_EQ(test, fi_tsenddata(t.ep[1], msg, 10 + tag, NULL, 0x77,
-							   t.addr[0], tag, NULL), 0);
+			KUNIT_ASSERT_EQ(test, fi_tsenddata(t->ep[1], msg, 10 + tag, NULL, 0x77,
+							   t->addr[0], tag, NULL), 0);
 		else
-			KUNIT_ASSERT_EQ(test, fi_tsend(t.ep[1], msg, 10 + tag, NULL, t.addr[0],
+			KUNIT_ASSERT_EQ(test, fi_tsend(t->ep[1], msg, 10 + tag, NULL, t->addr[0],
 						       tag, NULL), 0);
-		sends_done(test, &t, 1, 1);
+		sends_done(test, t, 1, 1);
 	}
 	/* In order on one connection: 11 there, all there. */
-	wait_arrived(test, &t, 11);
+	wait_arrived(test, t, 11);
 	m.addr = FI_ADDR_UNSPEC;
 
 	/* Nothing tagged 6: FI_ENOMSG, with the peek's context. */
 	m.tag = 6;
 	m.context = &peek_ctx;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(t.cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t->cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)&peek_ctx);
 	/* Tagged 7: its length, tag and data, no bytes; it stays. */
 	m.tag = 7;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&peek_ctx);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)17);
@@ -1628,95 +1628,95 @@ static void tagged_peek_claim_discard(struct kunit *test)
 	/* Claim 8. */
 	m.tag = 8;
 	m.context = &claim_ctx;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_CLAIM), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)18);
 	/* One claim per context. */
 	m.tag = 9;
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_CLAIM), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK | FI_CLAIM), -EINVAL);
 	/* Receives for any tag take 7 then 9: 8 is claimed. */
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], rx1, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx1), 0);
-	expect_tagged(test, &t, rx1, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 17, 7, 0x77, 7);
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], rx2, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx2), 0);
-	expect_tagged(test, &t, rx2, FI_TAGGED | FI_RECV, 19, 9, 0, 9);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], rx1, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx1), 0);
+	expect_tagged(test, t, rx1, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 17, 7, 0x77, 7);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], rx2, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx2), 0);
+	expect_tagged(test, t, rx2, FI_TAGGED | FI_RECV, 19, 9, 0, 9);
 	/* The claim's receive gets 8, whatever tag it names. */
 	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ rx3, n }, .iov_count = 1,
 				    .addr = FI_ADDR_UNSPEC, .tag = 1234, .context = &claim_ctx };
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_CLAIM), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim_ctx);
 	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)18);
 	KUNIT_EXPECT_TRUE(test, check_msg(rx3, 18, 1, 8));
 	/* A claim nothing was claimed with. */
 	m.context = &unknown_ctx;
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_CLAIM), -FI_ENOMSG);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_CLAIM), -FI_ENOMSG);
 	/* Peek and drop 10: a peek finds it no more. */
 	m = (struct fi_msg_tagged){ .addr = FI_ADDR_UNSPEC, .tag = 10, .context = &peek_ctx };
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_DISCARD), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.tag, 10ULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)20);
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(t.cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t->cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
 	/* Claim 11, then drop it through its claim: a completion of no bytes. */
 	m.tag = 11;
 	m.context = &claim2_ctx;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_CLAIM), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_CLAIM | FI_DISCARD), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_CLAIM | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim2_ctx);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)0);
 	KUNIT_EXPECT_EQ(test, e.tag, 11ULL);
 	m.context = &peek_ctx;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(t.cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t->cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
 	/* The endpoint still works: nothing of the dropped ones is left. */
 	fill_msg(msg, 30, 1, 12);
-	KUNIT_ASSERT_EQ(test, fi_tinject(t.ep[1], msg, 30, t.addr[0], 12), 0);
-	KUNIT_ASSERT_EQ(test, fi_trecv(t.ep[0], rx1, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx1), 0);
-	expect_tagged(test, &t, rx1, FI_TAGGED | FI_RECV, 30, 12, 0, 12);
-	net_close(test, &t);
+	KUNIT_ASSERT_EQ(test, fi_tinject(t->ep[1], msg, 30, t->addr[0], 12), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], rx1, n, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx1), 0);
+	expect_tagged(test, t, rx1, FI_TAGGED | FI_RECV, 30, 12, 0, 12);
+	net_close(test, t);
 }
 
 /* What the tagged calls refuse. */
 static void tagged_bad_arguments(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	u8 buf[16] = {};
 	int ctx;
 	struct kvec iov = { buf, 8 };
 	struct fi_msg_tagged m = { .msg_iov = &iov, .iov_count = 1, .context = &ctx };
 
-	net_open_format(test, &t, 1, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
-	m.addr = t.addr[0];
-	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t.ep[0], NULL, 0), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], NULL, 0), -EINVAL);
+	net_open_format(test, t, 1, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
+	m.addr = t->addr[0];
+	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t->ep[0], NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t->ep[0], NULL, 0), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_tsendmsg(NULL, &m, 0), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_trecvmsg(NULL, &m, 0), -EINVAL);
 	/* Receive flags on a send, and the reverse. */
-	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t.ep[0], &m, FI_PEEK), -FI_EBADFLAGS);
-	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t.ep[0], &m, FI_CLAIM), -FI_EBADFLAGS);
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_INJECT), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t->ep[0], &m, FI_PEEK), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_tsendmsg(t->ep[0], &m, FI_CLAIM), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_INJECT), -FI_EBADFLAGS);
 	/* A discard of what was neither peeked at nor claimed. */
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_DISCARD), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_DISCARD), -FI_EBADFLAGS);
 	/* A claim needs its context. */
 	m.context = NULL;
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_PEEK | FI_CLAIM), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t.ep[0], &m, FI_CLAIM), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK | FI_CLAIM), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_CLAIM), -EINVAL);
 	/* Addresses not in the AV; buffers that are not there. */
-	KUNIT_EXPECT_EQ(test, fi_tsend(t.ep[0], buf, 8, NULL, 42, 1, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_trecv(t.ep[0], NULL, 8, NULL, FI_ADDR_UNSPEC, 1, 0, NULL),
+	KUNIT_EXPECT_EQ(test, fi_tsend(t->ep[0], buf, 8, NULL, 42, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecv(t->ep[0], NULL, 8, NULL, FI_ADDR_UNSPEC, 1, 0, NULL),
 			-EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_tsendv(t.ep[0], NULL, NULL, 1, t.addr[0], 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_tsendv(t->ep[0], NULL, NULL, 1, t->addr[0], 1, NULL), -EINVAL);
 	/* Beyond the inject size and the iov limit. */
-	KUNIT_EXPECT_EQ(test, fi_tinject(t.ep[0], buf, t.info->tx_attr->inject_size + 1,
-					 t.addr[0], 1), -FI_EMSGSIZE);
-	KUNIT_EXPECT_EQ(test, fi_trecvv(t.ep[0], &iov, NULL, t.info->rx_attr->iov_limit + 1,
+	KUNIT_EXPECT_EQ(test, fi_tinject(t->ep[0], buf, t->info->tx_attr->inject_size + 1,
+					 t->addr[0], 1), -FI_EMSGSIZE);
+	KUNIT_EXPECT_EQ(test, fi_trecvv(t->ep[0], &iov, NULL, t->info->rx_attr->iov_limit + 1,
 					FI_ADDR_UNSPEC, 1, 0, NULL), -EINVAL);
-	net_close(test, &t);
+	net_close(test, t);
 }
 
 /* The next completion of @cq as a data entry, its source aside. */
@@ -1736,7 +1736,7 @@ static ssize_t next_entry(struct fid_cq *cq, struct fi_cq_data_entry *e,
  */
 static void multi_recv(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err = {};
 	const size_t sizes[4] = { 300, 200, 250, 180 }, at[4] = { 0, 304, 504, 760 };
@@ -1752,34 +1752,34 @@ static void multi_recv(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, buf);
 	KUNIT_ASSERT_NOT_NULL(test, msg);
 	KUNIT_ASSERT_NOT_NULL(test, rest);
-	net_open(test, &t, 2, FI_AV_MAP);
-	KUNIT_ASSERT_TRUE(test, t.info->caps & FI_MULTI_RECV);
-	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+	net_open(test, t, 2, FI_AV_MAP);
+	KUNIT_ASSERT_TRUE(test, t->info->caps & FI_MULTI_RECV);
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
 					sizeof(min)), 0);
 	min = 0;
-	KUNIT_ASSERT_EQ(test, fi_getopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+	KUNIT_ASSERT_EQ(test, fi_getopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
 					&len), 0);
 	KUNIT_EXPECT_EQ(test, min, (size_t)100);
-	KUNIT_EXPECT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+	KUNIT_EXPECT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
 					1), -EINVAL);
 
 	/* The first two arrive before the buffer is posted, the rest after. */
 	for (k = 0; k < 2; k++) {
 		fill_msg(msg + k * 1024, sizes[k], 1, k);
-		KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg + k * 1024, sizes[k], NULL, t.addr[0],
+		KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[1], msg + k * 1024, sizes[k], NULL, t->addr[0],
 						NULL), 0);
-		KUNIT_ASSERT_EQ(test, next_entry(t.cq[1], &e, &err), 1);
+		KUNIT_ASSERT_EQ(test, next_entry(t->cq[1], &e, &err), 1);
 	}
 	m = (struct fi_msg){ .msg_iov = &(struct kvec){ buf, 1000 }, .iov_count = 1,
 			     .addr = FI_ADDR_UNSPEC, .context = &ctx };
-	KUNIT_ASSERT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_MULTI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t->ep[0], &m, FI_MULTI_RECV), 0);
 	for (k = 2; k < 4; k++) {
 		fill_msg(msg + k * 1024, sizes[k], 1, k);
-		KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg + k * 1024, sizes[k], NULL, t.addr[0],
+		KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[1], msg + k * 1024, sizes[k], NULL, t->addr[0],
 						NULL), 0);
 	}
 	for (k = 0; k < 4; k++) {
-		KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+		KUNIT_ASSERT_EQ(test, next_entry(t->cq[0], &e, &err), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&ctx);
 		KUNIT_EXPECT_EQ(test, e.flags, FI_MSG | FI_RECV);
 		KUNIT_EXPECT_EQ(test, e.len, sizes[k]);
@@ -1787,46 +1787,46 @@ static void multi_recv(struct kunit *test)
 		KUNIT_EXPECT_TRUE_MSG(test, check_msg(buf + at[k], sizes[k], 1, k), "message %d", k);
 	}
 	/* 56 bytes left, below 100: released. */
-	KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, next_entry(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&ctx);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_MULTI_RECV);
 	for (k = 0; k < 2; k++)
-		KUNIT_ASSERT_EQ(test, next_entry(t.cq[1], &e, &err), 1);
+		KUNIT_ASSERT_EQ(test, next_entry(t->cq[1], &e, &err), 1);
 	/* The next message waits for a receive of its own. */
 	fill_msg(msg, 50, 1, 9);
-	KUNIT_ASSERT_EQ(test, fi_inject(t.ep[1], msg, 50, t.addr[0]), 0);
-	KUNIT_ASSERT_EQ(test, fi_recv(t.ep[0], rest, 1024, NULL, FI_ADDR_UNSPEC, rest), 0);
-	KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_inject(t->ep[1], msg, 50, t->addr[0]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], rest, 1024, NULL, FI_ADDR_UNSPEC, rest), 0);
+	KUNIT_ASSERT_EQ(test, next_entry(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rest);
 	KUNIT_EXPECT_TRUE(test, check_msg(rest, 50, 1, 9));
 
 	/* Minimum 10: 900 bytes, then 300 of which 96 fit: truncated, and released. */
 	min = 10;
-	KUNIT_ASSERT_EQ(test, fi_setopt(&t.ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
+	KUNIT_ASSERT_EQ(test, fi_setopt(&t->ep[0]->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
 					sizeof(min)), 0);
 	memset(buf, 0, 1000);
-	KUNIT_ASSERT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_MULTI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t->ep[0], &m, FI_MULTI_RECV), 0);
 	fill_msg(msg, 900, 1, 10);
-	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg, 900, NULL, t.addr[0], NULL), 0);
-	KUNIT_ASSERT_EQ(test, next_entry(t.cq[1], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[1], msg, 900, NULL, t->addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next_entry(t->cq[1], &e, &err), 1);
 	fill_msg(msg, 300, 1, 11);
-	KUNIT_ASSERT_EQ(test, fi_sendto(t.ep[1], msg, 300, NULL, t.addr[0], NULL), 0);
-	KUNIT_ASSERT_EQ(test, next_entry(t.cq[1], &e, &err), 1);
-	KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[1], msg, 300, NULL, t->addr[0], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next_entry(t->cq[1], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, next_entry(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)900);
 	KUNIT_EXPECT_TRUE(test, check_msg(buf, 900, 1, 10));
-	KUNIT_EXPECT_EQ(test, next_entry(t.cq[0], &e, &err), (ssize_t)-FI_ETRUNC);
+	KUNIT_EXPECT_EQ(test, next_entry(t->cq[0], &e, &err), (ssize_t)-FI_ETRUNC);
 	KUNIT_EXPECT_PTR_EQ(test, err.buf, (void *)(buf + 904));
 	KUNIT_EXPECT_EQ(test, err.len, (size_t)96);
 	KUNIT_EXPECT_EQ(test, err.olen, (size_t)204);
 	KUNIT_EXPECT_TRUE(test, check_msg(buf + 904, 96, 1, 11));
-	KUNIT_ASSERT_EQ(test, next_entry(t.cq[0], &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, next_entry(t->cq[0], &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_MULTI_RECV);
 
 	/* Cancelled while nothing is in it: released with FI_ECANCELED. */
-	KUNIT_ASSERT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_MULTI_RECV), 0);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&t.ep[0]->fid, &ctx), 0);
-	KUNIT_EXPECT_EQ(test, next_entry(t.cq[0], &e, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t->ep[0], &m, FI_MULTI_RECV), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&t->ep[0]->fid, &ctx), 0);
+	KUNIT_EXPECT_EQ(test, next_entry(t->cq[0], &e, &err), (ssize_t)-FI_ECANCELED);
 	KUNIT_EXPECT_EQ(test, err.flags & FI_MULTI_RECV, FI_MULTI_RECV);
 
 	/* One kvec only; MSG-only flags stay refused. */
@@ -1834,9 +1834,9 @@ static void multi_recv(struct kunit *test)
 	two[1] = (struct kvec){ buf + 500, 500 };
 	m.msg_iov = two;
 	m.iov_count = 2;
-	KUNIT_EXPECT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_MULTI_RECV), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_recvmsg(t.ep[0], &m, FI_PEEK), -FI_EBADFLAGS);
-	net_close(test, &t);
+	KUNIT_EXPECT_EQ(test, fi_recvmsg(t->ep[0], &m, FI_MULTI_RECV), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_recvmsg(t->ep[0], &m, FI_PEEK), -FI_EBADFLAGS);
+	net_close(test, t);
 }
 
 /* Waits for endpoint @i's next completion: 1, or an error entry as -err. */
@@ -1856,7 +1856,7 @@ static ssize_t done_on(struct net *t, int i, struct fi_cq_data_entry *e,
  */
 static void atomics(struct kunit *test)
 {
-	struct net t;
+	struct net *t = test->priv;
 	struct fid_mr *mr;
 	struct fi_atomic_attr attr = {};
 	struct fi_cq_data_entry e;
@@ -1871,38 +1871,38 @@ static void atomics(struct kunit *test)
 	/* Not the test's to free: a failed assertion leaves it registered. */
 	region = kzalloc(16 * sizeof(u64), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, region);
-	net_open(test, &t, 3, FI_AV_MAP);
-	KUNIT_ASSERT_TRUE(test, t.info->caps & FI_ATOMIC);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(t.domain, region, 16 * sizeof(u64),
+	net_open(test, t, 3, FI_AV_MAP);
+	KUNIT_ASSERT_TRUE(test, t->info->caps & FI_ATOMIC);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(t->domain, region, 16 * sizeof(u64),
 					FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
 
 	/* What is served. */
-	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_SUM, &attr, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t->domain, FI_UINT64, FI_SUM, &attr, 0), 0);
 	KUNIT_EXPECT_GE(test, attr.count, (size_t)2);
 	KUNIT_EXPECT_EQ(test, attr.size, (size_t)8);
-	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_INT32, FI_SUM, &attr, 0),
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t->domain, FI_INT32, FI_SUM, &attr, 0),
 			-FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_CSWAP, &attr, 0),
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t->domain, FI_UINT64, FI_CSWAP, &attr, 0),
 			-FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_CSWAP, &attr,
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t->domain, FI_UINT64, FI_CSWAP, &attr,
 					      FI_COMPARE_ATOMIC), 0);
-	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_SUM, &attr, FI_SEND),
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t->domain, FI_UINT64, FI_SUM, &attr, FI_SEND),
 			-FI_EBADFLAGS);
-	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t.ep[1], FI_UINT64, FI_SUM, &count), 0);
+	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t->ep[1], FI_UINT64, FI_SUM, &count), 0);
 	KUNIT_EXPECT_EQ(test, count, attr.count);
-	KUNIT_EXPECT_EQ(test, fi_compare_atomicvalid(t.ep[1], FI_INT64, FI_MSWAP, &count), 0);
-	KUNIT_EXPECT_EQ(test, fi_fetch_atomicvalid(t.ep[1], FI_DOUBLE, FI_SUM, &count),
+	KUNIT_EXPECT_EQ(test, fi_compare_atomicvalid(t->ep[1], FI_INT64, FI_MSWAP, &count), 0);
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomicvalid(t->ep[1], FI_DOUBLE, FI_SUM, &count),
 			-FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t.ep[1], FI_UINT64, FI_ATOMIC_READ, &count),
+	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t->ep[1], FI_UINT64, FI_ATOMIC_READ, &count),
 			-FI_EOPNOTSUPP);
 
 	/* Sum. */
 	region[0] = 10;
 	operand[0] = 5;
-	KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key, FI_UINT64,
+	KUNIT_ASSERT_EQ(test, fi_atomic(t->ep[1], operand, 1, NULL, t->addr[0], 0, key, FI_UINT64,
 					FI_SUM, &ctx), 0);
-	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&ctx);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_ATOMIC | FI_WRITE);
 	KUNIT_EXPECT_EQ(test, region[0], 15ULL);
@@ -1911,34 +1911,34 @@ static void atomics(struct kunit *test)
 	region[2] = 7;
 	operand[0] = (u64)-5;
 	operand[1] = 9;
-	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t.ep[1], operand, 2, NULL, result, NULL, t.addr[0],
+	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t->ep[1], operand, 2, NULL, result, NULL, t->addr[0],
 					      8, key, FI_INT64, FI_MIN, &ctx), 0);
-	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_ATOMIC | FI_READ);
 	KUNIT_EXPECT_EQ(test, result[0], (u64)-3);
 	KUNIT_EXPECT_EQ(test, result[1], 7ULL);
 	KUNIT_EXPECT_EQ(test, region[1], (u64)-5);
 	KUNIT_EXPECT_EQ(test, region[2], 7ULL);
 	/* A read takes no operands. */
-	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t.ep[1], NULL, 1, NULL, result, NULL, t.addr[0], 0,
+	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t->ep[1], NULL, 1, NULL, result, NULL, t->addr[0], 0,
 					      key, FI_UINT64, FI_ATOMIC_READ, NULL), 0);
-	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, result[0], 15ULL);
 	/* Compare and swap, hit then miss. */
 	region[3] = 100;
 	operand[0] = 200;
 	compare[0] = 100;
-	KUNIT_ASSERT_EQ(test, fi_compare_atomic(t.ep[1], operand, 1, NULL, compare, NULL, result,
-						NULL, t.addr[0], 24, key, FI_UINT64, FI_CSWAP,
+	KUNIT_ASSERT_EQ(test, fi_compare_atomic(t->ep[1], operand, 1, NULL, compare, NULL, result,
+						NULL, t->addr[0], 24, key, FI_UINT64, FI_CSWAP,
 						NULL), 0);
-	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, result[0], 100ULL);
 	KUNIT_EXPECT_EQ(test, region[3], 200ULL);
 	operand[0] = 300;
-	KUNIT_ASSERT_EQ(test, fi_compare_atomic(t.ep[1], operand, 1, NULL, compare, NULL, result,
-						NULL, t.addr[0], 24, key, FI_UINT64, FI_CSWAP,
+	KUNIT_ASSERT_EQ(test, fi_compare_atomic(t->ep[1], operand, 1, NULL, compare, NULL, result,
+						NULL, t->addr[0], 24, key, FI_UINT64, FI_CSWAP,
 						NULL), 0);
-	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, result[0], 200ULL);
 	KUNIT_EXPECT_EQ(test, region[3], 200ULL);
 	/* Masked swap through fi_compare_atomicmsg. */
@@ -1948,74 +1948,74 @@ static void atomics(struct kunit *test)
 	ioc = (struct fi_ioc){ operand, 1 };
 	res = (struct fi_ioc){ result, 1 };
 	rma = (struct fi_rma_ioc){ 32, 1, key };
-	msg = (struct fi_msg_atomic){ .msg_iov = &ioc, .iov_count = 1, .addr = t.addr[0],
+	msg = (struct fi_msg_atomic){ .msg_iov = &ioc, .iov_count = 1, .addr = t->addr[0],
 				      .rma_iov = &rma, .rma_iov_count = 1, .datatype = FI_UINT64,
 				      .op = FI_MSWAP, .context = &ctx };
-	KUNIT_ASSERT_EQ(test, fi_compare_atomicmsg(t.ep[1], &msg, &(struct fi_ioc){ compare, 1 },
+	KUNIT_ASSERT_EQ(test, fi_compare_atomicmsg(t->ep[1], &msg, &(struct fi_ioc){ compare, 1 },
 						   NULL, 1, &res, NULL, 1, FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, result[0], 0xff00ULL);
 	KUNIT_EXPECT_EQ(test, region[4], 0xfff0ULL);
 	/* An inject, then a read after it (in order to one peer) sees it. */
 	operand[0] = 0xf0f0;
-	KUNIT_ASSERT_EQ(test, fi_inject_atomic(t.ep[1], operand, 1, t.addr[0], 40, key, FI_UINT64,
+	KUNIT_ASSERT_EQ(test, fi_inject_atomic(t->ep[1], operand, 1, t->addr[0], 40, key, FI_UINT64,
 					       FI_BXOR), 0);
 	operand[0] = 0;
-	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t.ep[1], NULL, 1, NULL, result, NULL, t.addr[0], 40,
+	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t->ep[1], NULL, 1, NULL, result, NULL, t->addr[0], 40,
 					      key, FI_UINT64, FI_ATOMIC_READ, NULL), 0);
-	KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, result[0], 0xf0f0ULL);
 
 	/* The target refuses a key it does not have and a range past the region. */
-	KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key + 1,
+	KUNIT_ASSERT_EQ(test, fi_atomic(t->ep[1], operand, 1, NULL, t->addr[0], 0, key + 1,
 					FI_UINT64, FI_SUM, &ctx), 0);
-	KUNIT_EXPECT_EQ(test, done_on(&t, 1, &e, &err), (ssize_t)-FI_ENOKEY);
+	KUNIT_EXPECT_EQ(test, done_on(t, 1, &e, &err), (ssize_t)-FI_ENOKEY);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)&ctx);
-	KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[1], operand, 2, NULL, t.addr[0], 15 * 8, key,
+	KUNIT_ASSERT_EQ(test, fi_atomic(t->ep[1], operand, 2, NULL, t->addr[0], 15 * 8, key,
 					FI_UINT64, FI_SUM, &ctx), 0);
-	KUNIT_EXPECT_EQ(test, done_on(&t, 1, &e, &err), (ssize_t)-EINVAL);
+	KUNIT_EXPECT_EQ(test, done_on(t, 1, &e, &err), (ssize_t)-EINVAL);
 
 	/* Two endpoints adding at once. */
 	region[6] = 0;
 	operand[0] = 1;
 	for (k = 0; k < 50; k++) {
-		KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 48, key,
+		KUNIT_ASSERT_EQ(test, fi_atomic(t->ep[1], operand, 1, NULL, t->addr[0], 48, key,
 						FI_UINT64, FI_SUM, NULL), 0);
-		KUNIT_ASSERT_EQ(test, fi_atomic(t.ep[2], operand, 1, NULL, t.addr[0], 48, key,
+		KUNIT_ASSERT_EQ(test, fi_atomic(t->ep[2], operand, 1, NULL, t->addr[0], 48, key,
 						FI_UINT64, FI_SUM, NULL), 0);
 	}
 	for (k = 0; k < 50; k++) {
-		KUNIT_ASSERT_EQ(test, done_on(&t, 1, &e, &err), 1);
-		KUNIT_ASSERT_EQ(test, done_on(&t, 2, &e, &err), 1);
+		KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
+		KUNIT_ASSERT_EQ(test, done_on(t, 2, &e, &err), 1);
 	}
 	KUNIT_EXPECT_EQ(test, region[6], 100ULL);
 
 	/* What the calls refuse. */
-	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 0, NULL, t.addr[0], 0, key, FI_UINT64,
+	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], operand, 0, NULL, t->addr[0], 0, key, FI_UINT64,
 					FI_SUM, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key, FI_INT32,
+	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], operand, 1, NULL, t->addr[0], 0, key, FI_INT32,
 					FI_SUM, NULL), -FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key, 99,
+	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], operand, 1, NULL, t->addr[0], 0, key, 99,
 					FI_SUM, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, t.addr[0], 0, key, FI_UINT64,
+	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], operand, 1, NULL, t->addr[0], 0, key, FI_UINT64,
 					FI_CSWAP, NULL), -FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], NULL, 1, NULL, t.addr[0], 0, key, FI_UINT64,
+	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], NULL, 1, NULL, t->addr[0], 0, key, FI_UINT64,
 					FI_SUM, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_atomic(t.ep[1], operand, 1, NULL, 42, 0, key, FI_UINT64, FI_SUM,
+	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], operand, 1, NULL, 42, 0, key, FI_UINT64, FI_SUM,
 					NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_fetch_atomic(t.ep[1], operand, 1, NULL, NULL, NULL, t.addr[0], 0,
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomic(t->ep[1], operand, 1, NULL, NULL, NULL, t->addr[0], 0,
 					      key, FI_UINT64, FI_SUM, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_fetch_atomicmsg(t.ep[1], &msg, &res, NULL, 1, FI_INJECT),
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomicmsg(t->ep[1], &msg, &res, NULL, 1, FI_INJECT),
 			-FI_EBADFLAGS);
-	KUNIT_EXPECT_EQ(test, fi_fetch_atomicmsg(t.ep[1], &msg, &res, NULL, 0, 0), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_atomicmsg(t.ep[1], NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomicmsg(t->ep[1], &msg, &res, NULL, 0, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomicmsg(t->ep[1], NULL, 0), -EINVAL);
 	rma.count = 2;
 	msg.op = FI_SUM;
-	KUNIT_EXPECT_EQ(test, fi_atomicmsg(t.ep[1], &msg, 0), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t.ep[1], FI_UINT64, FI_SUM, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_query_atomic(t.domain, FI_UINT64, FI_SUM, NULL, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomicmsg(t->ep[1], &msg, 0), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomicvalid(t->ep[1], FI_UINT64, FI_SUM, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_query_atomic(t->domain, FI_UINT64, FI_SUM, NULL, 0), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	net_close(test, &t);
+	net_close(test, t);
 	kfree(region);
 }
 
@@ -2048,16 +2048,32 @@ static struct kunit_case rdm_cases[] = {
 	{}
 };
 
+/*
+ * Each case's net lives on the heap, not the case's stack: a case that fails
+ * an assertion ends its thread there, and the exit closes what it left open,
+ * so one failure does not keep the providers in use for the cases and
+ * suites after it.
+ */
 static int rdm_case_init(struct kunit *test)
 {
 	if (strncmp(test->name, only, strlen(only)))
 		kunit_skip(test, "not selected by only=%s", only);
-	return 0;
+	test->priv = kunit_kzalloc(test, sizeof(struct net), GFP_KERNEL);
+	return test->priv ? 0 : -ENOMEM;
+}
+
+static void rdm_case_exit(struct kunit *test)
+{
+	struct net *t = test->priv;
+
+	if (t && t->info)
+		net_close(test, t);
 }
 
 static struct kunit_suite rdm_suite = {
 	.name = "rdm",
 	.init = rdm_case_init,
+	.exit = rdm_case_exit,
 	.test_cases = rdm_cases,
 };
 kunit_test_suite(rdm_suite);
