@@ -174,12 +174,12 @@ fn one(
         data: 0,
     };
     let (c, cn) = if kind == Kind::Compare {
-        (&cmp as *const _, 1)
+        (ptr::from_ref(&cmp), 1)
     } else {
         (ptr::null(), 0)
     };
     let (r, rn) = if kind != Kind::Plain {
-        (&res as *const abi::fi_ioc as *mut abi::fi_ioc, 1)
+        (ptr::from_ref(&res).cast_mut(), 1)
     } else {
         (ptr::null_mut(), 0)
     };

@@ -6,6 +6,7 @@
 
 use crate::abi;
 use crate::cntr::{self, Cntr};
+use crate::compat::CStrBytes;
 use crate::errno::{self, to_c};
 use crate::flags::*;
 use crate::info_match;
@@ -104,8 +105,8 @@ fn check_info<'a>(info: *const abi::fi_info, fabric: &Fabric) -> Result<&'a abi:
         // SAFETY: A NUL-terminated string (ABI).
         let name = unsafe { CStr::from_char_ptr(prov) };
         if !name
-            .as_bytes()
-            .eq_ignore_ascii_case(fabric.provider().name.as_bytes())
+            .cstr_bytes()
+            .eq_ignore_ascii_case(fabric.provider().name.cstr_bytes())
         {
             return Err(EINVAL);
         }

@@ -5,6 +5,7 @@
 //! (negative: forever).
 
 use crate::abi;
+use crate::compat::CStrBytes;
 use crate::errno::{self, to_c, to_c_ssize};
 use crate::flags::FI_PEEK;
 use crate::object::{lookup, Object};
@@ -250,7 +251,7 @@ fn prov_strerror(prov_errno: c_int, buf: *mut c_char, len: usize) -> *const c_ch
     if buf.is_null() || len == 0 {
         return text.as_char_ptr();
     }
-    let bytes = text.as_bytes();
+    let bytes = text.cstr_bytes();
     let n = bytes.len().min(len - 1);
     // SAFETY: The consumer's buffer holds `len` bytes (ABI), and `n < len`.
     unsafe {

@@ -7,11 +7,14 @@
 
 use crate::abi;
 use crate::addr::Name;
+use crate::compat::CStrBytes;
 use crate::errno::{self, to_c};
 use crate::flags::FI_ADDR_NOTAVAIL;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
 use crate::object::{arc_of, fid_head, lookup, publish, Domain, Object, Users};
-use crate::vec::VecExt;
+// `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
+#[allow(unused_imports)]
+use crate::compat::VecExt;
 use kernel::alloc::KVVec;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
@@ -365,7 +368,7 @@ pub(crate) extern "C" fn fi_av_insertsvc(
         }
         // SAFETY: A NUL-terminated string (ABI).
         let svc = unsafe { CStr::from_char_ptr(service) };
-        let port = core::str::from_utf8(svc.as_bytes())
+        let port = core::str::from_utf8(svc.cstr_bytes())
             .ok()
             .and_then(|s| s.parse::<u16>().ok())
             .ok_or(EINVAL)?;
@@ -380,7 +383,7 @@ pub(crate) extern "C" fn fi_av_insertsvc(
     match result {
         Ok(ss) => fi_av_insert(
             av,
-            (&ss as *const abi::__kernel_sockaddr_storage).cast(),
+            core::ptr::from_ref(&ss).cast(),
             1,
             fi_addr,
             flags,
@@ -481,7 +484,7 @@ pub(crate) extern "C" fn fi_av_straddr(
         unsafe {
             core::ptr::copy_nonoverlapping(
                 name.as_bytes().as_ptr(),
-                (&mut ss as *mut abi::__kernel_sockaddr_storage).cast::<u8>(),
+                core::ptr::from_mut(&mut ss).cast::<u8>(),
                 name.as_bytes().len().min(NAME_MAX),
             )
         };

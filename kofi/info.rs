@@ -8,6 +8,7 @@
 //! and a connection request `handle`, of which it holds a reference.
 
 use crate::abi;
+use crate::compat::CStrBytes;
 use crate::errno::{self, to_c};
 use crate::flags;
 use crate::info_match::{self, InfoView};
@@ -221,7 +222,7 @@ unsafe fn bytes<'a>(s: *const c_char) -> Option<&'a [u8]> {
         None
     } else {
         // SAFETY: The caller guarantees `s` is a valid string.
-        Some(unsafe { CStr::from_char_ptr(s) }.as_bytes())
+        Some(unsafe { CStr::from_char_ptr(s) }.cstr_bytes())
     }
 }
 
@@ -596,7 +597,7 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
         let tx = &mut *t.tx_attr;
         tx.iov_limit = tx.iov_limit.saturating_sub(1).max(1);
         tx.inject_size = tx.inject_size.min(crate::rdm::SEG);
-        tx.msg_order = abi::FI_ORDER_SAS as u64;
+        tx.msg_order = u64::from(abi::FI_ORDER_SAS);
         // Sends alone are ordered: no RMA data order either.
         ep.max_order_raw_size = 0;
         ep.max_order_war_size = 0;
@@ -604,7 +605,7 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
         // What an RDM operation refuses (rdm/tx.rs) is no default either.
         tx.op_flags &=
             !(flags::FI_TRANSMIT_COMPLETE | flags::FI_DELIVERY_COMPLETE | flags::FI_FENCE);
-        (*t.rx_attr).msg_order = abi::FI_ORDER_SAS as u64;
+        (*t.rx_attr).msg_order = u64::from(abi::FI_ORDER_SAS);
         let d = &mut *t.domain_attr;
         // Regions cannot be bound to an RDM endpoint (see mr.rs).
         d.mr_mode &= !(abi::FI_MR_ENDPOINT as c_int);
@@ -712,7 +713,7 @@ fn provider_infos(
             // SAFETY: `info` is well formed; the provider name is set below
             // only after the match, so compare with the registered name.
             let mut offer = unsafe { view(info) };
-            offer.prov_name = Some(provider.name.as_bytes());
+            offer.prov_name = Some(provider.name.cstr_bytes());
             // SAFETY: `hints` is valid when non-null (ABI).
             match unsafe { hints.as_ref() } {
                 None => true,
@@ -816,7 +817,7 @@ impl HintedNode {
         unsafe {
             ptr::copy_nonoverlapping(
                 name.as_bytes().as_ptr(),
-                (&mut ss as *mut abi::__kernel_sockaddr_storage).cast::<u8>(),
+                ptr::from_mut(&mut ss).cast::<u8>(),
                 len,
             )
         };

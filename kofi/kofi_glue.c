@@ -82,6 +82,16 @@ void kofi_bh_unlock(spinlock_t *lock)
 	spin_unlock_bh(lock);
 }
 
+bool kofi_bh_trylock(spinlock_t *lock)
+{
+	return spin_trylock_bh(lock);
+}
+
+void kofi_bh_assert_held(spinlock_t *lock)
+{
+	lockdep_assert_held(lock);
+}
+
 u64 kofi_random_u64(void)
 {
 	return get_random_u64();

@@ -22,6 +22,8 @@ void kofi_module_put(struct module *module);
 void kofi_bh_lock_init(spinlock_t *lock, const char *name, struct lock_class_key *key);
 void kofi_bh_lock(spinlock_t *lock);
 void kofi_bh_unlock(spinlock_t *lock);
+bool kofi_bh_trylock(spinlock_t *lock);
+void kofi_bh_assert_held(spinlock_t *lock);
 
 u64 kofi_random_u64(void);
 void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bvec,

@@ -37,8 +37,6 @@ mod registry;
 mod report;
 #[path = "../include/kofi/rust/ring.rs"]
 mod ring;
-#[path = "../include/kofi/rust/vec.rs"]
-mod vec;
 
 module! {
     type: Kofi,

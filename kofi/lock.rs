@@ -5,7 +5,11 @@
 //! Providers report completions from softirq (socket callbacks, RDMA CQ
 //! polling) while consumers read the same queues in process context; a plain
 //! spinlock would deadlock when the softirq interrupts a holder on its CPU.
-//! The kernel crate of 6.12 has no such lock, so this backend supplies it.
+//! The kernel crates of 6.12 and 7.3 have no such lock, so this backend
+//! supplies it. 7.3's `Backend` asks two methods more (`try_lock`,
+//! `assert_is_held`): the one place outside the compatibility layer
+//! (`include/kofi/rust/compat.rs`) that asks which kernel it is built for,
+//! as a trait's items cannot come from elsewhere.
 
 use crate::abi;
 use kernel::sync::lock::{Backend, Lock};
@@ -42,6 +46,18 @@ unsafe impl Backend for BhSpinLockBackend {
     unsafe fn unlock(ptr: *mut Self::State, _guard_state: &Self::GuardState) {
         // SAFETY: The caller guarantees it holds the lock.
         unsafe { abi::kofi_bh_unlock(ptr) }
+    }
+
+    #[cfg(kofi_kernel_7_3)]
+    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+        // SAFETY: The caller guarantees `init` was called on `ptr`.
+        unsafe { abi::kofi_bh_trylock(ptr) }.then_some(())
+    }
+
+    #[cfg(kofi_kernel_7_3)]
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: The caller guarantees `init` was called on `ptr`.
+        unsafe { abi::kofi_bh_assert_held(ptr) }
     }
 }
 

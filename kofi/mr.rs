@@ -83,9 +83,7 @@ impl Mr {
         let total = self.len as usize;
         // SAFETY: The array lives with the region (the caller's guarantee);
         // the window lies inside it.
-        unsafe {
-            abi::kofi_iov_iter_window(iter, direction, bvec, ptr, nr as _, total, start, len)
-        };
+        unsafe { abi::kofi_iov_iter_window(iter, direction, bvec, ptr, nr, total, start, len) };
     }
 }
 

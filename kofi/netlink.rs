@@ -7,6 +7,7 @@
 //! the one place that writes into genetlink's buffers.
 
 use crate::abi;
+use crate::compat::CStrBytes;
 use crate::errno;
 use crate::info;
 use crate::registry::{self, Provider, Registry};
@@ -100,7 +101,7 @@ impl Message<'_> {
         }
         // SAFETY: A non-null string of an info is NUL-terminated and owned
         // by the info, which outlives this call.
-        self.put(ty, unsafe { CStr::from_char_ptr(s) }.as_bytes_with_nul())
+        self.put(ty, unsafe { CStr::from_char_ptr(s) }.cstr_bytes_with_nul())
     }
 
     /// A nested attribute `ty` holding what `fill` puts.
@@ -134,7 +135,7 @@ impl Drop for Message<'_> {
 
 fn put_provider(dump: &mut Dump, p: &Provider, refs: i32) -> Result {
     let mut m = dump.message(abi::KOFI_CMD_GET_PROVIDERS)?;
-    m.put(abi::KOFI_A_PROV_NAME, p.name.as_bytes_with_nul())?;
+    m.put(abi::KOFI_A_PROV_NAME, p.name.cstr_bytes_with_nul())?;
     m.put_u32(abi::KOFI_A_PROV_VERSION, p.version)?;
     m.put_u32(abi::KOFI_A_PROV_PRIORITY, p.priority as u32)?;
     m.put_u32(abi::KOFI_A_PROV_MODULE_REFS, refs.max(0) as u32)?;
@@ -198,7 +199,7 @@ impl InfoDump {
         // SAFETY: fi_getinfo's infos are well formed and stamped with their
         // provider's name.
         let prov = unsafe { CStr::from_char_ptr((*info.fabric_attr).prov_name) };
-        prov.as_bytes().eq_ignore_ascii_case(name.as_bytes())
+        prov.cstr_bytes().eq_ignore_ascii_case(name.cstr_bytes())
     }
 }
 
@@ -217,7 +218,7 @@ fn collect_infos(h: &abi::kofi_nl_hints) -> Result<KBox<InfoDump>> {
     } else {
         // SAFETY: The policy made it a NUL-terminated string of the request.
         let name = unsafe { CStr::from_char_ptr(h.prov_name) };
-        Some(CString::try_from_fmt(kernel::fmt!("{}", name))?)
+        Some(name.to_cstring()?)
     };
     let mut dump = KBox::new(
         InfoDump {

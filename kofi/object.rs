@@ -33,7 +33,7 @@ pub(crate) unsafe trait Object: Sized + Send + Sync + 'static {
 
     /// The public struct's address, which is also the object's.
     fn public(&self) -> *mut Self::Public {
-        (self as *const Self).cast_mut().cast()
+        core::ptr::from_ref(self).cast_mut().cast()
     }
 
     /// The `struct fid` at the head of the object.
@@ -508,7 +508,7 @@ pub(crate) unsafe fn connreq_get(handle: *mut abi::fid) -> *mut abi::fid {
     // SAFETY: The caller guarantees `handle` is null or a kofi fid.
     if let Ok(req) = unsafe { lookup::<ConnReq>(handle) } {
         // SAFETY: `req` lives in an `Arc` (it was published).
-        let arc = unsafe { Arc::from_raw(req as *const ConnReq) };
+        let arc = unsafe { Arc::from_raw(core::ptr::from_ref::<ConnReq>(req)) };
         let extra = arc.clone();
         let _ = Arc::into_raw(arc);
         return publish(extra).cast();
@@ -537,7 +537,7 @@ pub(crate) unsafe fn connreq_put(handle: *mut abi::fid) {
 /// `object` was published (it lives in an `Arc`).
 pub(crate) unsafe fn arc_of<T: Object>(object: &T) -> Arc<T> {
     // SAFETY: The caller guarantees `object` lives in an `Arc`.
-    let arc = unsafe { Arc::from_raw(object as *const T) };
+    let arc = unsafe { Arc::from_raw(core::ptr::from_ref::<T>(object)) };
     let extra = arc.clone();
     let _ = Arc::into_raw(arc);
     extra

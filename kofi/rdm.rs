@@ -35,7 +35,9 @@ use crate::addr::Name;
 use crate::errno;
 use crate::flags::*;
 use crate::object::Endpoint;
-use crate::vec::VecExt;
+// `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
+#[allow(unused_imports)]
+use crate::compat::VecExt;
 use handle::{Handle, InfoBox};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -424,7 +426,7 @@ pub(crate) struct Recv {
 impl Recv {
     /// Whether it takes a message with `tag` from the peer named `sender`.
     pub(crate) fn takes(&self, tag: Option<u64>, sender: &Name) -> bool {
-        self.wants.takes(tag) && self.from.map_or(true, |f| f == *sender)
+        self.wants.takes(tag) && !self.from.is_some_and(|f| f != *sender)
     }
 }
 
@@ -717,7 +719,7 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
     let rdm = Arc::pin_init(
         try_pin_init!(Rdm {
             work <- new_work!("kofi_rdm"),
-            ep: e as *const Endpoint,
+            ep: core::ptr::from_ref(e),
             domain,
             max_msg: e.limits.max_msg_size,
             directed: e.limits.caps & FI_DIRECTED_RECV != 0,

@@ -10,6 +10,7 @@
 //! reference, so a provider in use cannot be unloaded.
 
 use crate::abi;
+use crate::compat::CStrBytes;
 use crate::info_match;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -200,14 +201,14 @@ impl Registry {
         let list = self.providers.lock();
         let found = list
             .values()
-            .find(|p| p.name.as_bytes().eq_ignore_ascii_case(name))
+            .find(|p| p.name.cstr_bytes().eq_ignore_ascii_case(name))
             .and_then(ModuleRef::get);
         found
     }
 
     /// As [`Registry::pin`], loading module `kofi-<name>` when needed.
     pub(crate) fn pin_or_load(&self, name: &CStr) -> Option<ModuleRef> {
-        if let Some(p) = self.pin(name.as_bytes()) {
+        if let Some(p) = self.pin(name.cstr_bytes()) {
             return Some(p);
         }
         // SAFETY: `name` is a valid NUL-terminated string.
@@ -215,7 +216,7 @@ impl Registry {
         if ret != 0 {
             pr_debug!("no provider {:?} (request_module: {})\n", name, ret);
         }
-        self.pin(name.as_bytes())
+        self.pin(name.cstr_bytes())
     }
 }
 
@@ -244,7 +245,7 @@ fn register(version: u32, table: *mut abi::kofi_provider) -> Result {
         );
         return Err(crate::errno::enosys());
     }
-    if name.is_empty() || name.len() >= abi::FI_NAME_MAX as usize {
+    if name.is_empty() || name.cstr_bytes().len() >= abi::FI_NAME_MAX as usize {
         pr_err!("provider name {:?} is empty or too long: refused\n", name);
         return Err(EINVAL);
     }
@@ -264,7 +265,7 @@ fn register(version: u32, table: *mut abi::kofi_provider) -> Result {
         Provider {
             table,
             owner: t.owner,
-            name: CString::try_from_fmt(kernel::fmt!("{}", name))?,
+            name: name.to_cstring()?,
             version: t.version,
             abi_minor: minor,
             priority: t.priority,
@@ -279,7 +280,7 @@ fn register(version: u32, table: *mut abi::kofi_provider) -> Result {
     let mut list = registry.providers.lock();
     if list
         .values()
-        .any(|p| p.table == table || p.name.as_bytes().eq_ignore_ascii_case(name.as_bytes()))
+        .any(|p| p.table == table || p.name.cstr_bytes().eq_ignore_ascii_case(name.cstr_bytes()))
     {
         pr_err!("provider {:?} is registered already: refused\n", name);
         return Err(EEXIST);
@@ -341,7 +342,7 @@ pub(crate) extern "C" fn kofi_provider_deregister(prov: *mut abi::kofi_provider)
 /// One line of debugfs `kofi/providers` for `p`, whose module has `refs`
 /// references.
 fn provider_line(p: &Provider, refs: i32) -> Result<CString> {
-    CString::try_from_fmt(kernel::fmt!(
+    CString::try_from_fmt(format_args!(
         "{:<12} {:>3}.{:<3} {:>8} {:>11} {:>7} {:>7} {:>9} {:>11} {:>3} {:>3} {:>3} {:>8}\n",
         p.name.to_str().unwrap_or("?"),
         p.version >> 16,
@@ -361,7 +362,7 @@ fn provider_line(p: &Provider, refs: i32) -> Result<CString> {
 
 fn seq_put(m: *mut abi::seq_file, s: &CStr) {
     // SAFETY: `m` is the seq_file of the show call in progress.
-    unsafe { abi::kofi_seq_write(m, s.as_char_ptr(), s.len()) };
+    unsafe { abi::kofi_seq_write(m, s.as_char_ptr(), s.cstr_bytes().len()) };
 }
 
 /// The contents of `/sys/kernel/debug/kofi/providers`: a line per provider

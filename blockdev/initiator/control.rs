@@ -33,7 +33,7 @@ fn text(value: &str) -> Result<CString> {
     if value.is_empty() {
         return Err(EINVAL);
     }
-    CString::try_from_fmt(kernel::fmt!("{value}"))
+    CString::try_from_fmt(format_args!("{value}"))
 }
 
 fn number<T: TryFrom<u64>>(value: &str, min: u64, max: u64) -> Result<T> {

@@ -28,13 +28,10 @@ mod flags;
 mod mq;
 mod proto;
 mod queue;
-#[path = "../../include/kofi/rust/vec.rs"]
-#[allow(dead_code)]
-mod vec;
 
+use compat::{CStrBytes, VecExt};
 use device::Device;
 pub(crate) use device::Driver;
-use vec::VecExt;
 
 module! {
     type: KofiBlk,
@@ -106,13 +103,13 @@ fn add(line: &[u8]) -> Result {
     let index = (0..DEVICES_MAX)
         .find(|i| devices.iter().all(|e| e.index != *i))
         .ok_or(ENOSPC)?;
-    let name = CString::try_from_fmt(kernel::fmt!("kofiblk{index}"))?;
-    let target = CString::try_from_fmt(kernel::fmt!(
+    let name = CString::try_from_fmt(format_args!("kofiblk{index}"))?;
+    let target = CString::try_from_fmt(format_args!(
         "{} over {} at {}:{}",
-        &*spec.export,
-        &*spec.provider,
-        &*spec.addr,
-        &*spec.port
+        text(&spec.export),
+        text(&spec.provider),
+        text(&spec.addr),
+        text(&spec.port)
     ))?;
     let device = Device::connect(name, spec).inspect_err(|e| {
         pr_info!("cannot reach {} ({:?})\n", &*target, e);
@@ -162,9 +159,9 @@ fn remove(line: &[u8]) -> Result {
         let mut devices = registry().devices.lock();
         let i = devices
             .iter()
-            .position(|e| e.device.name.as_bytes() == name.as_bytes())
+            .position(|e| e.device.name.cstr_bytes() == name.as_bytes())
             .ok_or(ENOENT)?;
-        devices.remove(i)
+        devices.remove_at(i)
     };
     entry.remove();
     Ok(())
@@ -188,17 +185,22 @@ impl Write for Page<'_> {
     }
 }
 
+/// A setting as text, for messages.
+fn text(c: &CStr) -> &str {
+    c.to_str().unwrap_or("?")
+}
+
 fn show(page: &mut Page<'_>) -> core::fmt::Result {
     for e in registry().devices.lock().iter() {
         let d = &e.device;
         writeln!(
             page,
             "{} export={} provider={} addr={} port={} queues={} depth={} state={}",
-            &*d.name,
-            &*d.spec.export,
-            &*d.spec.provider,
-            &*d.spec.addr,
-            &*d.spec.port,
+            text(&d.name),
+            text(&d.spec.export),
+            text(&d.spec.provider),
+            text(&d.spec.addr),
+            text(&d.spec.port),
             d.spec.queues,
             d.spec.depth,
             d.status()

@@ -11,12 +11,14 @@
 //! owned [`Request`], which the driver ends (or requeues) exactly once, from
 //! any context, and which it may keep meanwhile (in its own table by tag).
 
+use crate::compat::CStrBytes;
+use crate::compat::VecExt;
 use crate::errno;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 use kernel::bindings;
 use kernel::error::{from_err_ptr, to_result};
-use kernel::ffi::{c_int, c_uint, c_void};
+use kernel::ffi::{c_char, c_int, c_uint, c_void};
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::types::{ForeignOwnable, Opaque};
@@ -179,7 +181,7 @@ impl<T: Operations> Request<T> {
             return Err(EINVAL);
         }
         // SAFETY: The glue wrote bytes `at..at + len`, within the capacity.
-        unsafe { out.set_len(at + len) };
+        unsafe { out.grow_len(len) };
         Ok(())
     }
 
@@ -288,7 +290,7 @@ impl<T: Operations> OperationsVTable<T> {
         _set: *mut bindings::blk_mq_tag_set,
         rq: *mut bindings::request,
         _hctx_idx: c_uint,
-        _numa_node: c_uint,
+        _numa_node: crate::compat::NumaNode,
     ) -> c_int {
         // SAFETY: The PDU is room for a `T::RequestData`, suitably aligned
         // (blk-mq aligns it for any type), and not initialised yet.
@@ -385,7 +387,7 @@ impl<T: Operations> Disk<T> {
         raw.cmd_size = core::mem::size_of::<T::RequestData>() as u32;
         raw.numa_node = bindings::NUMA_NO_NODE;
         raw.timeout = p.timeout;
-        raw.flags = bindings::BLK_MQ_F_SHOULD_MERGE | bindings::BLK_MQ_F_BLOCKING;
+        raw.flags = crate::compat::BLK_MQ_F_SHOULD_MERGE | bindings::BLK_MQ_F_BLOCKING;
         raw.driver_data = data;
         let set = match KBox::pin(Opaque::new(raw), GFP_KERNEL) {
             Ok(set) => set,
@@ -418,7 +420,7 @@ impl<T: Operations> Disk<T> {
         lim.max_segment_size = bindings::PAGE_SIZE as u32;
         // No gaps inside a page run: an RDMA provider registers a request's
         // pages as one region of whole pages (as nvme-rdma asks).
-        lim.virt_boundary_mask = (bindings::PAGE_SIZE - 1) as _;
+        lim.virt_boundary_mask = kernel::page::PAGE_SIZE - 1;
         // SAFETY: A constant of the glue.
         lim.features = unsafe { kofi_blk_features };
         // SAFETY: The tag set is allocated; `lim` is ours.
@@ -428,14 +430,14 @@ impl<T: Operations> Disk<T> {
         // copy leaves room for the NUL.
         unsafe {
             (*gendisk).fops = ptr::addr_of!(kofi_blk_fops);
-            let name = p.name.as_bytes();
+            let name = p.name.cstr_bytes();
             let room = (*gendisk).disk_name.len() - 1;
             if name.len() > room {
                 bindings::put_disk(gendisk);
                 return Err(errno::enametoolong());
             }
             for (d, s) in (*gendisk).disk_name.iter_mut().zip(name) {
-                *d = *s as _;
+                *d = c_char::from_ne_bytes([*s]);
             }
             bindings::set_capacity(gendisk, p.sectors);
         }

@@ -8,6 +8,7 @@
 //! against the tag's generation), or when the connection is lost (it is then
 //! requeued, to wait for the reconnection or fail at its deadline).
 
+use crate::compat::CStrBytes;
 use crate::compat::Stamp;
 use crate::errno;
 use crate::fabric::{CmEvent, Completion, Connection, Domain, Handlers, Mr};
@@ -126,7 +127,7 @@ impl_has_work! {
 
 /// The private data of a connection request for queue `index`.
 fn connect_param(export: &CStr, index: u16, depth: u16) -> Result<[u8; proto::CONNECT_LEN]> {
-    proto::connect(export.as_bytes(), index, depth)
+    proto::connect(export.cstr_bytes(), index, depth)
 }
 
 impl Queue {
@@ -158,7 +159,9 @@ impl Queue {
         let handlers = Handlers {
             cq: Some(queue_event),
             eq: Some(queue_event_eq),
-            context: (&**self as *const Queue).cast_mut().cast::<c_void>(),
+            context: core::ptr::from_ref::<Queue>(&**self)
+                .cast_mut()
+                .cast::<c_void>(),
         };
         let conn = Connection::open(domain, &handlers, self.depth.into(), proto::RESPONSE_LEN)?;
         conn.connect(&connect_param(export, self.index, self.depth)?)?;

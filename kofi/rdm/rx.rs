@@ -13,10 +13,10 @@ use crate::abi;
 use crate::addr::Name;
 use crate::api_data::fi_recv;
 use crate::api_queues::{fi_cq_read, fi_cq_readerr};
+use crate::compat::VecExt;
 use crate::errno;
 use crate::flags::*;
 use crate::queue::Completion;
-use crate::vec::VecExt;
 use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
@@ -53,7 +53,7 @@ fn copy_to_iovs(iov: &Iovs, at: usize, src: &[u8]) -> usize {
             abi::ITER_DEST,
             bvec,
             p,
-            nr as _,
+            nr,
             total,
             at,
             len,
@@ -124,7 +124,7 @@ fn first_unexpected(s: &State, wants: Wants, from: Option<Name>) -> Option<usize
         ib.recv.is_none()
             && ib.claimed.is_none()
             && wants.takes(ib.tag)
-            && from.map_or(true, |f| s.peers[ib.peer].name == f)
+            && !from.is_some_and(|f| s.peers[ib.peer].name != f)
     })
 }
 
@@ -144,7 +144,7 @@ fn post(rdm: &Rdm, s: &mut State, recv: Recv) -> Result {
     let (wants, from) = (recv.wants, recv.from);
     if let Err(e) = s.recvs.push(recv, GFP_KERNEL) {
         if let Some(i) = s.multis.iter().position(|m| m.id == id) {
-            s.multis.remove(i);
+            s.multis.remove_at(i);
         }
         return Err(e.into());
     }
@@ -195,7 +195,7 @@ fn carve(s: &mut State, at: usize, total: usize) -> Result<Recv> {
         parent: Some(id),
     };
     if released {
-        s.recvs.remove(at);
+        s.recvs.remove_at(at);
     }
     if let Some(st) = s.multis.iter_mut().find(|st| st.id == id) {
         st.outstanding += 1;
@@ -382,7 +382,7 @@ fn tag_of(r: &Recv) -> u64 {
 pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
     let mut s = rdm.state.lock();
     if let Some(i) = s.recvs.iter().position(|r| r.context == context) {
-        let r = s.recvs.remove(i);
+        let r = s.recvs.remove_at(i);
         let mut flags = r.flags;
         if let Some(id) = r.multi.as_ref().map(|m| m.id) {
             // A multi-receive buffer: released now, or by its release
@@ -394,7 +394,7 @@ pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
                 s.multis[at].released = true;
                 return Ok(());
             }
-            s.multis.remove(at);
+            s.multis.remove_at(at);
             flags |= FI_MULTI_RECV;
         }
         let entry = abi::fi_cq_err_entry {
@@ -699,7 +699,7 @@ impl Rdm {
                     let recv = if s.recvs[r].multi.is_some() {
                         carve(s, r, total).map_err(|_| SegmentError::Memory)?
                     } else {
-                        s.recvs.remove(r)
+                        s.recvs.remove_at(r)
                     };
                     s.inbound[i].recv = Some(recv);
                 }
@@ -782,7 +782,7 @@ impl Rdm {
 
     /// Completes matched, whole message `i` to the consumer.
     fn deliver(&self, s: &mut State, i: usize) {
-        let ib = s.inbound.remove(i);
+        let ib = s.inbound.remove_at(i);
         let Some(r) = ib.recv else {
             return;
         };
@@ -845,7 +845,7 @@ impl Rdm {
         if !m.released || m.outstanding != 0 {
             return;
         }
-        let m = s.multis.remove(i);
+        let m = s.multis.remove_at(i);
         let _ = crate::report::complete_from(
             self.endpoint(),
             Completion {
@@ -873,7 +873,7 @@ impl Rdm {
         let Some(i) = s.inbound.iter().position(|ib| ib.id == id) else {
             return;
         };
-        let ib = s.inbound.remove(i);
+        let ib = s.inbound.remove_at(i);
         if let Some(Some(c)) = s.conns.get_mut(slot) {
             c.held -= ib.held.len();
         }

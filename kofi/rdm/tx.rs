@@ -9,10 +9,10 @@ use super::{
 };
 use crate::abi;
 use crate::api_data::{fi_readmsg, fi_sendmsg, fi_writemsg};
+use crate::compat::VecExt;
 use crate::errno;
 use crate::flags::*;
 use crate::queue::Completion;
-use crate::vec::VecExt;
 use core::ptr;
 use kernel::prelude::*;
 
@@ -456,7 +456,7 @@ impl Rdm {
             };
             match post_next(s, slot, conn) {
                 Ok(Posted::All) => {
-                    s.peers[peer].backlog.remove(0);
+                    s.peers[peer].backlog.remove_at(0);
                     self.finish_if_done(s, slot);
                 }
                 Ok(Posted::Part) => {}
@@ -470,7 +470,7 @@ impl Rdm {
                         self.conn_lost(s, conn, gen, e.to_errno().unsigned_abs() as i32);
                         return;
                     }
-                    s.peers[peer].backlog.remove(0);
+                    s.peers[peer].backlog.remove_at(0);
                     self.fail_op(s, slot, e.to_errno().unsigned_abs() as i32);
                 }
             }
@@ -511,7 +511,7 @@ impl Rdm {
             return;
         };
         if let Some(i) = s.peers[op.peer].backlog.iter().position(|x| *x == slot) {
-            s.peers[op.peer].backlog.remove(i);
+            s.peers[op.peer].backlog.remove_at(i);
         }
         if matches!(op.kind, OpKind::Answer { .. }) {
             // The peer's operation fails with the connection it came on.
@@ -542,7 +542,7 @@ impl Rdm {
         while let Some(&slot) = s.peers[peer].backlog.first() {
             self.fail_op(s, slot, err);
             if s.peers[peer].backlog.first() == Some(&slot) {
-                s.peers[peer].backlog.remove(0);
+                s.peers[peer].backlog.remove_at(0);
             }
         }
     }

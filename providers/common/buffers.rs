@@ -134,10 +134,10 @@ impl Buffers {
         unsafe {
             match self {
                 Buffers::Kvec(v) => {
-                    abi::iov_iter_kvec(&mut iter, direction, v.as_ptr(), v.len() as _, len)
+                    abi::iov_iter_kvec(&mut iter, direction, v.as_ptr(), v.len(), len)
                 }
                 Buffers::Bvec(v) => {
-                    abi::iov_iter_bvec(&mut iter, direction, v.as_ptr(), v.len() as _, len)
+                    abi::iov_iter_bvec(&mut iter, direction, v.as_ptr(), v.len(), len)
                 }
             }
         }
@@ -208,14 +208,14 @@ impl Lent {
                     &mut iter,
                     abi::ITER_SOURCE,
                     k.iov.as_ptr(),
-                    k.iov.len() as _,
+                    k.iov.len(),
                     k.len(),
                 ),
                 Lent::Pages(p) => abi::iov_iter_bvec(
                     &mut iter,
                     abi::ITER_SOURCE,
                     p.bvecs.as_ptr(),
-                    p.bvecs.len() as _,
+                    p.bvecs.len(),
                     p.len(),
                 ),
             }
@@ -227,7 +227,7 @@ impl Lent {
     /// Bytes `offset .. offset + len` of the buffers as buffers of their
     /// own: new descriptors of the same memory, lent as these are.
     pub(crate) fn range(&self, offset: usize, len: usize) -> Result<Lent> {
-        if offset.checked_add(len).map_or(true, |end| end > self.len()) {
+        if !offset.checked_add(len).is_some_and(|end| end <= self.len()) {
             return Err(EINVAL);
         }
         Ok(match self {
@@ -269,7 +269,7 @@ impl Lent {
         len: usize,
         out: &mut Vec<u8, A>,
     ) -> Result {
-        if offset.checked_add(len).map_or(true, |end| end > self.len()) {
+        if !offset.checked_add(len).is_some_and(|end| end <= self.len()) {
             return Err(EINVAL);
         }
         let at = out.len();

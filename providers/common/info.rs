@@ -6,7 +6,9 @@
 use super::adapter::opt_cstr;
 use super::handles::request_of;
 use crate::abi;
-use crate::vec::VecExt;
+// `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
+#[allow(unused_imports)]
+use crate::compat::VecExt;
 use core::ptr::{self, NonNull};
 use kernel::ffi::{c_char, c_void};
 use kernel::prelude::*;

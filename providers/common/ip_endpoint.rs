@@ -12,8 +12,8 @@
 use super::sockaddr::SockAddr;
 use super::{fi_error, report_cancelled, Context, EpRef, InfoRef, PeerAddr, PostedRecv};
 use crate::abi;
+use crate::compat::VecExt;
 use crate::flags::{FI_CLAIM, FI_PEEK};
-use crate::vec::VecExt;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 
@@ -290,7 +290,7 @@ impl<C> ConnSlot<C> {
             .iter()
             .position(|r| r.context == context)
             .ok_or_else(|| fi_error(abi::FI_ENOENT))?;
-        report_cancelled(ep, &s.early.remove(i));
+        report_cancelled(ep, &s.early.remove_at(i));
         Ok(())
     }
 }

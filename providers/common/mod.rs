@@ -53,7 +53,6 @@ pub(crate) use self::{
     registration::{module_kofi_provider, ProviderModule, Registration},
 };
 
-use crate::vec::VecExt;
 use core::ptr;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -76,20 +75,4 @@ unsafe impl Sync for Context {}
 
 impl Context {
     pub(crate) const NONE: Context = Context(ptr::null_mut());
-}
-
-/// Removes element `i` of `v`, the last one taking its place (the kernel's
-/// KVec of 6.12 has no `swap_remove`).
-///
-/// # Panics
-///
-/// If `i` is out of bounds.
-pub(crate) fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
-    let last = v.len() - 1;
-    v.as_mut_slice().swap(i, last);
-    // Element `last` (the one removed) is initialised: `pop` hands it over.
-    match v.pop() {
-        Some(x) => x,
-        None => unreachable!(),
-    }
 }

@@ -60,11 +60,7 @@ impl SockAddr {
         }
         // SAFETY: `ss` has room for `b` (checked).
         unsafe {
-            core::ptr::copy_nonoverlapping(
-                b.as_ptr(),
-                (&mut ss as *mut abi::__kernel_sockaddr_storage).cast(),
-                b.len(),
-            )
+            core::ptr::copy_nonoverlapping(b.as_ptr(), core::ptr::from_mut(&mut ss).cast(), b.len())
         };
         let a = SockAddr(ss);
         if a.len() != b.len() {
@@ -100,11 +96,6 @@ impl SockAddr {
 
     pub(crate) fn bytes(&self) -> &[u8] {
         // SAFETY: `self.0` holds at least `len()` initialised bytes.
-        unsafe {
-            core::slice::from_raw_parts(
-                (&self.0 as *const abi::__kernel_sockaddr_storage).cast(),
-                self.len(),
-            )
-        }
+        unsafe { core::slice::from_raw_parts(core::ptr::from_ref(&self.0).cast(), self.len()) }
     }
 }

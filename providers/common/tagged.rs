@@ -8,9 +8,9 @@
 //! FI_DISCARD live here once.
 
 use crate::abi;
+use crate::compat::VecExt;
 use crate::flags::{FI_CLAIM, FI_COMPLETION, FI_DISCARD, FI_PEEK};
 use crate::kofi::{fi_error, report_cancelled, Context, EpRef, PostedRecv};
-use crate::vec::VecExt;
 use kernel::prelude::*;
 
 /// The tagged receives a connection has posted, oldest first.
@@ -52,7 +52,7 @@ impl TaggedRecvs {
             .list
             .iter()
             .position(|r| r.tag.is_some_and(|m| m.takes(tag)))?;
-        Some(self.list.remove(i))
+        Some(self.list.remove_at(i))
     }
 
     /// fi_cancel: the oldest receive posted with `context`, taken back and
@@ -61,7 +61,7 @@ impl TaggedRecvs {
         let Some(i) = self.list.iter().position(|r| r.context == context) else {
             return false;
         };
-        let recv = self.list.remove(i);
+        let recv = self.list.remove_at(i);
         if let Some(ep) = ep {
             report_cancelled(ep, &recv);
         }
@@ -173,7 +173,7 @@ impl<M: HeldMessage> HeldTagged<M> {
                 .iter()
                 .position(|h| h.claimed == Some(recv.context))
                 .ok_or_else(|| fi_error(abi::FI_ENOMSG))?;
-            let Held { tag, msg, .. } = self.list.remove(i);
+            let Held { tag, msg, .. } = self.list.remove_at(i);
             if flags & FI_DISCARD != 0 {
                 return Ok(Trecv::Discard {
                     recv: Some(recv),
@@ -185,7 +185,7 @@ impl<M: HeldMessage> HeldTagged<M> {
         }
         match self.first_for(&recv) {
             Some(i) => {
-                let Held { tag, msg, .. } = self.list.remove(i);
+                let Held { tag, msg, .. } = self.list.remove_at(i);
                 Ok(Trecv::Take { recv, tag, msg })
             }
             None => Ok(Trecv::Post(recv)),
@@ -210,7 +210,7 @@ impl<M: HeldMessage> HeldTagged<M> {
         recv.flags |= FI_COMPLETION;
         ep.recv_done(&recv, h.msg.len(), h.msg.data(), h.tag)?;
         if flags & FI_DISCARD != 0 {
-            let Held { tag, msg, .. } = self.list.remove(i);
+            let Held { tag, msg, .. } = self.list.remove_at(i);
             return Ok(Trecv::Discard {
                 recv: None,
                 tag,

@@ -8,9 +8,9 @@
 
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::bindings;
 use kernel::prelude::*;
 use kernel::workqueue::Queue;
-use kernel::{bindings, c_str};
 
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 
@@ -36,15 +36,7 @@ impl OwnQueue {
     /// Creates the queue named `name`, with `flags` (`WQ_*`) beside
     /// `WQ_MEM_RECLAIM`.
     pub(crate) fn new(name: &'static CStr, flags: u32) -> Result<OwnQueue> {
-        // SAFETY: A "%s" format with one NUL-terminated string argument.
-        let wq = unsafe {
-            bindings::alloc_workqueue(
-                c_str!("%s").as_char_ptr(),
-                flags | bindings::wq_flags_WQ_MEM_RECLAIM,
-                0,
-                name.as_char_ptr(),
-            )
-        };
+        let wq = crate::compat::alloc_workqueue(name, flags | bindings::wq_flags_WQ_MEM_RECLAIM);
         if wq.is_null() {
             return Err(ENOMEM);
         }

@@ -16,6 +16,7 @@
 //! rights) completes with an error at the initiator; the connection stays.
 
 use crate::abi;
+use crate::compat::VecExt;
 use crate::flags::*;
 use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::{
@@ -716,18 +717,7 @@ impl Conn {
 
 fn pop_rma(v: &mut KVec<PendingRma>, id: u64) -> Option<PendingRma> {
     let i = v.iter().position(|p| p.id == id)?;
-    Some(swap_remove(v, i))
-}
-
-/// Removes element `i` of `v`, moving the last one into its place.
-fn swap_remove<T>(v: &mut KVec<T>, i: usize) -> T {
-    let last = v.len() - 1;
-    v.swap(i, last);
-    match pop_last(v) {
-        Some(x) => x,
-        // `v` held element `i`, so it is not empty.
-        None => unreachable!(),
-    }
+    Some(v.swap_remove(i))
 }
 
 /// A connection error's FI_E* from a kernel error.
@@ -1188,7 +1178,7 @@ impl Inner {
         if call.parts_left != 0 {
             return Ok(());
         }
-        let call = swap_remove(&mut self.calls, i);
+        let call = self.calls.swap_remove(i);
         if let Some(ep) = &self.ep {
             let kind = FI_RMA | if call.write { FI_WRITE } else { FI_READ };
             if call.status != 0 {
@@ -1282,7 +1272,7 @@ impl Inner {
                     let _ = ep.complete_error(FI_SEND | send_kind(flags), ctx, err, 0, 0, 0);
                 }
             }
-            while let Some(call) = pop_last(&mut self.calls) {
+            while let Some(call) = self.calls.pop() {
                 let kind = FI_RMA | if call.write { FI_WRITE } else { FI_READ };
                 let _ = ep.complete_error(kind, call.context, err, 0, 0, 0);
             }
@@ -1336,18 +1326,6 @@ impl Inner {
                 None
             }
         }
-    }
-}
-
-fn pop_last<T>(v: &mut KVec<T>) -> Option<T> {
-    let len = v.len();
-    if len == 0 {
-        return None;
-    }
-    // SAFETY: As in `pop_rma`.
-    unsafe {
-        v.set_len(len - 1);
-        Some(core::ptr::read(v.as_ptr().add(len - 1)))
     }
 }
 

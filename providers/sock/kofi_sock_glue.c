@@ -14,6 +14,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <kofi/kofi_provider.h>
+#include <kofi/compat.h>
 #include "kofi_sock_glue.h"
 
 int ksock_create(int family, struct socket **res)
@@ -101,7 +102,7 @@ void ksock_detach(struct socket *sock)
 
 int ksock_listen(struct socket *sock, const struct sockaddr_storage *addr, int backlog)
 {
-	int ret = kernel_bind(sock, (struct sockaddr *)addr, kofi_sockaddr_len(addr));
+	int ret = kernel_bind(sock, KOFI_SOCKADDR_ARG(addr), kofi_sockaddr_len(addr));
 
 	return ret ?: kernel_listen(sock, backlog);
 }
@@ -120,7 +121,7 @@ int ksock_accept(struct socket *sock, struct socket **res)
 
 int ksock_connect(struct socket *sock, const struct sockaddr_storage *addr)
 {
-	int ret = kernel_connect(sock, (struct sockaddr *)addr, kofi_sockaddr_len(addr), O_NONBLOCK);
+	int ret = kernel_connect(sock, KOFI_SOCKADDR_ARG(addr), kofi_sockaddr_len(addr), O_NONBLOCK);
 
 	return ret == -EINPROGRESS ? 0 : ret;
 }
@@ -209,7 +210,7 @@ struct ksock_timer {
 
 static void ksock_timer_expired(struct timer_list *timer)
 {
-	struct ksock_timer *t = from_timer(t, timer, timer);
+	struct ksock_timer *t = timer_container_of(t, timer, timer);
 
 	kofi_sock_timer_fired(READ_ONCE(t->owner));
 }

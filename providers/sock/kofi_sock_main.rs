@@ -32,9 +32,6 @@ mod listener;
 mod ring;
 mod socket;
 mod timer;
-#[path = "../../include/kofi/rust/vec.rs"]
-#[allow(dead_code)]
-mod vec;
 #[allow(dead_code)]
 mod wire;
 
@@ -140,11 +137,13 @@ pub(crate) fn msg_info(
         // The defaults it honours: a send refuses the stronger levels.
         f.tx.op_flags = FI_COMPLETION | FI_INJECT | FI_MORE | FI_FENCE | FI_INJECT_COMPLETE;
         f.rx.op_flags = FI_COMPLETION | FI_MORE;
-        f.tx.msg_order = (abi::FI_ORDER_SAS
-            | abi::FI_ORDER_RAW
-            | abi::FI_ORDER_WAW
-            | abi::FI_ORDER_WAS
-            | abi::FI_ORDER_SAW) as u64;
+        f.tx.msg_order = u64::from(
+            abi::FI_ORDER_SAS
+                | abi::FI_ORDER_RAW
+                | abi::FI_ORDER_WAW
+                | abi::FI_ORDER_WAS
+                | abi::FI_ORDER_SAW,
+        );
         f.rx.iov_limit = IOV_LIMIT;
         f.rx.size = conn::RX_DEPTH;
         // FI_MR_ENDPOINT, to consumers that ask: the core binds and enables

@@ -15,8 +15,9 @@
 //! CONNECT by then.
 
 use crate::compat::Stamp;
+use crate::compat::VecExt;
 use crate::conn::Conn;
-use crate::kofi::{swap_remove, Info, PepRef};
+use crate::kofi::{Info, PepRef};
 use crate::socket::{SockAddr, Socket};
 use crate::timer::Timer;
 use kernel::prelude::*;
@@ -101,7 +102,7 @@ impl Listener {
             GFP_KERNEL,
         )?;
         let owner = Arc::into_raw(l.clone()).cast();
-        if let Some(s) = l.sock.lock().as_mut() {
+        if let Some(s) = &mut *l.sock.lock() {
             s.attach(owner, release_listener, true);
         }
         Ok(l)
@@ -159,7 +160,7 @@ impl Listener {
         let mut i = 0;
         while i < p.conns.len() {
             if now.ms_since(p.conns[i].1) >= HANDSHAKE_MS {
-                swap_remove(&mut p.conns, i).0.close();
+                p.conns.swap_remove(i).0.close();
             } else {
                 i += 1;
             }
@@ -189,7 +190,7 @@ impl Listener {
         if p.conns.len() >= MAX_PENDING_HARD {
             let oldest = (0..p.conns.len()).min_by_key(|&i| p.conns[i].1);
             if let Some(i) = oldest {
-                swap_remove(&mut p.conns, i).0.close();
+                p.conns.swap_remove(i).0.close();
             }
         } else if p.conns.len() >= MAX_PENDING {
             // The oldest of those the peer has sent nothing on: under a
@@ -200,7 +201,7 @@ impl Listener {
                 .min_by_key(|&i| p.conns[i].1);
             if let Some(i) = silent {
                 if now.ms_since(p.conns[i].1) >= SLOW_MS {
-                    swap_remove(&mut p.conns, i).0.close();
+                    p.conns.swap_remove(i).0.close();
                 }
             }
         }
@@ -227,7 +228,7 @@ impl Listener {
             conn.close();
             return;
         };
-        let (conn, _) = swap_remove(&mut p.conns, i);
+        let (conn, _) = p.conns.swap_remove(i);
         // Under the lock, so the passive endpoint cannot close meanwhile. A
         // request the core does not take is dropped, which closes `conn`.
         if let Ok(req) = crate::Request::new(conn) {
@@ -240,7 +241,7 @@ impl Listener {
         let gone = {
             let mut p = self.pending.lock();
             let i = p.conns.iter().position(|(c, _)| Arc::ptr_eq(c, conn));
-            i.map(|i| swap_remove(&mut p.conns, i))
+            i.map(|i| p.conns.swap_remove(i))
         };
         drop(gone);
     }

@@ -4,6 +4,7 @@
 //! callbacks that wake an owner (a connection or a listener).
 
 use crate::abi;
+use crate::compat::VecExt;
 use crate::kofi::{Lent, PostedRecv};
 pub(crate) use crate::sockaddr::SockAddr;
 use core::marker::PhantomData;
@@ -177,7 +178,8 @@ impl Socket {
     pub(crate) fn recv(&self, buf: &mut [u8]) -> Result<Received> {
         // SAFETY: `MaybeUninit<u8>` has the layout of `u8`, and the receive
         // writes only initialised bytes, so `buf` stays initialised.
-        let uninit = unsafe { &mut *(buf as *mut [u8] as *mut [core::mem::MaybeUninit<u8>]) };
+        let uninit =
+            unsafe { &mut *(core::ptr::from_mut(buf) as *mut [core::mem::MaybeUninit<u8>]) };
         self.recv_uninit(uninit)
     }
 
@@ -188,14 +190,13 @@ impl Socket {
         v: &mut Vec<u8, A>,
         max: usize,
     ) -> Result<Received> {
-        let len = v.len();
         let spare = v.spare_capacity_mut();
         let room = spare.len().min(max);
         let got = self.recv_uninit(&mut spare[..room])?;
         if let Received::Bytes(n) = got {
-            // SAFETY: The socket wrote bytes `len..len + n` (at most the
+            // SAFETY: The socket wrote `n` bytes past the length (at most the
             // `room` offered, within the capacity).
-            unsafe { v.set_len(len + n.min(room)) };
+            unsafe { v.grow_len(n.min(room)) };
         }
         Ok(got)
     }

@@ -21,12 +21,13 @@
 //! not the state mutex, which the CM callback takes under its handler lock.
 
 use crate::abi;
+use crate::compat::VecExt;
 use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
 use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::{
-    cancel_posted, fi_error, report_cancelled, send_kind, swap_remove, Context, EpRef, Lent,
-    PepRef, PostedRecv, ProgressWaker,
+    cancel_posted, fi_error, report_cancelled, send_kind, Context, EpRef, Lent, PepRef, PostedRecv,
+    ProgressWaker,
 };
 use crate::rdma::{
     inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, CmReply, Completion, Cq, CqHandler, Device,
@@ -35,7 +36,6 @@ use crate::rdma::{
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
 use crate::tagged::{HeldMessage, HeldTagged, TaggedRecvs, Trecv};
-use crate::vec::VecExt;
 use crate::wire::{self, CmData, Header, KeyTable, RtsBody, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::alloc::KVVec;

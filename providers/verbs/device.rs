@@ -10,9 +10,11 @@
 //! stay, answering -FI_ENOTCONN (or failing) until closed.
 
 use crate::abi;
+use crate::compat::CStrBytes;
+use crate::compat::VecExt;
 use crate::conn::Conn;
 use crate::flags::*;
-use crate::kofi::{self, fi_error, swap_remove, DomainRef, MrAttr};
+use crate::kofi::{self, fi_error, DomainRef, MrAttr};
 use crate::rdma::{Device, Pd, Region};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -52,7 +54,7 @@ impl DeviceEntry {
     pub(crate) fn remove_conn(&self, conn: &Conn) {
         let mut u = self.users.lock();
         if let Some(i) = u.conns.iter().position(|c| core::ptr::eq(&**c, conn)) {
-            drop(swap_remove(&mut u.conns, i));
+            drop(u.conns.swap_remove(i));
         }
     }
 
@@ -68,7 +70,7 @@ impl DeviceEntry {
     fn remove_domain(&self, d: &VDomain) {
         let mut u = self.users.lock();
         if let Some(i) = u.domains.iter().position(|x| core::ptr::eq(&**x, d)) {
-            drop(swap_remove(&mut u.domains, i));
+            drop(u.domains.swap_remove(i));
         }
     }
 
@@ -147,7 +149,7 @@ pub(crate) fn entry_named(name: &CStr) -> Option<Arc<DeviceEntry>> {
     let devices = r.devices.lock();
     devices
         .iter()
-        .find(|e| e.dev.name().as_bytes() == name.as_bytes())
+        .find(|e| e.dev.name().cstr_bytes() == name.cstr_bytes())
         .cloned()
 }
 
@@ -176,10 +178,10 @@ pub(crate) fn removed(dev: Device) {
     };
     let entry = {
         let mut devices = r.devices.lock();
-        match devices.iter().position(|e| e.dev.same(&dev)) {
-            Some(i) => Some(swap_remove(&mut devices, i)),
-            None => None,
-        }
+        devices
+            .iter()
+            .position(|e| e.dev.same(&dev))
+            .map(|i| devices.swap_remove(i))
     };
     if let Some(entry) = entry {
         entry.remove();
@@ -392,7 +394,7 @@ impl VDomain {
         {
             let mut regs = self.regs.lock();
             if let Some(i) = regs.iter().position(|r| Arc::ptr_eq(r, reg)) {
-                drop(swap_remove(&mut regs, i));
+                drop(regs.swap_remove(i));
             }
         }
         reg.settle();

@@ -32,9 +32,6 @@ mod rdma;
 #[path = "../../include/kofi/rust/ring.rs"]
 #[allow(dead_code)]
 mod ring;
-#[path = "../../include/kofi/rust/vec.rs"]
-#[allow(dead_code)]
-mod vec;
 mod wire;
 
 use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
@@ -126,8 +123,9 @@ pub(crate) fn msg_info(
         // of the calls: the responder places a write before it takes a
         // later SEND (IB RC order; RDMAP's on iWARP), so a send after a
         // write finds its data in place (FI_ORDER_SAW).
-        f.tx.msg_order =
-            (abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS | abi::FI_ORDER_SAW) as u64;
+        f.tx.msg_order = u64::from(
+            abi::FI_ORDER_SAS | abi::FI_ORDER_WAW | abi::FI_ORDER_WAS | abi::FI_ORDER_SAW,
+        );
         // The responder places one RC write's data before the next one's
         // (libfabric's verbs provider says the same: up to the port's
         // message size).

@@ -6,6 +6,7 @@
 //! completion trampolines, and DMA mappings. The provider's own code is safe.
 
 use crate::abi;
+use crate::compat::VecExt;
 use crate::kofi::Lent;
 use crate::sockaddr::SockAddr;
 use core::marker::PhantomData;
@@ -476,7 +477,7 @@ impl Mapping {
             });
         }
         // SAFETY: The helper initialised `n <= room` SGEs.
-        unsafe { tmp.set_len(n as usize) };
+        unsafe { tmp.grow_len(n as usize) };
         self.sges.extend_from_slice(&tmp, GFP_KERNEL)?;
         Ok(())
     }

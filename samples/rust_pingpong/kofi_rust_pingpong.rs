@@ -146,7 +146,7 @@ fn wait_cm(eq: *mut abi::fid_eq, want: u32, ev: &mut CmEvent) -> Result<usize> {
         abi::fi_eq_sread(
             eq,
             &mut event,
-            (ev as *mut CmEvent).cast(),
+            ptr::from_mut(ev).cast(),
             core::mem::size_of::<CmEvent>(),
             WAIT_MS,
             0,
@@ -165,15 +165,7 @@ fn wait_cm(eq: *mut abi::fid_eq, want: u32, ev: &mut CmEvent) -> Result<usize> {
 fn wait_cq(cq: *mut abi::fid_cq) -> Result {
     let mut e = abi::fi_cq_data_entry::default();
     // SAFETY: `cq` is open; `e` holds one entry of its format.
-    let n = unsafe {
-        abi::fi_cq_sread(
-            cq,
-            (&mut e as *mut abi::fi_cq_data_entry).cast(),
-            1,
-            ptr::null(),
-            WAIT_MS,
-        )
-    };
+    let n = unsafe { abi::fi_cq_sread(cq, ptr::from_mut(&mut e).cast(), 1, ptr::null(), WAIT_MS) };
     if n == 1 {
         Ok(())
     } else {
@@ -192,13 +184,13 @@ fn open_end(r: &mut Run, i: usize, info: *mut abi::fi_info) -> Result {
     unsafe {
         to_result(abi::fi_eq_open(
             r.fabric,
-            &eq_attr as *const _ as *mut _,
+            ptr::from_ref(&eq_attr).cast_mut(),
             &mut r.eqs[i],
             ptr::null_mut(),
         ))?;
         to_result(abi::fi_cq_open(
             r.domain,
-            &cq_attr as *const _ as *mut _,
+            ptr::from_ref(&cq_attr).cast_mut(),
             &mut r.cqs[i],
             ptr::null_mut(),
         ))?;
@@ -246,7 +238,7 @@ fn pingpong() -> Result {
         ))?;
         to_result(abi::fi_eq_open(
             r.fabric,
-            &eq_attr as *const _ as *mut _,
+            ptr::from_ref(&eq_attr).cast_mut(),
             &mut r.peq,
             ptr::null_mut(),
         ))?;

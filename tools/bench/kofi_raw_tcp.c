@@ -21,6 +21,7 @@
 #include <linux/vmalloc.h>
 #include <net/net_namespace.h>
 #include <net/tcp.h>
+#include <kofi/compat.h>
 
 static char *test = "pingpong";
 module_param(test, charp, 0444);
@@ -108,7 +109,7 @@ static int client_fn(void *arg)
 
 	if (!ret) {
 		tcp_sock_set_nodelay(c->sk);
-		ret = kernel_connect(c, (struct sockaddr *)&sin, sizeof(sin), 0);
+		ret = kernel_connect(c, KOFI_SOCKADDR_ARG(&sin), sizeof(sin), 0);
 	}
 	complete(&st->connected);
 	wait_for_completion(&go);
@@ -151,7 +152,7 @@ static int __init kofi_raw_tcp_init(void)
 	ret = sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP, &listener);
 	if (!ret) {
 		sock_set_reuseaddr(listener->sk);
-		ret = kernel_bind(listener, (struct sockaddr *)&sin, sizeof(sin));
+		ret = kernel_bind(listener, KOFI_SOCKADDR_ARG(&sin), sizeof(sin));
 	}
 	if (!ret)
 		ret = kernel_listen(listener, n);

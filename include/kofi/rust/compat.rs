@@ -6,7 +6,9 @@
 //! the tree asks which kernel it is built for. Kbuild sets `kofi_kernel_7_3`
 //! on 7.x.
 
+use kernel::alloc::{Allocator, Vec};
 use kernel::ffi::c_void;
+use kernel::prelude::*;
 use kernel::types::ForeignOwnable;
 
 /// Hands `owner` to C as the `void *` a C struct keeps (6.12's
@@ -18,6 +20,71 @@ pub(crate) fn into_foreign<T: ForeignOwnable>(owner: T) -> *mut c_void {
     return owner.into_foreign().cast_mut();
     #[cfg(kofi_kernel_7_3)]
     return owner.into_foreign().cast();
+}
+
+/// `alloc_workqueue("%s", flags, 0, name)` (null when it fails): a macro on
+/// 7.3 over `alloc_workqueue_noprof`, a function on 6.12.
+pub(crate) fn alloc_workqueue(
+    name: &'static kernel::str::CStr,
+    flags: u32,
+) -> *mut kernel::bindings::workqueue_struct {
+    #[cfg(not(kofi_kernel_7_3))]
+    use kernel::bindings::alloc_workqueue as alloc;
+    #[cfg(kofi_kernel_7_3)]
+    use kernel::bindings::alloc_workqueue_noprof as alloc;
+    // SAFETY: A "%s" format with one NUL-terminated string argument, which
+    // lives as long as the module (`'static`).
+    unsafe {
+        alloc(
+            kernel::c_str!("%s").as_char_ptr(),
+            flags,
+            0,
+            name.as_char_ptr(),
+        )
+    }
+}
+
+/// blk-mq's flag asking for merged requests: 7.3 merges unless told not
+/// to, and has no such flag.
+#[cfg(not(kofi_kernel_7_3))]
+pub(crate) const BLK_MQ_F_SHOULD_MERGE: u32 = kernel::bindings::BLK_MQ_F_SHOULD_MERGE;
+/// blk-mq's flag asking for merged requests: 7.3 merges unless told not
+/// to, and has no such flag.
+#[cfg(kofi_kernel_7_3)]
+pub(crate) const BLK_MQ_F_SHOULD_MERGE: u32 = 0;
+
+/// The NUMA node blk-mq's `init_request` gets: unsigned on 6.12, signed on
+/// 7.3.
+#[cfg(not(kofi_kernel_7_3))]
+pub(crate) type NumaNode = kernel::ffi::c_uint;
+/// The NUMA node blk-mq's `init_request` gets: unsigned on 6.12, signed on
+/// 7.3.
+#[cfg(kofi_kernel_7_3)]
+pub(crate) type NumaNode = kernel::ffi::c_int;
+
+/// The bytes of a C string, by one name on both kernels (6.12's own `CStr`
+/// says `as_bytes`, 7.3's, which is core's, `to_bytes`).
+pub(crate) trait CStrBytes {
+    /// The bytes before the NUL.
+    fn cstr_bytes(&self) -> &[u8];
+    /// The bytes with the NUL.
+    fn cstr_bytes_with_nul(&self) -> &[u8];
+}
+
+impl CStrBytes for kernel::str::CStr {
+    fn cstr_bytes(&self) -> &[u8] {
+        #[cfg(not(kofi_kernel_7_3))]
+        return self.as_bytes();
+        #[cfg(kofi_kernel_7_3)]
+        return self.to_bytes();
+    }
+
+    fn cstr_bytes_with_nul(&self) -> &[u8] {
+        #[cfg(not(kofi_kernel_7_3))]
+        return self.as_bytes_with_nul();
+        #[cfg(kofi_kernel_7_3)]
+        return self.to_bytes_with_nul();
+    }
 }
 
 /// A point on the monotonic clock, for "how long since".
@@ -96,3 +163,95 @@ macro_rules! kofi_modinfo {
     };
 }
 pub(crate) use kofi_modinfo;
+
+/// What kofi needs of the kernel's `Vec` beyond what both kernels have
+/// alike. 6.12's lacks `pop` and `clear` (7.3's are inherent, so these are
+/// 6.12's only); its `set_len` is 7.3's `inc_len`; 7.3's `remove` returns a
+/// `Result`, so ours is `remove_at`.
+pub(crate) trait VecExt<T> {
+    /// Removes the last element.
+    #[cfg(not(kofi_kernel_7_3))]
+    fn pop(&mut self) -> Option<T>;
+    /// Drops every element.
+    #[cfg(not(kofi_kernel_7_3))]
+    fn clear(&mut self);
+    /// Removes element `i`, keeping the order of the rest.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is out of bounds.
+    fn remove_at(&mut self, i: usize) -> T;
+    /// Removes element `i`, the last one taking its place.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is out of bounds.
+    fn swap_remove(&mut self, i: usize) -> T;
+    /// Inserts `v` at `i`, keeping the order of the rest.
+    fn insert(&mut self, i: usize, v: T, flags: kernel::alloc::Flags) -> Result;
+    /// Counts `n` more elements, written in the spare capacity.
+    ///
+    /// # Safety
+    ///
+    /// The `n` elements past the length are initialised and within the
+    /// capacity.
+    unsafe fn grow_len(&mut self, n: usize);
+}
+
+impl<T, A: Allocator> VecExt<T> for Vec<T, A> {
+    #[cfg(not(kofi_kernel_7_3))]
+    fn pop(&mut self) -> Option<T> {
+        let len = self.len();
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: Element `len - 1` is initialised; shrinking the length
+        // first hands its ownership to us.
+        unsafe {
+            self.set_len(len - 1);
+            Some(core::ptr::read(self.as_ptr().add(len - 1)))
+        }
+    }
+
+    #[cfg(not(kofi_kernel_7_3))]
+    fn clear(&mut self) {
+        while self.pop().is_some() {}
+    }
+
+    fn remove_at(&mut self, i: usize) -> T {
+        self.as_mut_slice()[i..].rotate_left(1);
+        match self.pop() {
+            Some(x) => x,
+            None => unreachable!(),
+        }
+    }
+
+    fn swap_remove(&mut self, i: usize) -> T {
+        let last = self.len() - 1;
+        self.as_mut_slice().swap(i, last);
+        match self.pop() {
+            Some(x) => x,
+            None => unreachable!(),
+        }
+    }
+
+    fn insert(&mut self, i: usize, v: T, flags: kernel::alloc::Flags) -> Result {
+        self.push(v, flags)?;
+        self.as_mut_slice()[i..].rotate_right(1);
+        Ok(())
+    }
+
+    unsafe fn grow_len(&mut self, n: usize) {
+        // SAFETY: The caller's guarantee: the elements are initialised and
+        // within the capacity.
+        #[cfg(not(kofi_kernel_7_3))]
+        unsafe {
+            self.set_len(self.len() + n)
+        };
+        // SAFETY: As above.
+        #[cfg(kofi_kernel_7_3)]
+        unsafe {
+            self.inc_len(n)
+        };
+    }
+}

@@ -119,7 +119,7 @@ impl Conn {
     /// other receive is in progress.
     fn start_ready(&self, g: &mut Inner) {
         while g.cur.is_none() && !g.ready_rndv.is_empty() {
-            let r = g.ready_rndv.remove(0);
+            let r = g.ready_rndv.remove_at(0);
             self.start_rndv(g, r.recv, r.tag, r.total, r.body, r.data);
         }
     }
@@ -196,7 +196,7 @@ impl Conn {
             }
         } else if h.op == wire::OP_FIN {
             if let Some(i) = g.rndv_sends.iter().position(|r| r.cookie == h.data) {
-                let send = swap_remove(&mut g.rndv_sends, i);
+                let send = g.rndv_sends.swap_remove(i);
                 if let (Some(r), Some(ep)) = (&send.report, &g.ep) {
                     let _ = ep.complete(r.flags, r.ctx, r.len, 0);
                 }

@@ -479,7 +479,7 @@ impl Conn {
     /// queue on the reserved credit.
     fn post_header_only(&self, g: &mut Inner, op: u8, data: u64, queued: bool) -> Result {
         let caps = SendCaps::of(g)?;
-        let grant = g.grant.min(u16::MAX as u32) as u16;
+        let grant = g.grant.min(u32::from(u16::MAX)) as u16;
         let slot = *g.tx_free.last().ok_or(EINVAL)?;
         let h = Header {
             op,
@@ -508,7 +508,7 @@ impl Conn {
             Some(TxOp::Credit) => self.post_header_only(g, wire::OP_CREDIT, 0, true),
             Some(_) => {
                 let caps = SendCaps::of(g)?;
-                let grant = g.grant.min(u16::MAX as u32) as u16;
+                let grant = g.grant.min(u32::from(u16::MAX)) as u16;
                 let slot = *g.tx_free.last().ok_or(EINVAL)?;
                 self.post_op_part(g, &caps, slot, grant)
             }
@@ -921,7 +921,7 @@ impl Conn {
                 // The oldest goes beyond TABLES_MAX: it is read again if
                 // needed. Without room the next access reads this one again.
                 if g.tables.len() >= TABLES_MAX {
-                    g.tables.remove(0);
+                    g.tables.remove_at(0);
                 }
                 let _ = g.tables.push((key, table), GFP_KERNEL);
                 None

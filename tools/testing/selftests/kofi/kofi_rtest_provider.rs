@@ -26,9 +26,6 @@ mod kofi;
 #[path = "../../../../include/kofi/rust/ring.rs"]
 #[allow(dead_code)]
 mod ring;
-#[path = "../../../../include/kofi/rust/vec.rs"]
-#[allow(dead_code)]
-mod vec;
 
 use flags::*;
 use kofi::{fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Msg, PostedRecv, RmaMsg};

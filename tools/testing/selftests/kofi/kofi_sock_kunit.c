@@ -29,6 +29,7 @@
 #include <kofi/fi_endpoint.h>
 #include <kofi/fi_eq.h>
 #include <kofi/fi_rma.h>
+#include <kofi/compat.h>
 
 #include "kofi_test_pair.h"
 
@@ -83,7 +84,7 @@ static struct socket *raw_open(u16 port)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP, &sock))
 		return NULL;
-	if (kernel_connect(sock, (struct sockaddr *)&sin, sizeof(sin), 0)) {
+	if (kernel_connect(sock, KOFI_SOCKADDR_ARG(&sin), sizeof(sin), 0)) {
 		sock_release(sock);
 		return NULL;
 	}
