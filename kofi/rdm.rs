@@ -426,7 +426,7 @@ pub(crate) struct Recv {
 impl Recv {
     /// Whether it takes a message with `tag` from the peer named `sender`.
     pub(crate) fn takes(&self, tag: Option<u64>, sender: &Name) -> bool {
-        self.wants.takes(tag) && !self.from.is_some_and(|f| f != *sender)
+        self.wants.takes(tag) && !matches!(self.from, Some(f) if f != *sender)
     }
 }
 

@@ -124,7 +124,7 @@ fn first_unexpected(s: &State, wants: Wants, from: Option<Name>) -> Option<usize
         ib.recv.is_none()
             && ib.claimed.is_none()
             && wants.takes(ib.tag)
-            && !from.is_some_and(|f| s.peers[ib.peer].name != f)
+            && !matches!(from, Some(f) if s.peers[ib.peer].name != f)
     })
 }
 

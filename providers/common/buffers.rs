@@ -227,7 +227,7 @@ impl Lent {
     /// Bytes `offset .. offset + len` of the buffers as buffers of their
     /// own: new descriptors of the same memory, lent as these are.
     pub(crate) fn range(&self, offset: usize, len: usize) -> Result<Lent> {
-        if !offset.checked_add(len).is_some_and(|end| end <= self.len()) {
+        if !matches!(offset.checked_add(len), Some(end) if end <= self.len()) {
             return Err(EINVAL);
         }
         Ok(match self {
@@ -269,7 +269,7 @@ impl Lent {
         len: usize,
         out: &mut Vec<u8, A>,
     ) -> Result {
-        if !offset.checked_add(len).is_some_and(|end| end <= self.len()) {
+        if !matches!(offset.checked_add(len), Some(end) if end <= self.len()) {
             return Err(EINVAL);
         }
         let at = out.len();
