@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A one-shot kernel timer whose owner lives in an [`Arc`]: the unsafe layer
-//! over the timer calls of `kofi_sock_glue.c`. An armed timer holds a
-//! reference to its owner, which its expiry hands to the owner's callback
-//! and [`Timer::stop`] drops, so the owner outlives every expiry.
+//! over the timer calls of `kofi_timer.c` (which a provider's glue file
+//! includes; its crate includes this file as `mod timer`). An armed timer
+//! holds a reference to its owner, which its expiry hands to the owner's
+//! [`TimerOwner::timer_fired`] and [`Timer::stop`] drops, so the owner
+//! outlives every expiry.
 
 use crate::abi;
 use core::ffi::c_void;
@@ -12,15 +14,21 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+/// What a timer's expiry calls.
+pub(crate) trait TimerOwner: Send + Sync + Sized {
+    /// The timer armed for `this` expired (softirq).
+    fn timer_fired(this: Arc<Self>);
+}
+
 /// A timer armed for one owner of type `T`.
 ///
 /// # Invariants
 ///
-/// `ptr` is a timer from `ksock_timer_new`, freed only when this drops.
-/// While armed it holds one reference of an `Arc<T>`, given up by `arm` and
-/// taken back by its expiry (see [`Timer::expired`]) or by [`Timer::stop`].
+/// `ptr` is a timer from `kofi_ptimer_new` calling [`fired::<T>`], freed
+/// only when this drops. While armed it holds one reference of an `Arc<T>`,
+/// given up by `arm` and taken back by its expiry or by [`Timer::stop`].
 pub(crate) struct Timer<T> {
-    ptr: NonNull<abi::ksock_timer>,
+    ptr: NonNull<abi::kofi_ptimer>,
     _owner: PhantomData<Arc<T>>,
 }
 
@@ -31,11 +39,12 @@ unsafe impl<T: Send + Sync> Send for Timer<T> {}
 // core's own lock.
 unsafe impl<T: Send + Sync> Sync for Timer<T> {}
 
-impl<T: Send + Sync> Timer<T> {
+impl<T: TimerOwner> Timer<T> {
     pub(crate) fn new() -> Result<Self> {
-        // SAFETY: No preconditions.
-        let ptr = NonNull::new(unsafe { abi::ksock_timer_new() }).ok_or(ENOMEM)?;
-        // INVARIANT: A new timer, not armed.
+        // SAFETY: No preconditions; `fired::<T>` is called with what the
+        // timer is armed with, which `arm` makes an `Arc<T>` reference.
+        let ptr = NonNull::new(unsafe { abi::kofi_ptimer_new(Some(fired::<T>)) }).ok_or(ENOMEM)?;
+        // INVARIANT: A new timer of `T`'s callback, not armed.
         Ok(Timer {
             ptr,
             _owner: PhantomData,
@@ -49,7 +58,7 @@ impl<T: Send + Sync> Timer<T> {
         let raw = Arc::into_raw(owner.clone());
         // SAFETY: `ptr` is live (type invariants); the reference behind
         // `raw` goes to the timer when this arms it.
-        let ret = unsafe { abi::ksock_timer_arm(self.ptr.as_ptr(), raw.cast(), ms) };
+        let ret = unsafe { abi::kofi_ptimer_arm(self.ptr.as_ptr(), raw.cast(), ms) };
         if ret != 0 {
             // Moved (the timer holds a reference already) or stopped (it
             // holds none and will not expire): ours is not needed.
@@ -62,25 +71,26 @@ impl<T: Send + Sync> Timer<T> {
     /// drops the reference it held when armed.
     pub(crate) fn stop(&self) {
         // SAFETY: `ptr` is live (type invariants).
-        let owner = unsafe { abi::ksock_timer_stop(self.ptr.as_ptr()) };
+        let owner = unsafe { abi::kofi_ptimer_stop(self.ptr.as_ptr()) };
         if !owner.is_null() {
             // SAFETY: The timer was armed with this reference (type
             // invariants) and will not expire now, so nobody else takes it.
             drop(unsafe { Arc::from_raw(owner.cast::<T>()) });
         }
     }
+}
 
-    /// The owner reference an expiring timer held.
-    ///
-    /// # Safety
-    ///
-    /// `owner` is what `kofi_sock_timer_fired` was called with, for a timer
-    /// of this type; each expiry calls this once.
-    pub(crate) unsafe fn expired(owner: *const c_void) -> Arc<T> {
-        // SAFETY: The timer was armed with this reference (type invariants),
-        // which its expiry now gives up (the caller's guarantee).
-        unsafe { Arc::from_raw(owner.cast::<T>()) }
-    }
+/// The expiry of a timer of `T`'s: hands the owner the reference it was
+/// armed with.
+///
+/// # Safety
+///
+/// Called by the timer glue, once per expiry, with what a [`Timer<T>`] was
+/// armed with: a reference of an `Arc<T>` (type invariants of [`Timer`]).
+unsafe extern "C" fn fired<T: TimerOwner>(owner: *const c_void) {
+    // SAFETY: The reference the timer was armed with, which this expiry now
+    // gives up (the caller's guarantee).
+    T::timer_fired(unsafe { Arc::from_raw(owner.cast::<T>()) });
 }
 
 impl<T> Drop for Timer<T> {
@@ -88,6 +98,6 @@ impl<T> Drop for Timer<T> {
         // SAFETY: `ptr` is live and not used after this (type invariants).
         // An armed timer holds a reference to its owner, which holds this
         // timer: it is never armed here.
-        unsafe { abi::ksock_timer_free(self.ptr.as_ptr()) };
+        unsafe { abi::kofi_ptimer_free(self.ptr.as_ptr()) };
     }
 }

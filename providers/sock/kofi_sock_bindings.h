@@ -8,3 +8,4 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include "kofi_sock_glue.h"
+#include "../common/kofi_timer.h"

@@ -203,43 +203,4 @@ void ksock_noio_restore(unsigned int flags)
 	memalloc_noio_restore(flags);
 }
 
-struct ksock_timer {
-	struct timer_list timer;
-	const void *owner;
-};
-
-static void ksock_timer_expired(struct timer_list *timer)
-{
-	struct ksock_timer *t = timer_container_of(t, timer, timer);
-
-	kofi_sock_timer_fired(READ_ONCE(t->owner));
-}
-
-struct ksock_timer *ksock_timer_new(void)
-{
-	struct ksock_timer *t = kzalloc(sizeof(*t), GFP_KERNEL);
-
-	if (t)
-		timer_setup(&t->timer, ksock_timer_expired, 0);
-	return t;
-}
-
-int ksock_timer_arm(struct ksock_timer *t, const void *owner, unsigned int ms)
-{
-	/* A shut down timer has no function and mod_timer would not arm it. */
-	if (!READ_ONCE(t->timer.function))
-		return -ESHUTDOWN;
-	WRITE_ONCE(t->owner, owner);
-	return mod_timer(&t->timer, jiffies + msecs_to_jiffies(ms));
-}
-
-const void *ksock_timer_stop(struct ksock_timer *t)
-{
-	return timer_shutdown_sync(&t->timer) ? t->owner : NULL;
-}
-
-void ksock_timer_free(struct ksock_timer *t)
-{
-	timer_shutdown_sync(&t->timer);
-	kfree(t);
-}
+#include "../common/kofi_timer.c"

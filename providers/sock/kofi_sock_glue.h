@@ -40,19 +40,7 @@ int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer)
 unsigned int ksock_noio_save(void);
 void ksock_noio_restore(unsigned int flags);
 
-/* A one-shot timer: when it expires, kofi_sock_timer_fired(@owner) runs in
- * softirq. Arming returns 0, or 1 when the timer was armed already (it is
- * moved; @owner must be the same), or -ESHUTDOWN once it was stopped (it is
- * not armed). Stopping it for good waits for a callback in progress and
- * returns the owner it was armed with, or NULL when it was not armed. */
-struct ksock_timer;
-struct ksock_timer *ksock_timer_new(void);
-int ksock_timer_arm(struct ksock_timer *t, const void *owner, unsigned int ms);
-const void *ksock_timer_stop(struct ksock_timer *t);
-void ksock_timer_free(struct ksock_timer *t);
-
 /* Implemented in Rust (kofi_sock.rs). */
 void kofi_sock_wake(const void *owner, bool listener);
-void kofi_sock_timer_fired(const void *owner);
 
 #endif

@@ -31,6 +31,7 @@ mod listener;
 #[allow(dead_code)]
 mod ring;
 mod socket;
+#[path = "../common/timer.rs"]
 mod timer;
 #[allow(dead_code)]
 mod wire;
@@ -80,20 +81,6 @@ pub unsafe extern "C" fn kofi_sock_wake(owner: *const core::ffi::c_void, listene
         // (the caller's guarantee).
         unsafe { conn::wake(owner) };
     }
-}
-
-/// Called when a timer expires (softirq) with the owner it was armed with.
-///
-/// # Safety
-///
-/// `owner` is what an expiring [`timer::Timer`] was armed with; only
-/// listeners arm timers.
-#[no_mangle]
-pub unsafe extern "C" fn kofi_sock_timer_fired(owner: *const core::ffi::c_void) {
-    // SAFETY: The owner of an expiring listener's timer (the caller's
-    // guarantee), taken back once.
-    let listener = unsafe { timer::Timer::<Listener>::expired(owner) };
-    Listener::timer_expired(listener);
 }
 
 /// An FI_EP_MSG info with the provider's limits; `local`/`peer` become the

@@ -19,7 +19,7 @@ use crate::compat::VecExt;
 use crate::conn::Conn;
 use crate::kofi::{Info, PepRef};
 use crate::socket::{SockAddr, Socket};
-use crate::timer::Timer;
+use crate::timer::{Timer, TimerOwner};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
@@ -80,6 +80,16 @@ fn release_listener(owner: *const core::ffi::c_void) {
     drop(unsafe { Arc::from_raw(owner.cast::<Listener>()) });
 }
 
+impl TimerOwner for Listener {
+    /// The timer expired (softirq): the work closes what waited too long.
+    fn timer_fired(this: Arc<Listener>) {
+        // Already queued: that run expires them. (The passive endpoint's
+        // close holds a reference while it stops the timer, so this one is
+        // never the last.)
+        let _ = crate::workqueue::queue().enqueue(this);
+    }
+}
+
 impl Listener {
     pub(crate) fn new(src: &SockAddr, pep: PepRef) -> Result<Arc<Listener>> {
         let sock = Socket::new(src.is_ipv6())?;
@@ -116,14 +126,6 @@ impl Listener {
         // for callbacks like this one.
         let l: Arc<Listener> = unsafe { ArcBorrow::from_raw(owner.cast::<Listener>()) }.into();
         let _ = crate::workqueue::queue().enqueue(l);
-    }
-
-    /// The timer expired (softirq): the work closes what waited too long.
-    pub(crate) fn timer_expired(this: Arc<Listener>) {
-        // Already queued: that run expires them. (The passive endpoint's
-        // close holds a reference while it stops the timer, so this one is
-        // never the last.)
-        let _ = crate::workqueue::queue().enqueue(this);
     }
 
     fn accept_all(self: Arc<Self>) {

@@ -36,6 +36,7 @@ use crate::rdma::{
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
 use crate::tagged::{HeldMessage, HeldTagged, TaggedRecvs, Trecv};
+use crate::timer::{Timer, TimerOwner};
 use crate::wire::{self, CmData, Header, KeyTable, RtsBody, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::alloc::KVVec;
@@ -59,6 +60,10 @@ const SEGMENT: usize = RX_BUF - HEADER_LEN;
 pub(crate) const SQ_DEPTH: usize = 64;
 /// Bytes a SEND may carry inline, asked of the device (which may take fewer).
 const INLINE_ASK: u32 = 256;
+/// An iWARP client's unanswered greeting goes again after this, then after
+/// twice as long, ... (see `nudge`), at most `NUDGES_MAX` times.
+const NUDGE_MS: u32 = 100;
+const NUDGES_MAX: u32 = 5;
 /// Messages longer than this go by rendezvous (when their buffers fit one
 /// region): the receiver RDMA-READs them into the posted receive.
 const RNDV_MIN: usize = 64 << 10;
@@ -394,6 +399,8 @@ pub(crate) struct Greeting {
     pub(crate) ready: bool,
     pub(crate) sent: bool,
     pub(crate) heard: bool,
+    /// Times an iWARP client's greeting was sent again (see `nudge`).
+    pub(crate) nudges: u32,
 }
 
 /// A connection (client or server side).
@@ -423,6 +430,10 @@ pub(crate) struct Conn {
     /// Its endpoint, for the CQ's events to hand the polling to a consumer
     /// sleeping on the endpoint's receive CQ (one hand-off fewer).
     waker: ProgressWaker,
+    /// An iWARP client's greeting not answered in time is sent again (see
+    /// `nudge`); the timer sets `nudge_due` and queues the work.
+    greeting_timer: Timer<Conn>,
+    nudge_due: AtomicBool,
 }
 
 impl_has_work! {
@@ -434,6 +445,17 @@ impl WorkItem for Conn {
 
     fn run(this: Arc<Conn>) {
         this.poll();
+        if this.nudge_due.swap(false, Ordering::AcqRel) {
+            this.nudge(&this);
+        }
+    }
+}
+
+impl TimerOwner for Conn {
+    fn timer_fired(this: Arc<Conn>) {
+        this.nudge_due.store(true, Ordering::Release);
+        // Already queued is fine: that run sees `nudge_due`.
+        let _ = crate::workqueue::queue().enqueue(this);
     }
 }
 
@@ -480,6 +502,7 @@ impl Conn {
         if let Some(ep) = &ep {
             waker.arm(ep);
         }
+        let greeting_timer = Timer::new()?;
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 slots,
@@ -528,6 +551,8 @@ impl Conn {
                 polling <- new_mutex!((), "kofi_verbs_polling"),
                 work <- new_work!("kofi_verbs_conn"),
                 waker,
+                greeting_timer,
+                nudge_due: AtomicBool::new(false),
             }),
             GFP_KERNEL,
         )?;
@@ -761,6 +786,7 @@ impl Conn {
     /// Closes the connection: no report of it after this returns. The QP
     /// is drained before the consumer's buffers are let go.
     pub(crate) fn close(&self) {
+        self.greeting_timer.stop();
         let mut owner = self.id.lock();
         let res = {
             let mut g = self.inner.lock();
@@ -841,7 +867,13 @@ impl Conn {
         };
         loop {
             cq.poll();
-            if !cq.arm() {
+            // Armed, then looked at once more: siw counts a completion for
+            // REPORT_MISSED_EVENTS (cq_put) after it checked whether the CQ
+            // was armed, with no barrier between, so arming can see no
+            // completion while siw sees no arming, and no event comes. The
+            // completion itself siw writes before a barrier and that check:
+            // a poll after arming finds it, or siw saw the arming.
+            if !cq.arm() && cq.poll() == 0 {
                 break;
             }
         }

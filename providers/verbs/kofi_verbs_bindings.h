@@ -10,3 +10,4 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 #include "kofi_verbs_glue.h"
+#include "../common/kofi_timer.h"

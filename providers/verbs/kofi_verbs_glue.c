@@ -96,17 +96,19 @@ struct ib_cq *kverbs_create_cq(struct ib_device *dev, int nr_cqe,
 	return cq;
 }
 
-void kverbs_poll_cq(struct ib_cq *cq)
+int kverbs_poll_cq(struct ib_cq *cq)
 {
 	struct ib_wc wcs[8];
-	int n, i;
+	int n, i, total = 0;
 
 	do {
 		n = ib_poll_cq(cq, ARRAY_SIZE(wcs), wcs);
 		for (i = 0; i < n; i++)
 			if (wcs[i].wr_cqe)
 				wcs[i].wr_cqe->done(cq, &wcs[i]);
+		total += max(n, 0);
 	} while (n == ARRAY_SIZE(wcs));
+	return total;
 }
 
 bool kverbs_arm_cq(struct ib_cq *cq)
@@ -605,3 +607,5 @@ void kverbs_region_free(struct kverbs_region *r)
 {
 	kverbs_region_release(r);
 }
+
+#include "../common/kofi_timer.c"

@@ -53,8 +53,8 @@ u32 kverbs_pd_lkey(struct ib_pd *pd);
  */
 struct ib_cq *kverbs_create_cq(struct ib_device *dev, int nr_cqe,
 			       void (*event)(struct ib_cq *cq, void *context), void *context);
-/* Polls every completion @cq holds, each to its ib_cqe's done. */
-void kverbs_poll_cq(struct ib_cq *cq);
+/* Polls every completion @cq holds, each to its ib_cqe's done: how many. */
+int kverbs_poll_cq(struct ib_cq *cq);
 /* Arms @cq again: true when completions may have come in unreported (poll). */
 bool kverbs_arm_cq(struct ib_cq *cq);
 void kverbs_destroy_cq(struct ib_cq *cq);

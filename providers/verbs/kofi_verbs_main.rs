@@ -32,6 +32,8 @@ mod rdma;
 #[path = "../../include/kofi/rust/ring.rs"]
 #[allow(dead_code)]
 mod ring;
+#[path = "../common/timer.rs"]
+mod timer;
 mod wire;
 
 use conn::{Conn, Listener, Request, RmaLocal, RmaPart};

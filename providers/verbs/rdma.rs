@@ -204,12 +204,14 @@ impl<H: CqHandler> Cq<H> {
 
     /// Hands every completion the CQ holds to its work request's slot
     /// ([`Completion::completed`], here in the caller's thread). The caller
-    /// serializes polls, so completions are reported in order.
-    pub(crate) fn poll(&self) {
+    /// serializes polls, so completions are reported in order. Returns how
+    /// many it handed over.
+    pub(crate) fn poll(&self) -> usize {
         // SAFETY: A live CQ (type invariants); its completions name `Slots`
         // or the RDMA core's drain, whose done callbacks take process
         // context, which a poller is.
-        unsafe { abi::kverbs_poll_cq(self.ptr.as_ptr()) };
+        let n = unsafe { abi::kverbs_poll_cq(self.ptr.as_ptr()) };
+        n.unsigned_abs() as usize
     }
 
     /// Asks for an event at the next completion: true when completions may

@@ -56,6 +56,9 @@ impl Conn {
                 }
                 g.greeting.ready = true;
                 self.greet(&mut g);
+                if g.iwarp && !g.speaks_second && g.greeting.sent && !g.greeting.heard {
+                    self.greeting_timer.arm(&Arc::from(self), NUDGE_MS);
+                }
                 self.pump(&mut g);
             }
             CmEvent::Rejected(data) => {

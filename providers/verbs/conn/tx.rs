@@ -319,6 +319,24 @@ impl Conn {
         }
     }
 
+    /// An iWARP client's greeting the server has not answered: sent again,
+    /// a few times, further apart each time. siw's server puts the QP's
+    /// receive upcall on the socket only after it sent the MPA reply, so a
+    /// first frame that came between the two waits in the socket, unread,
+    /// until more data comes; the server speaks only once it heard us, and
+    /// nothing more would come. The new frame makes siw read both.
+    pub(super) fn nudge(&self, this: &Arc<Conn>) {
+        let mut g = self.inner.lock();
+        let unanswered = g.phase == Phase::Connected && g.greeting.sent && !g.greeting.heard;
+        if !unanswered || g.greeting.nudges >= NUDGES_MAX || g.credits < 1 {
+            return;
+        }
+        g.greeting.nudges += 1;
+        if self.post_credit(&mut g).is_ok() {
+            self.greeting_timer.arm(this, NUDGE_MS << g.greeting.nudges);
+        }
+    }
+
     /// Posts what the credits and free slots allow, in order, once the
     /// peer greeted us.
     pub(super) fn pump(&self, g: &mut Inner) {
