@@ -10,6 +10,7 @@
 #include <linux/module.h>
 #include <linux/sysfs.h>
 #include <linux/workqueue.h>
+#include <kofi/compat.h>
 #include "kofi_blk_glue.h"
 
 int kofi_blk_rq_pages(struct request *rq, struct bio_vec *out, int max)
@@ -93,7 +94,7 @@ static const struct attribute_group kofi_blk_group = { .attrs = kofi_blk_attrs }
 
 struct workqueue_struct *kofi_blk_glue_init(void)
 {
-	kofi_blk_wq = alloc_workqueue("kofi_blk", WQ_MEM_RECLAIM, 0);
+	kofi_blk_wq = alloc_workqueue("kofi_blk", WQ_MEM_RECLAIM | KOFI_WQ_PERCPU, 0);
 	return kofi_blk_wq;
 }
 

@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
+#include <kofi/compat.h>
 #include "kofi_blkt.h"
 
 struct workqueue_struct *blkt_wq;
@@ -157,7 +158,7 @@ static int __init kofi_blkt_init(void)
 {
 	int ret;
 
-	blkt_wq = alloc_workqueue("kofi_blkt", WQ_MEM_RECLAIM, 0);
+	blkt_wq = alloc_workqueue("kofi_blkt", WQ_MEM_RECLAIM | KOFI_WQ_PERCPU, 0);
 	if (!blkt_wq)
 		return -ENOMEM;
 	blkt_kobj = kobject_create_and_add("kofi_blkt", kernel_kobj);

@@ -12,12 +12,23 @@
 #include <linux/socket.h>
 #include <linux/timer.h>
 #include <linux/version.h>
+#include <linux/workqueue.h>
 
 /* kernel_bind() and kernel_connect() take a struct sockaddr_unsized on 7.3. */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
 #define KOFI_SOCKADDR_ARG(addr) ((struct sockaddr_unsized *)(addr))
 #else
 #define KOFI_SOCKADDR_ARG(addr) ((struct sockaddr *)(addr))
+#endif
+
+/*
+ * 7.3 warns about a workqueue that says neither WQ_UNBOUND nor WQ_PERCPU;
+ * per-CPU is what 6.12 makes of it, where the flag does not exist.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(7, 0, 0)
+#define KOFI_WQ_PERCPU WQ_PERCPU
+#else
+#define KOFI_WQ_PERCPU 0
 #endif
 
 /* from_timer() is timer_container_of() on 7.3. */

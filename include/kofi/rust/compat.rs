@@ -23,7 +23,9 @@ pub(crate) fn into_foreign<T: ForeignOwnable>(owner: T) -> *mut c_void {
 }
 
 /// `alloc_workqueue("%s", flags, 0, name)` (null when it fails): a macro on
-/// 7.3 over `alloc_workqueue_noprof`, a function on 6.12.
+/// 7.3 over `alloc_workqueue_noprof`, a function on 6.12. 7.3 warns about a
+/// queue that says neither `WQ_UNBOUND` nor `WQ_PERCPU`: per-CPU is what
+/// 6.12 makes of it, so that is said.
 pub(crate) fn alloc_workqueue(
     name: &'static kernel::str::CStr,
     flags: u32,
@@ -32,6 +34,15 @@ pub(crate) fn alloc_workqueue(
     use kernel::bindings::alloc_workqueue as alloc;
     #[cfg(kofi_kernel_7_3)]
     use kernel::bindings::alloc_workqueue_noprof as alloc;
+    #[cfg(kofi_kernel_7_3)]
+    let flags = {
+        use kernel::bindings::{wq_flags_WQ_PERCPU as PERCPU, wq_flags_WQ_UNBOUND as UNBOUND};
+        if flags & (PERCPU | UNBOUND) == 0 {
+            flags | PERCPU
+        } else {
+            flags
+        }
+    };
     // SAFETY: A "%s" format with one NUL-terminated string argument, which
     // lives as long as the module (`'static`).
     unsafe {

@@ -5,7 +5,8 @@
 # (test_*.sh) is a subtest, its own KTAP indented beneath it. In a run of two
 # VMs ($KOFI_VMS = 2) it runs the pair_*.sh scripts instead, on both nodes.
 #
-# Usage: run_tests.sh [FILTER]   (FILTER: a substring of suite names to run)
+# Usage: run_tests.sh [FILTER]   (FILTER: substrings of the names of the
+#                                 suites to run, separated by |)
 
 MODDIR=/kofi/modules
 TESTDIR=$(dirname "$0")
@@ -27,7 +28,12 @@ for t in $scripts; do
 done
 selected=""
 for s in $suites; do
-	case "$s" in *"$filter"*) selected="$selected $s" ;; esac
+	oldifs=$IFS
+	IFS='|'
+	for f in ${filter:-""}; do
+		case "$s" in *"$f"*) selected="$selected $s"; break ;; esac
+	done
+	IFS=$oldifs
 done
 
 # Runs a KUnit test module: its suites run while insmod loads it; their
