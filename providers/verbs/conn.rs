@@ -831,6 +831,12 @@ impl Conn {
         g.phase = Phase::Closed;
         // The regions of rendezvous sends go before the domain's PD.
         g.rndv_sends = KVec::new();
+        // So do the regions work requests still hold (a READ's sink, a
+        // registration): with the QP gone no completion frees them, and
+        // the device must not outlive them (its removal waits for this).
+        for wr in g.tx_wr.iter_mut() {
+            *wr = None;
+        }
         g.domain = None;
         drop(g);
         self.entry.remove_conn(self);
