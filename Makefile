@@ -16,12 +16,6 @@
 
 PROFILE ?= debug
 export PATH := /usr/lib/llvm-19/bin:$(HOME)/.cargo/bin:$(PATH)
-# KOFI_KERNEL=7.3 builds against the newest kernel Debian ships instead of
-# 6.12 (scripts/lib/env.sh); its Rust wants the newer bindgen setup.sh
-# installs beside.
-ifeq ($(KOFI_KERNEL),7.3)
-export PATH := $(or $(KOFI_CACHE),$(HOME)/.cache/kofi)/bindgen-0.72/bin:$(PATH)
-endif
 
 # KDIR: a Rust-enabled kernel build tree. Without one, kofi builds its own
 # (cached under $KOFI_CACHE, default ~/.cache/kofi) on first use.

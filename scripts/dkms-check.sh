@@ -3,7 +3,8 @@
 # DKMS's PRE_BUILD (dkms.conf): whether the kernel at $1 can build kofi, and
 # if not, why, in one line a user can act on. kofi is Rust on
 # Rust-for-Linux: the kernel must have Rust enabled and its Rust crates
-# built, by the rustc and the LLVM this machine has.
+# built, by the rustc and the LLVM this machine has, with a bindgen that
+# fits it (kofi-bindgen.sh).
 kdir=$1
 no() {
 	echo "kofi: cannot build against $kdir: $*" >&2
@@ -20,5 +21,5 @@ want=$(sed -n 's/^CONFIG_RUSTC_VERSION_TEXT="\(.*\)"/\1/p' "$kdir/.config")
 PATH=/usr/lib/llvm-19/bin:$HOME/.cargo/bin:$PATH
 have=$(rustc --version 2>/dev/null) || no "no rustc on this machine"
 [ "$have" = "$want" ] || no "the kernel's Rust was built by '$want', this machine has '$have'"
-command -v bindgen >/dev/null || no "no bindgen on this machine (cargo install bindgen-cli)"
+"$(dirname "$0")/kofi-bindgen.sh" "$kdir" >/dev/null || exit 1
 exit 0

@@ -6,7 +6,8 @@
 # with the reason. Prints one line per check: "ok - WHAT" or "not ok - WHAT".
 set -uo pipefail
 kdir=$1
-root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib/env.sh"
+root=$KOFI_ROOT
 version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$root/dkms.conf")
 kver=$(cat "$kdir/include/config/kernel.release")
 work=$(mktemp -d)
@@ -27,8 +28,7 @@ check() { # check WHAT COMMAND...: runs it, its output kept for a failure
 
 # The source as git sees it (tracked and new files, with their changes).
 src="$work/src/kofi-$version"
-mkdir -p "$src"
-(cd "$root" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$src")
+kofi_copy_tree "$src"
 
 check "dkms add" dkms "${trees[@]}" add -m kofi -v "$version"
 check "dkms build against $kver" \
@@ -45,7 +45,7 @@ magic=$(modinfo -F vermagic "$installed/kofi.ko" 2>/dev/null | cut -d' ' -f1)
 check "kofi.ko is for $kver (vermagic: $magic)" test "$magic" = "$kver"
 
 # A kernel without Rust: refused before building, with the reason.
-fake="$work/norust"
+fake="$work/fake-kernel"
 mkdir -p "$fake/include/config"
 grep -v '^CONFIG_RUST=' "$kdir/.config" >"$fake/.config"
 echo "$kver" >"$fake/include/config/kernel.release"
@@ -54,3 +54,16 @@ refused() {
 		grep -q "CONFIG_RUST is not set" "$work/why"
 }
 check "a kernel without Rust refused: $(refused; cat "$work/why")" refused
+
+# A kernel whose Rust wants a bindgen this machine lacks: refused, with the
+# one it wants.
+cp "$kdir/.config" "$fake/.config"
+mkdir -p "$fake/rust" "$fake/scripts"
+: >"$fake/rust/libkernel.rmeta"
+sed -i 's/^CONFIG_BINDGEN_VERSION_TEXT=.*/CONFIG_BINDGEN_VERSION_TEXT="bindgen 99.0.0"/' "$fake/.config"
+printf '#!/bin/sh\necho 99.0.0\n' >"$fake/scripts/min-tool-version.sh"
+no_bindgen() {
+	! "$root/scripts/dkms-check.sh" "$fake" 2>"$work/why" &&
+		grep -q "no bindgen fits: its Rust wants 'bindgen 99.0.0'" "$work/why"
+}
+check "a kernel wanting another bindgen refused: $(no_bindgen; cat "$work/why")" no_bindgen

@@ -10,7 +10,7 @@
 
 quiet_cmd_kofi_provider_bindgen = BINDGEN $@
       cmd_kofi_provider_bindgen = \
-	$(BINDGEN) $< --rust-target 1.68 --use-core --with-derive-default \
+	$(KOFI_BINDGEN) $< --rust-target 1.68 --use-core --with-derive-default \
 		--ctypes-prefix ffi --no-layout-tests --no-debug '.*' \
 		$(shell grep -Ev '^\#|^$$|cfi_encoding|MaybeZeroable' $(srctree)/rust/bindgen_parameters) \
 		--allowlist-var 'FI_.*|KOFI_.*|ITER_.*|AF_INET6?' \

@@ -21,11 +21,23 @@ export KOFI_KERNEL
 KOFI_KSRC_TARBALL=${KOFI_KSRC_TARBALL:-/usr/src/linux-source-$KOFI_KERNEL.tar.xz}
 
 # 7.3's Rust needs bindgen 0.71.1 or later; 6.12 keeps the 0.69.5 it was
-# built with. setup.sh installs the newer one beside, under the cache.
+# built with. setup.sh installs the newer one beside, under the cache; the
+# kernel's build finds it on the PATH, kofi's modules through
+# scripts/kofi-bindgen.sh whatever the PATH.
 KOFI_BINDGEN_NEW=$KOFI_CACHE/bindgen-0.72/bin
 if [ "$KOFI_KERNEL" != 6.12 ]; then
 	export PATH="$KOFI_BINDGEN_NEW:$PATH"
 fi
+
+# A copy of the tree as git sees it (tracked and new files, build/ left
+# out), fresh in $1: modules for a second kernel (perf, 7.3) are built there,
+# as the tree's own objects are the debug 6.12 kernel's.
+kofi_copy_tree() {
+	rm -rf "$1"
+	mkdir -p "$1"
+	(cd "$KOFI_ROOT" && git ls-files -co --exclude-standard | grep -v '^build/' |
+		cpio -pdm --quiet "$1")
+}
 
 die() {
 	echo "kofi: $*" >&2

@@ -6,9 +6,7 @@ perf_build() {
 	scripts/setup.sh | grep -v 'already installed' || true
 	perf=$(scripts/build-kernel.sh perf)
 	src="$KOFI_ROOT/build/bench-src"
-	rm -rf "$src"
-	mkdir -p "$src"
-	git ls-files -co --exclude-standard | grep -v '^build/' | cpio -pdm --quiet "$src"
+	kofi_copy_tree "$src"
 	echo "=== modules for the perf kernel"
 	make -C "$perf" M="$src" LLVM=1 -j"$KOFI_JOBS" modules >"$KOFI_ROOT/build/bench-build.log" 2>&1 ||
 		{ tail -30 "$KOFI_ROOT/build/bench-build.log"; exit 1; }

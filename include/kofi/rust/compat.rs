@@ -55,21 +55,17 @@ pub(crate) fn alloc_workqueue(
     }
 }
 
-/// blk-mq's flag asking for merged requests: 7.3 merges unless told not
-/// to, and has no such flag.
+// blk-mq's flag asking for merged requests (one item, two arms): 7.3
+// merges unless told not to, and has no such flag.
 #[cfg(not(kofi_kernel_7_3))]
 pub(crate) const BLK_MQ_F_SHOULD_MERGE: u32 = kernel::bindings::BLK_MQ_F_SHOULD_MERGE;
-/// blk-mq's flag asking for merged requests: 7.3 merges unless told not
-/// to, and has no such flag.
 #[cfg(kofi_kernel_7_3)]
 pub(crate) const BLK_MQ_F_SHOULD_MERGE: u32 = 0;
 
-/// The NUMA node blk-mq's `init_request` gets: unsigned on 6.12, signed on
-/// 7.3.
+// The NUMA node blk-mq's `init_request` gets (one item, two arms):
+// unsigned on 6.12, signed on 7.3.
 #[cfg(not(kofi_kernel_7_3))]
 pub(crate) type NumaNode = kernel::ffi::c_uint;
-/// The NUMA node blk-mq's `init_request` gets: unsigned on 6.12, signed on
-/// 7.3.
 #[cfg(kofi_kernel_7_3)]
 pub(crate) type NumaNode = kernel::ffi::c_int;
 
