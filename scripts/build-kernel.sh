@@ -3,7 +3,8 @@
 #   [KOFI_KERNEL=6.12|7.3] scripts/build-kernel.sh [--path] [debug|perf]
 # With --path it only prints where the tree is (or would be).
 # The tree lives under $KOFI_CACHE, keyed by kernel version and a hash of the
-# fragments, so an unchanged config never rebuilds.
+# fragments and scripts/kernel-patches/ (fixes carried over Debian's source),
+# so an unchanged config never rebuilds.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 
@@ -27,13 +28,18 @@ echo "build-kernel: building the $KOFI_KERNEL $profile kernel in $kdir (about 6 
 rm -rf "$kdir"
 mkdir -p "$kdir"
 tar -xJf "$KOFI_KSRC_TARBALL" -C "$kdir" --strip-components=1
+: >"$log"
+while IFS= read -r fix; do
+	patch -d "$kdir" -p1 -s -N <"$fix" >>"$log" 2>&1 ||
+		die "$(basename "$fix") does not apply to $KOFI_KERNEL; see $log"
+done < <(kofi_kernel_patches)
 
 mapfile -t frags < <(kofi_fragments "$profile")
 {
 	make -C "$kdir" LLVM=1 tinyconfig
 	"$kdir/scripts/kconfig/merge_config.sh" -m -O "$kdir" "$kdir/.config" "${frags[@]}"
 	make -C "$kdir" LLVM=1 olddefconfig
-} >"$log" 2>&1 || die "configuring failed; see $log"
+} >>"$log" 2>&1 || die "configuring failed; see $log"
 
 # merge_config only warns when Kconfig drops a requested option (a missing
 # dependency, as SLUB_TINY drops KASAN). Fail instead: a silently weaker

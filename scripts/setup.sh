@@ -8,7 +8,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
 PACKAGES=(clang-19 lld-19 llvm-19 libclang-19-dev flex bison bc libelf-dev
 	  libssl-dev cpio busybox-static iproute2 kmod linux-source-6.12 make
-	  xz-utils python3 gnuplot-nox linux-perf e2fsprogs nvme-cli)
+	  xz-utils patch python3 gnuplot-nox linux-perf e2fsprogs nvme-cli)
 # qemu and fio without recommends: they pull a desktop stack and python;
 # dkms: its recommends are the distribution's kernel headers.
 NORECOMMENDS=(qemu-system-x86 fio dkms)

@@ -58,10 +58,16 @@ kofi_fragments() {
 	[ ! -f "$d/kernel-$KOFI_KERNEL.config" ] || echo "$d/kernel-$KOFI_KERNEL.config"
 }
 
+# The fixes kofi's kernels carry over Debian's source (upstream bugs the
+# suites met), applied in order to both kernels; one path a line.
+kofi_kernel_patches() {
+	ls "$KOFI_ROOT"/scripts/kernel-patches/*.patch 2>/dev/null || true
+}
+
 # Directory of the cached kernel tree for a profile (debug or perf). The key is
-# the source version and a hash of the fragments.
+# the source version and a hash of the fragments and the patches.
 kofi_kdir_for() {
 	local profile=$1 hash
-	hash=$(cat $(kofi_fragments "$profile") | sha256sum | cut -c1-12)
+	hash=$(cat $(kofi_fragments "$profile") $(kofi_kernel_patches) | sha256sum | cut -c1-12)
 	echo "$KOFI_CACHE/kernel/linux-$(kofi_kernel_pkg_version | tr '~' '_')-$profile-$hash"
 }
