@@ -834,8 +834,12 @@ impl Conn {
         // So do the regions work requests still hold (a READ's sink, a
         // registration): with the QP gone no completion frees them, and
         // the device must not outlive them (its removal waits for this).
+        // A registration in flight fails: whoever waits for it (fi_mr_reg,
+        // the region's close) stops waiting.
         for wr in g.tx_wr.iter_mut() {
-            *wr = None;
+            if let Some(TxWr::Reg(reg)) = wr.take() {
+                reg.done(false);
+            }
         }
         g.domain = None;
         drop(g);

@@ -202,6 +202,8 @@ enum RegPhase {
 struct RegInner {
     region: Option<Region>,
     phase: RegPhase,
+    /// The region is being closed: no registration is posted for it again.
+    closing: bool,
 }
 
 /// How a region's registration reaches the device.
@@ -228,7 +230,7 @@ impl RegState {
     /// Runs `post` with the region to post its registration.
     pub(crate) fn with_region(&self, post: impl FnOnce(&Region) -> Result) -> Result {
         let mut g = self.inner.lock();
-        if g.phase != RegPhase::Pending {
+        if g.phase != RegPhase::Pending || g.closing {
             return Err(EINVAL);
         }
         let region = g.region.as_ref().ok_or(ENODEV)?;
@@ -267,13 +269,19 @@ impl RegState {
         g.phase
     }
 
+    /// The region's close began: nothing is posted for it from now on.
+    fn close(&self) {
+        self.inner.lock().closing = true;
+    }
+
     fn take_region(&self) -> Option<Region> {
         self.inner.lock().region.take()
     }
 
     /// Waiting for a connection of the domain to register through.
     fn pending(&self) -> bool {
-        self.route == RegRoute::Domain && self.inner.lock().phase == RegPhase::Pending
+        let g = self.inner.lock();
+        self.route == RegRoute::Domain && g.phase == RegPhase::Pending && !g.closing
     }
 }
 
@@ -368,7 +376,10 @@ impl VDomain {
         let reg = Arc::pin_init(
             pin_init!(RegState {
                 route,
-                inner <- new_mutex!(RegInner { region: Some(region), phase: RegPhase::Pending }, "kofi_verbs_reg"),
+                inner <- new_mutex!(
+                    RegInner { region: Some(region), phase: RegPhase::Pending, closing: false },
+                    "kofi_verbs_reg"
+                ),
                 changed <- new_condvar!("kofi_verbs_reg"),
             }),
             GFP_KERNEL,
@@ -391,25 +402,25 @@ impl VDomain {
     }
 
     fn unregister(&self, reg: &Arc<RegState>) {
-        {
-            let mut regs = self.regs.lock();
-            if let Some(i) = regs.iter().position(|r| Arc::ptr_eq(r, reg)) {
-                drop(regs.swap_remove(i));
-            }
-        }
+        // Listed while its registration settles (none is posted again),
+        // then unlisted and released under the list's lock: `device_gone`
+        // either finds it and releases it itself or runs after its MR is
+        // gone (the device must not outlive it).
+        reg.close();
         reg.settle();
+        let mut regs = self.regs.lock();
+        if let Some(i) = regs.iter().position(|r| Arc::ptr_eq(r, reg)) {
+            drop(regs.swap_remove(i));
+        }
         drop(reg.take_region());
     }
 
     fn device_gone(&self) {
-        let (regs, pd) = {
-            let mut regs = self.regs.lock();
-            (core::mem::take(&mut *regs), self.pd.lock().take())
-        };
-        for r in regs.iter() {
+        let mut regs = self.regs.lock();
+        for r in core::mem::take(&mut *regs).iter() {
             drop(r.take_region());
         }
-        drop(pd);
+        drop(self.pd.lock().take());
     }
 }
 
