@@ -10,12 +10,28 @@ set -uo pipefail
 cd "$KOFI_ROOT"
 
 pass=0 fail=0 skip=0
-step() { echo; echo "=== $*"; }
+# Each step's wall-clock time, printed as it ends and listed at the end: CI
+# has 90 minutes (README), and this shows where they go.
+times=() step_name="" step_start=$SECONDS
+step_end() {
+	[ -n "$step_name" ] || return 0
+	times+=("$(printf '%5d s  %s' $((SECONDS - step_start)) "$step_name")")
+	step_name=""
+}
+step() {
+	step_end
+	echo; echo "=== $*"
+	step_name=$* step_start=$SECONDS
+}
 record() { # record NAME RC
 	if [ "$2" = 0 ]; then pass=$((pass + 1)); echo "check: ok   $1"
 	else fail=$((fail + 1)); echo "check: FAIL $1"; fi
 }
 finish() {
+	step_end
+	echo
+	echo "=== time per step ($((SECONDS / 60)) min in all)"
+	printf '%s\n' "${times[@]}"
 	echo
 	echo "$pass passed, $fail failed, $skip skipped"
 	[ "$fail" = 0 ]
