@@ -138,7 +138,7 @@ static void getinfo_gives_only_the_caps_asked_for(struct kunit *test)
 	const u64 primary = FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ |
 			    FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	u8 buf[16] = {};
 
 	KUNIT_ASSERT_NOT_NULL(test, hints);
@@ -167,21 +167,21 @@ static void getinfo_gives_only_the_caps_asked_for(struct kunit *test)
 	hints->caps = FI_TAGGED;
 	KUNIT_ASSERT_EQ(test, fi_getinfo(V, node, NULL, 0, hints, &info), 0);
 	KUNIT_EXPECT_EQ(test, info->caps & primary, FI_TAGGED | FI_SEND | FI_RECV);
-	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
-	open_queues(test, &p, &p.client);
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_ep_bind(p.client.ep, &p.client.eq->fid, 0), 0);
-	KUNIT_EXPECT_EQ(test, fi_enable(p.client.ep), -FI_ENOCQ);
-	KUNIT_ASSERT_EQ(test, fi_ep_bind(p.client.ep, &p.client.cq->fid, FI_SEND | FI_RECV), 0);
-	KUNIT_ASSERT_EQ(test, fi_enable(p.client.ep), 0);
-	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL),
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, info, &p->domain, NULL), 0);
+	open_queues(test, p, &p->client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, info, &p->client.ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(p->client.ep, &p->client.eq->fid, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_enable(p->client.ep), -FI_ENOCQ);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(p->client.ep, &p->client.cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(p->client.ep), 0);
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, buf, sizeof(buf), NULL, 0, NULL),
 			-FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_tsend(p.client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
+	KUNIT_EXPECT_EQ(test, fi_tsend(p->client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
 			-FI_ENOTCONN);
-	p.client.info = info;
+	p->client.info = info;
 	info = NULL;
-	pair_close(test, &p);
+	pair_close(test, p);
 
 	/* No caps hinted: everything offered, FI_TAGGED among it. */
 	hints->caps = 0;
@@ -196,22 +196,22 @@ static void getinfo_gives_only_the_caps_asked_for(struct kunit *test)
 	fi_freeinfo(hints);
 	KUNIT_EXPECT_EQ(test, info->caps & primary, FI_MSG | FI_SEND);
 	KUNIT_EXPECT_EQ(test, info->tx_attr->caps & primary, FI_MSG | FI_SEND);
-	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
-	open_queues(test, &p, &p.client);
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_ep_bind(p.client.ep, &p.client.eq->fid, 0), 0);
-	KUNIT_ASSERT_EQ(test, fi_ep_bind(p.client.ep, &p.client.cq->fid, FI_SEND), 0);
-	KUNIT_ASSERT_EQ(test, fi_enable(p.client.ep), 0);
-	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOTCONN);
-	KUNIT_EXPECT_EQ(test, fi_recv(p.client.ep, buf, sizeof(buf), NULL, 0, NULL),
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, info, &p->domain, NULL), 0);
+	open_queues(test, p, &p->client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, info, &p->client.ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(p->client.ep, &p->client.eq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_ep_bind(p->client.ep, &p->client.cq->fid, FI_SEND), 0);
+	KUNIT_ASSERT_EQ(test, fi_enable(p->client.ep), 0);
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_recv(p->client.ep, buf, sizeof(buf), NULL, 0, NULL),
 			-FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_read(p.client.ep, buf, sizeof(buf), NULL, 0, 0, 1, NULL),
+	KUNIT_EXPECT_EQ(test, fi_read(p->client.ep, buf, sizeof(buf), NULL, 0, 0, 1, NULL),
 			-FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_tsend(p.client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
+	KUNIT_EXPECT_EQ(test, fi_tsend(p->client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
 			-FI_EOPNOTSUPP);
-	p.client.info = info;
-	pair_close(test, &p);
+	p->client.info = info;
+	pair_close(test, p);
 }
 
 /* Whether the transport's sends complete once the bytes are handed to TCP
@@ -349,7 +349,7 @@ static void getinfo_gives_the_limits_asked_for(struct kunit *test)
 {
 	struct fi_info *offer = test_info(test, prov, node, NULL, 0);
 	struct fi_info *hints = fi_allocinfo(), *info = NULL;
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	u8 a[32] = {}, b[32] = {};
 	struct kvec two[2] = { { a, 16 }, { b, 16 } };
 
@@ -384,93 +384,93 @@ static void getinfo_gives_the_limits_asked_for(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, info->ep_attr->max_msg_size, offer->ep_attr->max_msg_size);
 	fi_freeinfo(offer);
 
-	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
-	open_queues(test, &p, &p.client);
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
-	bind_enable(test, &p.client);
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, info, &p->domain, NULL), 0);
+	open_queues(test, p, &p->client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, info, &p->client.ep, NULL), 0);
+	bind_enable(test, &p->client);
 	/* Within the limits, the calls get as far as the connection. */
-	KUNIT_EXPECT_EQ(test, fi_sendv(p.client.ep, two, NULL, 1, 0, NULL), -FI_ENOTCONN);
-	KUNIT_EXPECT_EQ(test, fi_inject(p.client.ep, a, 16, 0), -FI_ENOTCONN);
-	KUNIT_EXPECT_EQ(test, fi_sendv(p.client.ep, two, NULL, 2, 0, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_recvv(p.client.ep, two, NULL, 2, 0, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_inject(p.client.ep, a, 17, 0), -FI_EMSGSIZE);
-	p.client.info = info;
-	pair_close(test, &p);
+	KUNIT_EXPECT_EQ(test, fi_sendv(p->client.ep, two, NULL, 1, 0, NULL), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_inject(p->client.ep, a, 16, 0), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_sendv(p->client.ep, two, NULL, 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_recvv(p->client.ep, two, NULL, 2, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_inject(p->client.ep, a, 17, 0), -FI_EMSGSIZE);
+	p->client.info = info;
+	pair_close(test, p);
 }
 
 /* Objects close in dependency order; out of order is -EBUSY, not a crash. */
 static void close_ordering(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct fi_info *info = test_info(test, prov, node, NULL, 0);
 
-	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
-	open_queues(test, &p, &p.client);
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
-	bind_enable(test, &p.client);
-	KUNIT_EXPECT_EQ(test, fi_close(&p.domain->fid), -EBUSY);
-	KUNIT_EXPECT_EQ(test, fi_close(&p.client.cq->fid), -EBUSY);
-	KUNIT_EXPECT_EQ(test, fi_close(&p.fabric->fid), -EBUSY);
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, info, &p->domain, NULL), 0);
+	open_queues(test, p, &p->client);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, info, &p->client.ep, NULL), 0);
+	bind_enable(test, &p->client);
+	KUNIT_EXPECT_EQ(test, fi_close(&p->domain->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&p->client.cq->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&p->fabric->fid), -EBUSY);
 	fi_freeinfo(info);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* Every call with a bad argument or in the wrong state answers an error. */
 static void bad_arguments(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct fi_info *info = test_info(test, prov, node, NULL, 0);
 	u8 big[KOFI_CM_DATA_MAX + 1] = {}, buf[16];
 	struct fid_mr *mr = NULL;
 
 	KUNIT_EXPECT_EQ(test, fi_getinfo(V, node, NULL, 0, NULL, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_fabric(NULL, &p.fabric, NULL), -EINVAL);
-	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_domain(p.fabric, NULL, &p.domain, NULL), -EINVAL);
-	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_cq_open(p.domain, NULL, &p.client.cq, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_mr_reg(p.domain, buf, sizeof(buf), 0, 0, 0, 0, &mr, NULL),
+	KUNIT_EXPECT_EQ(test, fi_fabric(NULL, &p->fabric, NULL), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p->fabric, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_domain(p->fabric, NULL, &p->domain, NULL), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, info, &p->domain, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_open(p->domain, NULL, &p->client.cq, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(p->domain, buf, sizeof(buf), 0, 0, 0, 0, &mr, NULL),
 			-EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_mr_reg(p.domain, NULL, sizeof(buf), FI_REMOTE_READ, 0, 0, 0, &mr,
+	KUNIT_EXPECT_EQ(test, fi_mr_reg(p->domain, NULL, sizeof(buf), FI_REMOTE_READ, 0, 0, 0, &mr,
 					NULL), -EINVAL);
-	open_queues(test, &p, &p.client);
+	open_queues(test, p, &p->client);
 	/* More than one context each way: no scalable endpoints here. */
 	info->ep_attr->tx_ctx_cnt = 2;
-	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_endpoint(p->domain, info, &p->client.ep, NULL), -EINVAL);
 	info->ep_attr->tx_ctx_cnt = 1;
 	info->ep_attr->rx_ctx_cnt = SIZE_MAX;
-	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_endpoint(p->domain, info, &p->client.ep, NULL), -EINVAL);
 	info->ep_attr->rx_ctx_cnt = 1;
 	/* Asked for without FI_TAGGED, the info lacks it and its endpoint
 	 * refuses tagged calls (below). */
 	KUNIT_EXPECT_EQ(test, info->caps & FI_TAGGED, 0ULL);
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &p.client.ep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, info, &p->client.ep, NULL), 0);
 	/* Not enabled, then not connected. */
-	KUNIT_EXPECT_LT(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
-	bind_enable(test, &p.client);
-	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOTCONN);
-	KUNIT_EXPECT_EQ(test, fi_recv(p.client.ep, NULL, sizeof(buf), NULL, 0, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, fi_tsend(p.client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
+	KUNIT_EXPECT_LT(test, fi_send(p->client.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
+	bind_enable(test, &p->client);
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, buf, sizeof(buf), NULL, 0, NULL), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_recv(p->client.ep, NULL, sizeof(buf), NULL, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_tsend(p->client.ep, buf, sizeof(buf), NULL, 0, 1, NULL),
 			-FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_trecv(p.client.ep, buf, sizeof(buf), NULL, 0, 1, 0, NULL),
+	KUNIT_EXPECT_EQ(test, fi_trecv(p->client.ep, buf, sizeof(buf), NULL, 0, 1, 0, NULL),
 			-FI_EOPNOTSUPP);
 	/* Atomic operations are the RDM endpoints' (kofi_rdm_test), not MSG ones'. */
 	KUNIT_EXPECT_EQ(test, info->caps & FI_ATOMIC, 0ULL);
-	KUNIT_EXPECT_EQ(test, fi_atomic(p.client.ep, buf, 1, NULL, 0, 0, 0, FI_UINT64, FI_SUM,
+	KUNIT_EXPECT_EQ(test, fi_atomic(p->client.ep, buf, 1, NULL, 0, 0, 0, FI_UINT64, FI_SUM,
 					NULL), -FI_EOPNOTSUPP);
-	KUNIT_EXPECT_EQ(test, fi_connect(p.client.ep, NULL, big, sizeof(big)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_connect(p->client.ep, NULL, big, sizeof(big)), -EINVAL);
 	/* An endpoint of no connection request has nothing to accept. */
-	KUNIT_EXPECT_EQ(test, fi_accept(p.client.ep, NULL, 0), -FI_ENOTCONN);
+	KUNIT_EXPECT_EQ(test, fi_accept(p->client.ep, NULL, 0), -FI_ENOTCONN);
 	fi_freeinfo(info);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* Registration of kvecs, kvec arrays and pages, with every access flag. */
 static void mr_registration(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct fi_info *info = test_info(test, prov, node, NULL, 0);
 	u8 *mem = vzalloc(4 * PAGE_SIZE);
 	struct page *page = alloc_page(GFP_KERNEL);
@@ -479,48 +479,48 @@ static void mr_registration(struct kunit *test)
 	struct fid_mr *a, *b, *c, *d;
 
 	KUNIT_ASSERT_TRUE(test, mem && page);
-	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p.fabric, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, info, &p.domain, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, mem, PAGE_SIZE, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	KUNIT_ASSERT_EQ(test, fi_fabric(info->fabric_attr, &p->fabric, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, info, &p->domain, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, mem, PAGE_SIZE, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &a, NULL), 0);
 	iov[0] = (struct kvec){ mem + PAGE_SIZE, PAGE_SIZE };
 	iov[1] = (struct kvec){ mem + 2 * PAGE_SIZE, PAGE_SIZE };
-	KUNIT_ASSERT_EQ(test, fi_mr_regv(p.domain, iov, 2, FI_REMOTE_READ, 0, 0, 0, &b, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_regv(p->domain, iov, 2, FI_REMOTE_READ, 0, 0, 0, &b, NULL), 0);
 	bvec_set_page(&bv, page, PAGE_SIZE, 0);
-	KUNIT_ASSERT_EQ(test, fi_mr_regbv(p.domain, &bv, 1, FI_REMOTE_WRITE, 4096, 0, 0, &c, NULL),
+	KUNIT_ASSERT_EQ(test, fi_mr_regbv(p->domain, &bv, 1, FI_REMOTE_WRITE, 4096, 0, 0, &c, NULL),
 			0);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, mem + 3 * PAGE_SIZE, 100,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, mem + 3 * PAGE_SIZE, 100,
 					FI_SEND | FI_RECV | FI_READ | FI_WRITE, 0, 0, 0, &d, NULL), 0);
 	KUNIT_EXPECT_NE(test, fi_mr_key(a), fi_mr_key(b));
 	KUNIT_EXPECT_NE(test, fi_mr_key(b), fi_mr_key(c));
-	KUNIT_EXPECT_EQ(test, fi_close(&p.domain->fid), -EBUSY);
+	KUNIT_EXPECT_EQ(test, fi_close(&p->domain->fid), -EBUSY);
 	KUNIT_EXPECT_EQ(test, fi_close(&d->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&c->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&b->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&a->fid), 0);
 	fi_freeinfo(info);
-	pair_close(test, &p);
+	pair_close(test, p);
 	__free_page(page);
 	vfree(mem);
 }
 
 static void msg_sizes(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 
-	conf_open(test, &p, 1);
-	exchange(test, &p, 0, 1);
-	exchange(test, &p, 1, 2);
-	exchange(test, &p, 4096, 3);
-	exchange(test, &p, 65536, 4);
-	exchange(test, &p, 1 << 20, 5);
-	pair_close(test, &p);
+	conf_open(test, p, 1);
+	exchange(test, p, 0, 1);
+	exchange(test, p, 1, 2);
+	exchange(test, p, 4096, 3);
+	exchange(test, p, 65536, 4);
+	exchange(test, p, 1 << 20, 5);
+	pair_close(test, p);
 }
 
 /* sendv/recvv across buffer boundaries; sendmsg/recvmsg with contexts. */
 static void msg_vectors(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	u8 *src = kunit_kzalloc(test, 300, GFP_KERNEL), *dst = kunit_kzalloc(test, 300, GFP_KERNEL);
 	struct kvec siov[3] = { { src, 100 }, { src + 100, 100 }, { src + 200, 100 } };
@@ -530,23 +530,23 @@ static void msg_vectors(struct kunit *test)
 
 	KUNIT_ASSERT_TRUE(test, src && dst);
 	fill(src, 300, 6);
-	conf_open(test, &p, 2);
-	KUNIT_ASSERT_EQ(test, fi_recvv(p.server.ep, riov, NULL, 2, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_sendv(p.client.ep, siov, NULL, 3, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	conf_open(test, p, 2);
+	KUNIT_ASSERT_EQ(test, fi_recvv(p->server.ep, riov, NULL, 2, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendv(p->client.ep, siov, NULL, 3, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)300);
 	KUNIT_EXPECT_EQ(test, memcmp(src, dst, 300), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 
 	memset(dst, 0, 300);
-	KUNIT_ASSERT_EQ(test, fi_recvmsg(p.server.ep, &rmsg, FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &smsg, FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(p->server.ep, &rmsg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &smsg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)dst);
 	KUNIT_EXPECT_EQ(test, memcmp(src, dst, 300), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /*
@@ -566,7 +566,7 @@ static void vectors_up_to_the_iov_limit(struct kunit *test)
 	struct kvec *iov = kunit_kcalloc(test, n, sizeof(*iov), GFP_KERNEL);
 	struct bio_vec *bv = kunit_kcalloc(test, n, sizeof(*bv), GFP_KERNEL);
 	struct fi_cq_data_entry e;
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fid_mr *mr;
 	u64 key;
 
@@ -579,20 +579,20 @@ static void vectors_up_to_the_iov_limit(struct kunit *test)
 		memcpy(want + len, iov[i].iov_base, iov[i].iov_len);
 		len += iov[i].iov_len;
 	}
-	conf_open(test, &p, 34);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, n * PAGE_SIZE, NULL, 0, dst), 0);
-	KUNIT_ASSERT_EQ(test, fi_sendv(p.client.ep, iov, NULL, n, 0, src), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	conf_open(test, p, 34);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, n * PAGE_SIZE, NULL, 0, dst), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendv(p->client.ep, iov, NULL, n, 0, src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.len, len);
 	KUNIT_EXPECT_EQ(test, memcmp(dst, want, len), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
 
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, n * PAGE_SIZE,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, n * PAGE_SIZE,
 					FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
-	KUNIT_ASSERT_EQ(test, fi_writev(p.client.ep, iov, NULL, n, 0, 5, key, iov), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_writev(p->client.ep, iov, NULL, n, 0, 5, key, iov), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)iov);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 5, want, len), 0);
 
@@ -622,8 +622,8 @@ static void vectors_up_to_the_iov_limit(struct kunit *test)
 			bv[n - 1].bv_len -= 5;
 			rma.len -= 5;
 		}
-		KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, FI_COMPLETION), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_readmsg(p->client.ep, &msg, FI_COMPLETION), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, e.len, rma.len);
 		for (i = 0; i < n; i++) {
 			KUNIT_EXPECT_EQ_MSG(test, memcmp(page_address(bv[i].bv_page) +
@@ -637,7 +637,7 @@ static void vectors_up_to_the_iov_limit(struct kunit *test)
 
 	/* A message from one buffer (large: kofi_verbs reads it by
 	 * rendezvous) into as many whole pages as a receive takes. */
-	n = min(n, p.server.info->rx_attr->iov_limit);
+	n = min(n, p->server.info->rx_attr->iov_limit);
 	for (i = 0; i < n; i++) {
 		bv[i].bv_offset = 0;
 		bv[i].bv_len = PAGE_SIZE;
@@ -647,18 +647,18 @@ static void vectors_up_to_the_iov_limit(struct kunit *test)
 		struct fi_msg rmsg = { .msg_bvec = bv, .iov_count = n, .context = bv };
 		size_t at = 0;
 
-		KUNIT_ASSERT_EQ(test, fi_recvmsg(p.server.ep, &rmsg, FI_COMPLETION), 0);
-		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, n * PAGE_SIZE, NULL, 0, src), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recvmsg(p->server.ep, &rmsg, FI_COMPLETION), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, n * PAGE_SIZE, NULL, 0, src), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)bv);
 		KUNIT_EXPECT_EQ(test, e.len, n * PAGE_SIZE);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		for (i = 0; i < n; i++, at += PAGE_SIZE)
 			KUNIT_EXPECT_EQ_MSG(test, memcmp(page_address(bv[i].bv_page), src + at,
 							 PAGE_SIZE), 0, "received page %zu", i);
 	}
 	n = info_n;
-	pair_close(test, &p);
+	pair_close(test, p);
 	for (i = 0; i < n; i++)
 		__free_page(bv[i].bv_page);
 	vfree(src);
@@ -690,89 +690,89 @@ static void reject_and_read(struct kunit *test, struct pair *p, struct cm_event 
  * a connect nobody listens for is refused, with no data. */
 static void cm_data_and_refusals(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct fi_eq_err_entry err = {};
 	struct cm_event ev;
 	char port[8], reason[16] = {};
 	u32 event;
 
-	pair_listen(test, &p, node, port_of(port, 3));
-	side_connect(test, &p, &p.client, node, port, "hi", 3);
+	pair_listen(test, p, node, port_of(port, 3));
+	side_connect(test, p, &p->client, node, port, "hi", 3);
 	err.err_data = reason;
 	err.err_data_size = sizeof(reason);
-	reject_and_read(test, &p, &ev, "no", &err);
+	reject_and_read(test, p, &ev, "no", &err);
 	KUNIT_EXPECT_PTR_EQ(test, err.err_data, (void *)reason);
 	KUNIT_EXPECT_EQ(test, err.err_data_size, (size_t)3);
 	KUNIT_EXPECT_STREQ(test, reason, "no");
-	side_close(test, &p.client);
+	side_close(test, &p->client);
 
-	side_connect(test, &p, &p.client, node, port, "hi", 3);
+	side_connect(test, p, &p->client, node, port, "hi", 3);
 	err = (struct fi_eq_err_entry){};
-	reject_and_read(test, &p, &ev, "not now", &err);
+	reject_and_read(test, p, &ev, "not now", &err);
 	KUNIT_ASSERT_NOT_NULL(test, err.err_data);
 	KUNIT_EXPECT_EQ(test, err.err_data_size, (size_t)8);
 	KUNIT_EXPECT_STREQ(test, (char *)err.err_data, "not now");
-	side_close(test, &p.client);
+	side_close(test, &p->client);
 
 	/* Nobody listens on the next port. */
-	side_connect(test, &p, &p.client, node, port_of(port, 4), NULL, 0);
-	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
+	side_connect(test, p, &p->client, node, port_of(port, 4), NULL, 0);
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(p->client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
 			-FI_EAVAIL);
 	err = (struct fi_eq_err_entry){};
-	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
+	KUNIT_ASSERT_EQ(test, fi_eq_readerr(p->client.eq, &err, 0), (ssize_t)sizeof(err));
 	KUNIT_EXPECT_EQ(test, err.err, FI_ECONNREFUSED);
 	KUNIT_EXPECT_EQ(test, err.err_data_size, (size_t)0);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* Remote CQ data with a message and with an RMA write. */
 static void cq_data(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	u8 *region = vzalloc(4096), src[16], dst[16];
 	struct fid_mr *mr;
 
 	KUNIT_ASSERT_NOT_NULL(test, region);
 	fill(src, sizeof(src), 9);
-	conf_open(test, &p, 5);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_senddata(p.client.ep, src, 8, NULL, 0x1234, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	conf_open(test, p, 5);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_senddata(p->client.ep, src, 8, NULL, 0x1234, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 0x1234ULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)8);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
 			0);
-	KUNIT_ASSERT_EQ(test, fi_writedata(p.client.ep, src, 16, NULL, 99, 0, 64, fi_mr_key(mr),
+	KUNIT_ASSERT_EQ(test, fi_writedata(p->client.ep, src, 16, NULL, 99, 0, 64, fi_mr_key(mr),
 					   src),
 			0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 99ULL);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 64, src, 16), 0);
 
 	/* The inject forms: the data arrives, the sender sees no completion. */
 	memset(dst, 0, sizeof(dst));
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_injectdata(p.client.ep, src, 12, 0x5678, 0), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_injectdata(p->client.ep, src, 12, 0x5678, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 0x5678ULL);
 	KUNIT_EXPECT_EQ(test, memcmp(dst, src, 12), 0);
-	KUNIT_ASSERT_EQ(test, fi_inject_writedata(p.client.ep, src + 4, 8, 77, 0, 256,
+	KUNIT_ASSERT_EQ(test, fi_inject_writedata(p->client.ep, src + 4, 8, 77, 0, 256,
 						  fi_mr_key(mr)), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 77ULL);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 256, src + 4, 8), 0);
-	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->client.cq, &e, 1), -FI_EAGAIN);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 	vfree(region);
 }
 
@@ -784,7 +784,7 @@ static void cq_data(struct kunit *test)
  */
 static void rx_cq_data_takes_a_receive(struct kunit *test)
 {
-	struct pair p = { .prov = prov, .mode = FI_RX_CQ_DATA };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov, .mode = FI_RX_CQ_DATA });
 	struct fi_info *plain;
 	struct fi_cq_data_entry e;
 	u8 *region = vzalloc(4096), src[32], rx[2][32] = {};
@@ -796,48 +796,48 @@ static void rx_cq_data_takes_a_receive(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, plain->mode & FI_RX_CQ_DATA, 0ULL);
 	fi_freeinfo(plain);
 
-	conf_open(test, &p, 26);
-	KUNIT_EXPECT_TRUE(test, p.client.info->mode & FI_RX_CQ_DATA);
-	KUNIT_EXPECT_TRUE(test, p.server.info->mode & FI_RX_CQ_DATA);
+	conf_open(test, p, 26);
+	KUNIT_EXPECT_TRUE(test, p->client.info->mode & FI_RX_CQ_DATA);
+	KUNIT_EXPECT_TRUE(test, p->server.info->mode & FI_RX_CQ_DATA);
 	fill(src, sizeof(src), 3);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
 			0);
 	key = fi_mr_key(mr);
 
 	/* Posted first: the write's data takes rx[0], the message rx[1]. */
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, rx[0], 32, NULL, 0, rx[0]), 0);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, rx[1], 32, NULL, 0, rx[1]), 0);
-	KUNIT_ASSERT_EQ(test, fi_writedata(p.client.ep, src, 16, NULL, 0xabc, 0, 64, key, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, 32, NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, rx[0], 32, NULL, 0, rx[0]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, rx[1], 32, NULL, 0, rx[1]), 0);
+	KUNIT_ASSERT_EQ(test, fi_writedata(p->client.ep, src, 16, NULL, 0xabc, 0, 64, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, 32, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[0]);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 0xabcULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)16);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 64, src, 16), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[1]);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)32);
 	KUNIT_EXPECT_EQ(test, memcmp(rx[1], src, 32), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 
 	/* None posted: the write is done, its data waits for a receive. */
-	KUNIT_ASSERT_EQ(test, fi_writedata(p.client.ep, src + 16, 16, NULL, 0xdef, 0, 128, key,
+	KUNIT_ASSERT_EQ(test, fi_writedata(p->client.ep, src + 16, 16, NULL, 0xdef, 0, 128, key,
 					   NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
 	msleep(100);
-	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &e, 1), (ssize_t)-FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->server.cq, &e, 1), (ssize_t)-FI_EAGAIN);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 128, src + 16, 16), 0);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, rx[0], 32, NULL, 0, rx[0]), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, rx[0], 32, NULL, 0, rx[0]), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx[0]);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.data, 0xdefULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)16);
-	pair_close_with(test, &p, mr);
+	pair_close_with(test, p, mr);
 	vfree(region);
 }
 
@@ -863,32 +863,32 @@ static void key_in_accept_data_good_at_once(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, region);
 	port_of(port, 28);
 	for (i = 0; i < ROUNDS; i++) {
-		struct pair p = { .prov = prov };
+		struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 
 		fill(src, sizeof(src), i);
-		pair_listen(test, &p, node, port);
-		KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096,
+		pair_listen(test, p, node, port);
+		KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 4096,
 						FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
 		key = fi_mr_key(mr);
-		side_connect(test, &p, &p.client, node, port, NULL, 0);
-		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-		side_accept(test, &p, &p.server, &ev, &key, sizeof(key));
-		KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev),
+		side_connect(test, p, &p->client, node, port, NULL, 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+		side_accept(test, p, &p->server, &ev, &key, sizeof(key));
+		KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev),
 				(ssize_t)(sizeof(ev.entry) + sizeof(key)));
 		memcpy(&key, ev.data, sizeof(key));
-		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, sizeof(src), NULL, 0, 128 + i, key,
+		KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, sizeof(src), NULL, 0, 128 + i, key,
 					       src), 0);
 		memset(back, 0, sizeof(back));
-		if (cq_wait(p.client.cq, &e) == 1 &&
-		    !fi_read(p.client.ep, back, sizeof(back), NULL, 0, 128 + i, key, back) &&
-		    cq_wait(p.client.cq, &e) == 1 && !memcmp(back, src, sizeof(src)) &&
+		if (cq_wait(p->client.cq, &e) == 1 &&
+		    !fi_read(p->client.ep, back, sizeof(back), NULL, 0, 128 + i, key, back) &&
+		    cq_wait(p->client.cq, &e) == 1 && !memcmp(back, src, sizeof(src)) &&
 		    !memcmp(region + 128 + i, src, sizeof(src)))
 			written++;
 		else
 			KUNIT_FAIL(test, "round %d: the write with the accept's key failed", i);
-		KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev),
+		KUNIT_EXPECT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev),
 				(ssize_t)sizeof(ev.entry));
-		pair_close_with(test, &p, mr);
+		pair_close_with(test, p, mr);
 	}
 	KUNIT_EXPECT_EQ(test, written, (int)ROUNDS);
 	vfree(region);
@@ -914,33 +914,33 @@ static void key_in_connect_data_good_at_once(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, region);
 	port_of(port, 29);
 	for (i = 0; i < ROUNDS; i++) {
-		struct pair p = { .prov = prov };
+		struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 
 		fill(src, sizeof(src), i + 1);
-		pair_listen(test, &p, node, port);
-		KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096,
+		pair_listen(test, p, node, port);
+		KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 4096,
 						FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
 		key = fi_mr_key(mr);
-		side_connect(test, &p, &p.client, node, port, &key, sizeof(key));
-		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev),
+		side_connect(test, p, &p->client, node, port, &key, sizeof(key));
+		KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev),
 				(ssize_t)(sizeof(ev.entry) + sizeof(key)));
 		memcpy(&key, ev.data, sizeof(key));
-		side_accept(test, &p, &p.server, &ev, NULL, 0);
-		KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev),
+		side_accept(test, p, &p->server, &ev, NULL, 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev),
 				(ssize_t)sizeof(ev.entry));
-		KUNIT_ASSERT_EQ(test, fi_write(p.server.ep, src, sizeof(src), NULL, 0, 256 + i, key,
+		KUNIT_ASSERT_EQ(test, fi_write(p->server.ep, src, sizeof(src), NULL, 0, 256 + i, key,
 					       src), 0);
 		memset(back, 0, sizeof(back));
-		if (cq_wait(p.server.cq, &e) == 1 &&
-		    !fi_read(p.server.ep, back, sizeof(back), NULL, 0, 256 + i, key, back) &&
-		    cq_wait(p.server.cq, &e) == 1 && !memcmp(back, src, sizeof(src)) &&
+		if (cq_wait(p->server.cq, &e) == 1 &&
+		    !fi_read(p->server.ep, back, sizeof(back), NULL, 0, 256 + i, key, back) &&
+		    cq_wait(p->server.cq, &e) == 1 && !memcmp(back, src, sizeof(src)) &&
 		    !memcmp(region + 256 + i, src, sizeof(src)))
 			written++;
 		else
 			KUNIT_FAIL(test, "round %d: the write with the connect's key failed", i);
-		KUNIT_EXPECT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev),
+		KUNIT_EXPECT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev),
 				(ssize_t)sizeof(ev.entry));
-		pair_close_with(test, &p, mr);
+		pair_close_with(test, p, mr);
 	}
 	KUNIT_EXPECT_EQ(test, written, (int)ROUNDS);
 	vfree(region);
@@ -949,7 +949,7 @@ static void key_in_connect_data_good_at_once(struct kunit *test)
 /* Injects: the buffer is the caller's on return; no send completion. */
 static void inject(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	u8 src[64], dst[64] = {}, copy[64];
 	u8 *region = vzalloc(4096);
@@ -958,26 +958,26 @@ static void inject(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, region);
 	fill(src, sizeof(src), 10);
 	memcpy(copy, src, sizeof(src));
-	conf_open(test, &p, 6);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, src, sizeof(src), 0), 0);
+	conf_open(test, p, 6);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, sizeof(dst), NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(p->client.ep, src, sizeof(src), 0), 0);
 	memset(src, 0, sizeof(src));
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.len, sizeof(dst));
 	KUNIT_EXPECT_EQ(test, memcmp(dst, copy, sizeof(dst)), 0);
 
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
 			0);
 	memcpy(src, copy, sizeof(src));
-	KUNIT_ASSERT_EQ(test, fi_inject_write(p.client.ep, src, sizeof(src), 0, 128, fi_mr_key(mr)),
+	KUNIT_ASSERT_EQ(test, fi_inject_write(p->client.ep, src, sizeof(src), 0, 128, fi_mr_key(mr)),
 			0);
 	memset(src, 0, sizeof(src));
 	/* A message after the write arrives after it (send after write). */
-	exchange(test, &p, 8, 11);
+	exchange(test, p, 8, 11);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 128, copy, sizeof(copy)), 0);
-	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->client.cq, &e, 1), -FI_EAGAIN);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 	vfree(region);
 }
 
@@ -985,29 +985,29 @@ static void inject(struct kunit *test)
 static void unexpected_messages(struct kunit *test)
 {
 	enum { COUNT = 16 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	u32 *sent = kunit_kcalloc(test, COUNT, sizeof(*sent), GFP_KERNEL);
 	u32 i, got;
 
 	KUNIT_ASSERT_NOT_NULL(test, sent);
-	conf_open(test, &p, 7);
+	conf_open(test, p, 7);
 	for (i = 0; i < COUNT; i++) {
 		sent[i] = i * 7 + 1;
-		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, &sent[i], sizeof(*sent), NULL, 0, &sent[i]),
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, &sent[i], sizeof(*sent), NULL, 0, &sent[i]),
 				0);
 	}
 	msleep(200);
 	for (i = 0; i < COUNT; i++) {
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, &got, sizeof(got), NULL, 0, NULL), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, &got, sizeof(got), NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_ASSERT_EQ(test, got, i * 7 + 1);
 	}
 	for (i = 0; i < COUNT; i++) {
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&sent[i]);
 	}
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* Large and small messages that all arrived before any receive (the sleep
@@ -1018,24 +1018,24 @@ static void unexpected_large_messages(struct kunit *test)
 {
 	static const size_t lens[] = { 256 << 10, 64, 200 << 10, 1, 300 << 10 };
 	enum { COUNT = ARRAY_SIZE(lens), MAX = 300 << 10 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	u8 *src[COUNT], *dst = vzalloc(MAX);
 	bool done[COUNT] = {};
 	int i;
 
 	KUNIT_ASSERT_NOT_NULL(test, dst);
-	conf_open(test, &p, 16);
+	conf_open(test, p, 16);
 	for (i = 0; i < COUNT; i++) {
 		src[i] = vmalloc(lens[i]);
 		KUNIT_ASSERT_NOT_NULL(test, src[i]);
 		fill(src[i], lens[i], 30 + i);
-		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src[i], lens[i], NULL, 0, src[i]), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src[i], lens[i], NULL, 0, src[i]), 0);
 	}
 	msleep(1000);
 	for (i = 0; i < COUNT; i++) {
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, MAX, NULL, 0, dst), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, MAX, NULL, 0, dst), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, e.len, lens[i]);
 		KUNIT_EXPECT_EQ(test, memcmp(src[i], dst, lens[i]), 0);
 		memset(dst, 0, MAX);
@@ -1046,7 +1046,7 @@ static void unexpected_large_messages(struct kunit *test)
 	for (i = 0; i < COUNT; i++) {
 		int j, seen = 0;
 
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		for (j = 0; j < COUNT; j++) {
 			if (e.op_context == src[j]) {
 				KUNIT_EXPECT_FALSE(test, done[j]);
@@ -1056,7 +1056,7 @@ static void unexpected_large_messages(struct kunit *test)
 		}
 		KUNIT_EXPECT_EQ(test, seen, 1);
 	}
-	pair_close(test, &p);
+	pair_close(test, p);
 	for (i = 0; i < COUNT; i++)
 		vfree(src[i]);
 	vfree(dst);
@@ -1066,7 +1066,7 @@ static void unexpected_large_messages(struct kunit *test)
  * the connection goes on. Also for a message sent in several pieces. */
 static void truncation(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err = {};
 	const size_t big = 100000;
@@ -1074,27 +1074,27 @@ static void truncation(struct kunit *test)
 
 	KUNIT_ASSERT_TRUE(test, src && dst);
 	fill(src, big, 12);
-	conf_open(test, &p, 8);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 10, NULL, 0, dst), 0);
-	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, 300, NULL, 0, NULL), 0);
-	KUNIT_EXPECT_EQ(test, cq_wait(p.server.cq, &e), -FI_EAVAIL);
-	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.server.cq, &err, 0), 1);
+	conf_open(test, p, 8);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, 10, NULL, 0, dst), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, 300, NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p->server.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->server.cq, &err, 0), 1);
 	KUNIT_EXPECT_EQ(test, err.err, FI_ETRUNC);
 	KUNIT_EXPECT_EQ(test, err.olen, (size_t)290);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)dst);
 	KUNIT_EXPECT_EQ(test, memcmp(dst, src, 10), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 50000, NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, big, NULL, 0, NULL), 0);
-	KUNIT_EXPECT_EQ(test, cq_wait(p.server.cq, &e), -FI_EAVAIL);
-	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.server.cq, &err, 0), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, 50000, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, big, NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p->server.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->server.cq, &err, 0), 1);
 	KUNIT_EXPECT_EQ(test, err.err, FI_ETRUNC);
 	KUNIT_EXPECT_EQ(test, err.olen, big - 50000);
 	KUNIT_EXPECT_EQ(test, memcmp(dst, src, 50000), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-	exchange(test, &p, 4096, 13);
-	pair_close(test, &p);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	exchange(test, p, 4096, 13);
+	pair_close(test, p);
 	vfree(src);
 	vfree(dst);
 }
@@ -1103,7 +1103,7 @@ static void truncation(struct kunit *test)
 static void multi_ep(struct kunit *test)
 {
 	enum { EPS = 4 };
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct side *cl = kunit_kcalloc(test, EPS, sizeof(*cl), GFP_KERNEL);
 	struct side *sv = kunit_kcalloc(test, EPS, sizeof(*sv), GFP_KERNEL);
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 64 };
@@ -1116,15 +1116,15 @@ static void multi_ep(struct kunit *test)
 	int i, who;
 
 	KUNIT_ASSERT_TRUE(test, cl && sv);
-	pair_listen(test, &p, node, port_of(port, 9));
-	KUNIT_ASSERT_EQ(test, fi_cq_open(p.domain, &cq_attr, &ccq, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_cq_open(p.domain, &cq_attr, &scq, NULL), 0);
+	pair_listen(test, p, node, port_of(port, 9));
+	KUNIT_ASSERT_EQ(test, fi_cq_open(p->domain, &cq_attr, &ccq, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cq_open(p->domain, &cq_attr, &scq, NULL), 0);
 	for (i = 0; i < EPS; i++) {
 		struct fi_eq_attr eq_attr = {};
 
 		cl[i].info = test_info(test, prov, node, port, 0);
-		KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &cl[i].eq, NULL), 0);
-		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, cl[i].info, &cl[i].ep, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &cl[i].eq, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, cl[i].info, &cl[i].ep, NULL), 0);
 		KUNIT_ASSERT_EQ(test, fi_ep_bind(cl[i].ep, &cl[i].eq->fid, 0), 0);
 		KUNIT_ASSERT_EQ(test, fi_ep_bind(cl[i].ep, &ccq->fid, FI_SEND | FI_RECV), 0);
 		KUNIT_ASSERT_EQ(test, fi_enable(cl[i].ep), 0);
@@ -1133,13 +1133,13 @@ static void multi_ep(struct kunit *test)
 	for (i = 0; i < EPS; i++) {
 		struct fi_eq_attr eq_attr = {};
 
-		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev),
+		KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev),
 				(ssize_t)(sizeof(ev.entry) + sizeof(int)));
 		memcpy(&who, ev.data, sizeof(who));
 		KUNIT_ASSERT_TRUE(test, who >= 0 && who < EPS && !sv[who].info);
 		sv[who].info = ev.entry.info;
-		KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &sv[who].eq, NULL), 0);
-		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, sv[who].info, &sv[who].ep, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &sv[who].eq, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, sv[who].info, &sv[who].ep, NULL), 0);
 		KUNIT_ASSERT_EQ(test, fi_ep_bind(sv[who].ep, &sv[who].eq->fid, 0), 0);
 		KUNIT_ASSERT_EQ(test, fi_ep_bind(sv[who].ep, &scq->fid, FI_SEND | FI_RECV), 0);
 		KUNIT_ASSERT_EQ(test, fi_enable(sv[who].ep), 0);
@@ -1174,7 +1174,7 @@ static void multi_ep(struct kunit *test)
 	}
 	KUNIT_EXPECT_EQ(test, fi_close(&ccq->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&scq->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /*
@@ -1202,7 +1202,7 @@ static void expect_read_refused(struct kunit *test, struct pair *p, u64 key, u8 
  */
 static void mr_endpoint(struct kunit *test)
 {
-	struct pair p = { .mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY };
+	struct pair *p = pair_new(test, (struct pair){ .mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY });
 	struct fi_info *plain = test_info(test, prov, node, NULL, 0);
 	struct fi_info *bound = test_info_mr(test, prov, node, NULL, 0,
 					     FI_MR_ENDPOINT | FI_MR_PROV_KEY);
@@ -1218,54 +1218,54 @@ static void mr_endpoint(struct kunit *test)
 	KUNIT_EXPECT_NE(test, bound->domain_attr->mr_mode & FI_MR_ENDPOINT, 0);
 	fi_freeinfo(plain);
 	fi_freeinfo(bound);
-	conf_open(test, &p, 20);
+	conf_open(test, p, 20);
 
 	for (i = 0; i < 3; i++) {
-		KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536,
+		KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 65536,
 						FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
 				0);
 		if (i == 0) {
 			/* Enabled only once bound; bound once, to an endpoint. */
 			KUNIT_EXPECT_EQ(test, fi_mr_enable(mr), -FI_EINVAL);
-			KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p.server.cq->fid, 0), -FI_EINVAL);
+			KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p->server.cq->fid, 0), -FI_EINVAL);
 			KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, NULL, 0), -FI_EINVAL);
-			KUNIT_EXPECT_EQ(test, fi_mr_bind(NULL, &p.server.ep->fid, 0), -FI_EINVAL);
-			KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p.server.ep->fid, FI_REMOTE_WRITE),
+			KUNIT_EXPECT_EQ(test, fi_mr_bind(NULL, &p->server.ep->fid, 0), -FI_EINVAL);
+			KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p->server.ep->fid, FI_REMOTE_WRITE),
 					-FI_EBADFLAGS);
 		}
-		KUNIT_ASSERT_EQ(test, fi_mr_bind(mr, &p.server.ep->fid, 0), 0);
-		KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p.server.ep->fid, 0), -FI_EINVAL);
+		KUNIT_ASSERT_EQ(test, fi_mr_bind(mr, &p->server.ep->fid, 0), 0);
+		KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p->server.ep->fid, 0), -FI_EINVAL);
 		KUNIT_ASSERT_EQ(test, fi_mr_enable(mr), 0);
 		KUNIT_EXPECT_EQ(test, fi_mr_enable(mr), 0);
 
 		/* The key goes out on the bound endpoint at once; the peer
 		 * writes and reads the region as soon as it has it. */
 		*sent = fi_mr_key(mr);
-		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, key, sizeof(*key), NULL, 0, key), 0);
-		KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, sent, sizeof(*sent), NULL, 0, sent), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->client.ep, key, sizeof(*key), NULL, 0, key), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(p->server.ep, sent, sizeof(*sent), NULL, 0, sent), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_ASSERT_EQ(test, *key, *sent);
 		fill(src, 65536, 21 + i);
-		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, *key, src), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, 65536, NULL, 0, 0, *key, src), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
 		KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
-		KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 8192, NULL, 0, 4096, *key, back), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, 8192, NULL, 0, 4096, *key, back), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, memcmp(back, src + 4096, 8192), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)sent);
 
 		/* The endpoint stays while a region is bound to it. */
-		KUNIT_EXPECT_EQ(test, fi_close(&p.server.ep->fid), -FI_EBUSY);
+		KUNIT_EXPECT_EQ(test, fi_close(&p->server.ep->fid), -FI_EBUSY);
 		KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
 	}
 
 	/* A region never enabled is out of the peer's reach. */
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 4096, FI_REMOTE_READ, 0, 0, 0, &off,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 4096, FI_REMOTE_READ, 0, 0, 0, &off,
 					NULL), 0);
-	expect_read_refused(test, &p, fi_mr_key(off), back);
-	pair_close_with(test, &p, off);
+	expect_read_refused(test, p, fi_mr_key(off), back);
+	pair_close_with(test, p, off);
 	vfree(region);
 	vfree(src);
 	vfree(back);
@@ -1274,7 +1274,7 @@ static void mr_endpoint(struct kunit *test)
 /* RMA: write, read, writev, several remote buffers per call, pages. */
 static void rma(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fid_mr *mr, *ro, *gone;
 	struct fi_cq_data_entry e;
 	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
@@ -1288,29 +1288,29 @@ static void rma(struct kunit *test)
 
 	KUNIT_ASSERT_TRUE(test, region && src && back && page && small);
 	fill(src, 65536, 7);
-	conf_open(test, &p, 10);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	conf_open(test, p, 10);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
 	/* Regions of a domain without FI_MR_ENDPOINT bind to nothing and are
 	 * enabled from registration on. */
-	KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p.server.ep->fid, 0), -FI_EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_mr_bind(mr, &p->server.ep->fid, 0), -FI_EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_mr_enable(mr), 0);
-	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, key, src), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, 65536, NULL, 0, 0, key, src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_WRITE);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
 	KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
-	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 4096, NULL, 0, 1000, key, back), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, 4096, NULL, 0, 1000, key, back), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_READ);
 	KUNIT_EXPECT_EQ(test, memcmp(back, src + 1000, 4096), 0);
 
 	/* writev: two local buffers into one remote. */
 	iov[0] = (struct kvec){ src + 100, 300 };
 	iov[1] = (struct kvec){ src + 5000, 200 };
-	KUNIT_ASSERT_EQ(test, fi_writev(p.client.ep, iov, NULL, 2, 0, 20000, key, NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_writev(p->client.ep, iov, NULL, 2, 0, 20000, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 20000, src + 100, 300), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 20300, src + 5000, 200), 0);
 
@@ -1321,8 +1321,8 @@ static void rma(struct kunit *test)
 	rma_iov[1] = (struct fi_rma_iov){ 30000, 200, key };
 	msg = (struct fi_msg_rma){ .msg_iov = iov, .iov_count = 1, .rma_iov = rma_iov,
 				   .rma_iov_count = 2, .context = back };
-	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, 0), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p->client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)back);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)300);
 	KUNIT_EXPECT_EQ(test, memcmp(back, region + 10, 100), 0);
@@ -1333,8 +1333,8 @@ static void rma(struct kunit *test)
 	rma_iov[2] = (struct fi_rma_iov){ 60000, 100, key };
 	msg.rma_iov_count = 3;
 	msg.context = src;
-	KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &msg, 0), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p->client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 40000, src, 100), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 50000, src + 100, 100), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 60000, src + 200, 100), 0);
@@ -1344,35 +1344,35 @@ static void rma(struct kunit *test)
 	rma_iov[0] = (struct fi_rma_iov){ 2000, 3000, key };
 	msg = (struct fi_msg_rma){ .msg_bvec = &bv, .iov_count = 1, .rma_iov = rma_iov,
 				   .rma_iov_count = 1 };
-	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, 0), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p->client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(page_address(page) + 500, region + 2000, 3000), 0);
 
 	/* A region registered with an offset is addressed from it. */
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, small, 64, FI_REMOTE_READ, 1 << 20, 0, 0, &ro,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, small, 64, FI_REMOTE_READ, 1 << 20, 0, 0, &ro,
 					NULL), 0);
 	fill(small, 64, 14);
-	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 16, NULL, 0, (1 << 20) + 8, fi_mr_key(ro),
+	KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, 16, NULL, 0, (1 << 20) + 8, fi_mr_key(ro),
 				      NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(back, small + 8, 16), 0);
 
 	/* A read naming a region that is gone fails at the initiator. (Which
 	 * error, and whether the connection survives, is the provider's; so are
 	 * rights a device does not check, siw's remote read, and whether a
 	 * refused write completes at its initiator first, as on iWARP.) */
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, small, 64, FI_REMOTE_READ, 0, 0, 0, &gone, NULL),
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, small, 64, FI_REMOTE_READ, 0, 0, 0, &gone, NULL),
 			0);
 	key = fi_mr_key(gone);
 	KUNIT_EXPECT_EQ(test, fi_close(&gone->fid), 0);
-	expect_read_refused(test, &p, key, back);
+	expect_read_refused(test, p, key, back);
 
 	/* Regions close after the endpoints that used them, before the domain. */
-	side_close(test, &p.client);
-	side_close(test, &p.server);
+	side_close(test, &p->client);
+	side_close(test, &p->server);
 	KUNIT_EXPECT_EQ(test, fi_close(&ro->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 	__free_page(page);
 	vfree(region);
 	vfree(src);
@@ -1405,7 +1405,7 @@ static void read_lands_in_scattered_pages(struct kunit *test)
 	struct fi_rma_iov rma;
 	struct fi_msg_rma msg = {};
 	struct fi_cq_data_entry e;
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fid_mr *mr;
 
 	fi_freeinfo(info);
@@ -1419,14 +1419,14 @@ static void read_lands_in_scattered_pages(struct kunit *test)
 		bv[i].bv_len = i == 0 ? PAGE_SIZE - HEAD : i + 1 == count ? TAIL : PAGE_SIZE;
 		len += bv[i].bv_len;
 	}
-	conf_open(test, &p, 33);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, MAX * PAGE_SIZE, FI_REMOTE_READ, 0, 0,
+	conf_open(test, p, 33);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, MAX * PAGE_SIZE, FI_REMOTE_READ, 0, 0,
 					0, &mr, NULL), 0);
 	rma = (struct fi_rma_iov){ .addr = 7, .len = len, .key = fi_mr_key(mr) };
 	msg = (struct fi_msg_rma){ .msg_bvec = bv, .iov_count = count, .rma_iov = &rma,
 				   .rma_iov_count = 1, .context = bv };
-	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p->client.ep, &msg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)bv);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RMA | FI_READ);
 	KUNIT_EXPECT_EQ(test, e.len, len);
@@ -1442,13 +1442,13 @@ static void read_lands_in_scattered_pages(struct kunit *test)
 	/* Again, so the provider's region for the first read is not reused
 	 * for stale data. */
 	fill(region, MAX * PAGE_SIZE, 43);
-	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p->client.ep, &msg, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	for (i = 0, len = 7; i < count; len += bv[i].bv_len, i++)
 		KUNIT_EXPECT_EQ(test, memcmp(page_address(bv[i].bv_page) + bv[i].bv_offset,
 					     region + len, bv[i].bv_len), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 	for (i = 0; i < count; i++)
 		__free_page(bv[i].bv_page);
 	vfree(region);
@@ -1463,40 +1463,40 @@ static void large_region(struct kunit *test)
 	size_t i, n, max = info->ep_attr->max_msg_size;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fid_mr *mr;
 	u64 key;
 
 	fi_freeinfo(info);
 	KUNIT_ASSERT_TRUE(test, region && src && back && max);
 	fill(src, LEN, 29);
-	conf_open(test, &p, 32);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region + SKEW, REG,
+	conf_open(test, p, 32);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region + SKEW, REG,
 					FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
 	for (i = 0; i < REG; i += n) {
 		n = min_t(size_t, REG - i, max);
-		KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src + i, n, NULL, 0, i, key, src + i),
+		KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src + i, n, NULL, 0, i, key, src + i),
 				0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)(src + i));
 	}
 	KUNIT_EXPECT_EQ(test, memcmp(region + SKEW, src, REG), 0);
 	KUNIT_EXPECT_EQ(test, region[SKEW - 1] | region[SKEW + REG], 0);
 	for (i = 0; i < ARRAY_SIZE(at); i++) {
 		memset(back, 0, 16384);
-		KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 8192, NULL, 0, at[i], key, back), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, 8192, NULL, 0, at[i], key, back), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, memcmp(back, src + at[i], 8192), 0);
 	}
 	/* Eight bytes inside, eight past the end: refused, nothing written. */
-	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, back, 16, NULL, 0, REG - 8, key, back), 0);
-	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
-	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, back, 16, NULL, 0, REG - 8, key, back), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p->client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->client.cq, &err, 0), 1);
 	KUNIT_EXPECT_NE(test, err.err, 0);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)back);
 	KUNIT_EXPECT_EQ(test, memcmp(region + SKEW + REG - 8, src + REG - 8, 8), 0);
-	pair_close_with(test, &p, mr);
+	pair_close_with(test, p, mr);
 	vfree(back);
 	vfree(src);
 	vfree(region);
@@ -1513,28 +1513,28 @@ static void writes_then_send(struct kunit *test, int writes, int rounds, int por
 	enum { LEN = 65536 };
 	u8 *region = vzalloc(LEN), *src[2] = { vmalloc(LEN), vmalloc(LEN) };
 	struct fi_cq_data_entry e;
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fid_mr *mr;
 	int i, w, in_place = 0;
 	u32 note, got;
 	u64 key;
 
 	KUNIT_ASSERT_TRUE(test, region && src[0] && src[1]);
-	conf_open(test, &p, port_n);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, LEN, FI_REMOTE_WRITE, 0, 0, 0, &mr,
+	conf_open(test, p, port_n);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, LEN, FI_REMOTE_WRITE, 0, 0, 0, &mr,
 					NULL), 0);
 	key = fi_mr_key(mr);
 	for (i = 0; i < rounds; i++) {
 		got = ~0U;
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, &got, sizeof(got), NULL, 0, &got), 0);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, &got, sizeof(got), NULL, 0, &got), 0);
 		for (w = 0; w < writes; w++) {
 			fill(src[w], LEN, writes * i + w);
-			KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src[w], LEN, NULL, 0, 0, key,
+			KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src[w], LEN, NULL, 0, 0, key,
 						       src[w]), 0);
 		}
 		note = i;
-		KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, &note, sizeof(note), 0), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_inject(p->client.ep, &note, sizeof(note), 0), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&got);
 		KUNIT_EXPECT_EQ(test, got, (u32)i);
 		if (!memcmp(region, src[writes - 1], LEN))
@@ -1542,12 +1542,12 @@ static void writes_then_send(struct kunit *test, int writes, int rounds, int por
 		else
 			KUNIT_FAIL(test, "round %d: the message came before the last write's bytes", i);
 		for (w = 0; w < writes; w++) {
-			KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+			KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 			KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src[w]);
 		}
 	}
 	KUNIT_EXPECT_EQ(test, in_place, rounds);
-	pair_close_with(test, &p, mr);
+	pair_close_with(test, p, mr);
 	vfree(src[1]);
 	vfree(src[0]);
 	vfree(region);
@@ -1585,13 +1585,13 @@ static void queued_sends(struct kunit *test)
 {
 	enum { COUNT = 16 };
 	const size_t part = 128 << 10, len = 3 * part;
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	u8 *src[COUNT], *dst = vzalloc(len);
 	int i, j;
 
 	KUNIT_ASSERT_NOT_NULL(test, dst);
-	conf_open(test, &p, 11);
+	conf_open(test, p, 11);
 	for (i = 0; i < COUNT; i++) {
 		struct kvec iov[3];
 
@@ -1600,20 +1600,20 @@ static void queued_sends(struct kunit *test)
 		fill(src[i], len, i);
 		for (j = 0; j < 3; j++)
 			iov[j] = (struct kvec){ src[i] + j * part, part };
-		KUNIT_ASSERT_EQ(test, fi_sendv(p.client.ep, iov, NULL, 3, 0, src[i]), 0);
+		KUNIT_ASSERT_EQ(test, fi_sendv(p->client.ep, iov, NULL, 3, 0, src[i]), 0);
 	}
 	for (i = 0; i < COUNT; i++) {
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, len, NULL, 0, dst), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, len, NULL, 0, dst), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, e.len, len);
 		KUNIT_EXPECT_EQ(test, memcmp(src[i], dst, len), 0);
 		memset(dst, 0, len);
 	}
 	for (i = 0; i < COUNT; i++) {
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src[i]);
 	}
-	pair_close(test, &p);
+	pair_close(test, p);
 	for (i = 0; i < COUNT; i++)
 		vfree(src[i]);
 	vfree(dst);
@@ -1623,53 +1623,53 @@ static void queued_sends(struct kunit *test)
  * hear FI_SHUTDOWN, and the endpoint sends no more. */
 static void shutdown_mid_traffic(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct cm_event ev;
 	struct fi_cq_data_entry e;
 	u8 out[2][64], in[4][64];
 	int i;
 
-	conf_open(test, &p, 12);
+	conf_open(test, p, 12);
 	for (i = 0; i < 4; i++)
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, in[i], 64, NULL, 0, in[i]), 0);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, in[i], 64, NULL, 0, in[i]), 0);
 	for (i = 0; i < 2; i++) {
 		fill(out[i], 64, 20 + i);
-		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, out[i], 64, NULL, 0, out[i]), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, out[i], 64, NULL, 0, out[i]), 0);
 	}
 	for (i = 0; i < 2; i++) {
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)in[i]);
 		KUNIT_EXPECT_EQ(test, memcmp(in[i], out[i], 64), 0);
 	}
-	KUNIT_ASSERT_EQ(test, fi_shutdown(p.client.ep, 0), 0);
-	KUNIT_EXPECT_EQ(test, cm_wait(p.client.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_EXPECT_EQ(test, fi_send(p.client.ep, out[0], 8, NULL, 0, NULL), -FI_ENOTCONN);
-	pair_close(test, &p);
+	KUNIT_ASSERT_EQ(test, fi_shutdown(p->client.ep, 0), 0);
+	KUNIT_EXPECT_EQ(test, cm_wait(p->client.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, cm_wait(p->server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, out[0], 8, NULL, 0, NULL), -FI_ENOTCONN);
+	pair_close(test, p);
 }
 
 /* The peer's endpoint closes without a word: FI_SHUTDOWN here. */
 static void peer_gone(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct cm_event ev;
 	u8 buf[64];
 
-	conf_open(test, &p, 13);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_close(&p.client.ep->fid), 0);
-	p.client.ep = NULL;
-	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_EXPECT_EQ(test, fi_send(p.server.ep, buf, 8, NULL, 0, NULL), -FI_ENOTCONN);
-	pair_close(test, &p);
+	conf_open(test, p, 13);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, buf, sizeof(buf), NULL, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&p->client.ep->fid), 0);
+	p->client.ep = NULL;
+	KUNIT_EXPECT_EQ(test, cm_wait(p->server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, fi_send(p->server.ep, buf, 8, NULL, 0, NULL), -FI_ENOTCONN);
+	pair_close(test, p);
 }
 
 /* Receives may be posted once the endpoint is enabled, before fi_connect:
  * a message the server sends the moment it accepts lands in one. */
 static void recv_posted_before_connect(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct cm_event ev;
 	struct fi_cq_data_entry e;
 	char port[8];
@@ -1679,31 +1679,31 @@ static void recv_posted_before_connect(struct kunit *test)
 	int i;
 
 	port_of(port, 14);
-	pair_listen(test, &p, node, port);
-	side_open(test, &p, &p.client, node, port);
+	pair_listen(test, p, node, port);
+	side_open(test, p, &p->client, node, port);
 	for (i = 0; i < 2; i++)
-		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, early[i], 64, NULL, 0, early[i]), 0);
-	KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, NULL, 0), 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-	side_accept(test, &p, &p.server, &ev, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+		KUNIT_ASSERT_EQ(test, fi_recv(p->client.ep, early[i], 64, NULL, 0, early[i]), 0);
+	KUNIT_ASSERT_EQ(test, fi_connect(p->client.ep, NULL, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
 	for (i = 0; i < 2; i++) {
 		fill(out[i], 64, 40 + i);
-		KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, out[i], 64, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(p->server.ep, out[i], 64, NULL, 0, NULL), 0);
 	}
-	ret = cm_wait(p.client.eq, FI_CONNECTED, &ev);
+	ret = cm_wait(p->client.eq, FI_CONNECTED, &ev);
 	if (ret == -FI_EAVAIL) {
-		KUNIT_EXPECT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0), (ssize_t)sizeof(err));
+		KUNIT_EXPECT_EQ(test, fi_eq_readerr(p->client.eq, &err, 0), (ssize_t)sizeof(err));
 		KUNIT_FAIL(test, "connecting failed: %d (provider: %d)", err.err, err.prov_errno);
 	}
 	KUNIT_ASSERT_EQ(test, ret, (ssize_t)sizeof(ev.entry));
 	for (i = 0; i < 2; i++) {
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		/* In the order they were posted. */
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)early[i]);
 		KUNIT_EXPECT_EQ(test, memcmp(early[i], out[i], 64), 0);
 	}
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /*
@@ -1715,7 +1715,7 @@ static void recv_posted_before_connect(struct kunit *test)
 static void server_sends_at_once(struct kunit *test)
 {
 	enum { ROUNDS = 24 };
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct fi_eq_err_entry err = {};
 	struct fi_cq_data_entry e;
 	struct cm_event ev;
@@ -1724,34 +1724,34 @@ static void server_sends_at_once(struct kunit *test)
 	ssize_t ret;
 	int i, connected = 0;
 
-	pair_listen(test, &p, node, port_of(port, 27));
+	pair_listen(test, p, node, port_of(port, 27));
 	for (i = 0; i < ROUNDS; i++) {
 		fill(msg, sizeof(msg), i);
 		memset(rx, 0, sizeof(rx));
-		side_open(test, &p, &p.client, node, port);
-		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, rx, sizeof(rx), NULL, 0, rx), 0);
-		KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, NULL, 0), 0);
-		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-		side_accept(test, &p, &p.server, &ev, NULL, 0);
-		KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev),
+		side_open(test, p, &p->client, node, port);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->client.ep, rx, sizeof(rx), NULL, 0, rx), 0);
+		KUNIT_ASSERT_EQ(test, fi_connect(p->client.ep, NULL, NULL, 0), 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+		side_accept(test, p, &p->server, &ev, NULL, 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev),
 				(ssize_t)sizeof(ev.entry));
-		KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, msg, sizeof(msg), NULL, 0, NULL), 0);
-		ret = cm_wait(p.client.eq, FI_CONNECTED, &ev);
+		KUNIT_ASSERT_EQ(test, fi_send(p->server.ep, msg, sizeof(msg), NULL, 0, NULL), 0);
+		ret = cm_wait(p->client.eq, FI_CONNECTED, &ev);
 		if (ret == -FI_EAVAIL) {
-			KUNIT_EXPECT_EQ(test, fi_eq_readerr(p.client.eq, &err, 0),
+			KUNIT_EXPECT_EQ(test, fi_eq_readerr(p->client.eq, &err, 0),
 					(ssize_t)sizeof(err));
 			KUNIT_FAIL(test, "round %d: connecting failed: %d (provider: %d)", i,
 				   err.err, err.prov_errno);
-		} else if (ret == (ssize_t)sizeof(ev.entry) && cq_wait(p.client.cq, &e) == 1) {
+		} else if (ret == (ssize_t)sizeof(ev.entry) && cq_wait(p->client.cq, &e) == 1) {
 			connected++;
 			KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)rx);
 			KUNIT_EXPECT_EQ(test, memcmp(rx, msg, sizeof(msg)), 0);
 		}
-		side_close(test, &p.client);
-		side_close(test, &p.server);
+		side_close(test, &p->client);
+		side_close(test, &p->server);
 	}
 	KUNIT_EXPECT_EQ(test, connected, (int)ROUNDS);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* The error entry of a receive fi_cancel took back. */
@@ -1773,7 +1773,7 @@ static void expect_cancelled(struct kunit *test, struct fid_cq *cq, void *contex
  * -FI_ENOENT, and what is no endpoint -EINVAL. */
 static void cancel_receives(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct cm_event ev;
 	struct fi_cq_data_entry e;
 	char port[8];
@@ -1785,50 +1785,50 @@ static void cancel_receives(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, b);
 
 	port_of(port, 17);
-	pair_listen(test, &p, node, port);
-	side_open(test, &p, &p.client, node, port);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&p.client.ep->fid, b->early[0]), -FI_ENOENT);
+	pair_listen(test, p, node, port);
+	side_open(test, p, &p->client, node, port);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p->client.ep->fid, b->early[0]), -FI_ENOENT);
 	for (i = 0; i < 2; i++)
-		KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, b->early[i], 64, NULL, 0, b->early[i]), 0);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&p.client.ep->fid, b->early[0]), 0);
-	expect_cancelled(test, p.client.cq, b->early[0]);
-	KUNIT_ASSERT_EQ(test, fi_connect(p.client.ep, NULL, NULL, 0), 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-	side_accept(test, &p, &p.server, &ev, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+		KUNIT_ASSERT_EQ(test, fi_recv(p->client.ep, b->early[i], 64, NULL, 0, b->early[i]), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p->client.ep->fid, b->early[0]), 0);
+	expect_cancelled(test, p->client.cq, b->early[0]);
+	KUNIT_ASSERT_EQ(test, fi_connect(p->client.ep, NULL, NULL, 0), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
 
 	for (i = 0; i < 3; i++)
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, b->in[i], 64, NULL, 0, b->in[i]), 0);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, b->in[1]), 0);
-	expect_cancelled(test, p.server.cq, b->in[1]);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, b->in[1]), -FI_ENOENT);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, b->in[i], 64, NULL, 0, b->in[i]), 0);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p->server.ep->fid, b->in[1]), 0);
+	expect_cancelled(test, p->server.cq, b->in[1]);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p->server.ep->fid, b->in[1]), -FI_ENOENT);
 	for (i = 0; i < 2; i++) {
 		fill(b->out[i], 64, 50 + i);
-		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, b->out[i], 64, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, b->out[i], 64, NULL, 0, NULL), 0);
 	}
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)b->in[0]);
 	KUNIT_EXPECT_EQ(test, memcmp(b->in[0], b->out[0], 64), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)b->in[2]);
 	KUNIT_EXPECT_EQ(test, memcmp(b->in[2], b->out[1], 64), 0);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, b->in[0]), -FI_ENOENT);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p->server.ep->fid, b->in[0]), -FI_ENOENT);
 	for (i = 0; i < 2; i++) {
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_TRUE(test, e.flags & FI_SEND);
 	}
 
 	/* The receive posted before the connection still takes a reply. */
 	fill(b->out[2], 64, 52);
-	KUNIT_ASSERT_EQ(test, fi_send(p.server.ep, b->out[2], 64, NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_send(p->server.ep, b->out[2], 64, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)b->early[1]);
 	KUNIT_EXPECT_EQ(test, memcmp(b->early[1], b->out[2], 64), 0);
 
-	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.cq->fid, b->in[0]), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p->server.cq->fid, b->in[0]), -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_cancel(NULL, b->in[0]), -EINVAL);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* When a connection ends, its posted receives complete FI_ECANCELED with
@@ -1836,29 +1836,29 @@ static void cancel_receives(struct kunit *test)
  * fi_shutdown, and at fi_close of an endpoint (before it returns). */
 static void receives_released_when_the_connection_ends(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct cm_event ev;
 	u8 a[2][8], b[8], c[8];
 	int i;
 
-	conf_open(test, &p, 18);
+	conf_open(test, p, 18);
 	for (i = 0; i < 2; i++)
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, a[i], 8, NULL, 0, a[i]), 0);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, b, 8, NULL, 0, b), 0);
-	KUNIT_ASSERT_EQ(test, fi_shutdown(p.client.ep, 0), 0);
-	KUNIT_EXPECT_EQ(test, cm_wait(p.client.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, a[i], 8, NULL, 0, a[i]), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->client.ep, b, 8, NULL, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_shutdown(p->client.ep, 0), 0);
+	KUNIT_EXPECT_EQ(test, cm_wait(p->client.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_EXPECT_EQ(test, cm_wait(p->server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
 	for (i = 0; i < 2; i++)
-		expect_cancelled(test, p.server.cq, a[i]);
-	expect_cancelled(test, p.client.cq, b);
-	pair_close(test, &p);
+		expect_cancelled(test, p->server.cq, a[i]);
+	expect_cancelled(test, p->client.cq, b);
+	pair_close(test, p);
 
-	conf_open(test, &p, 19);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, c, 8, NULL, 0, c), 0);
-	KUNIT_EXPECT_EQ(test, fi_close(&p.server.ep->fid), 0);
-	p.server.ep = NULL;
-	expect_cancelled(test, p.server.cq, c);
-	pair_close(test, &p);
+	conf_open(test, p, 19);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, c, 8, NULL, 0, c), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&p->server.ep->fid), 0);
+	p->server.ep = NULL;
+	expect_cancelled(test, p->server.cq, c);
+	pair_close(test, p);
 }
 
 /* The error count of @cntr reaching @want: a counter is told of a failure
@@ -1881,7 +1881,7 @@ static u64 cntr_errors(struct fid_cntr *cntr, u64 want)
 static void counters(struct kunit *test)
 {
 	enum { MSGS = 8, LEN = 64 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_info *info = test_info(test, prov, node, NULL, 0);
 	bool rma_event = info->caps & FI_RMA_EVENT;
 	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
@@ -1893,69 +1893,69 @@ static void counters(struct kunit *test)
 
 	KUNIT_ASSERT_TRUE(test, region && src && back);
 	fill(src, 65536, 21);
-	p.client.cntr_flags = FI_SEND | FI_READ | FI_WRITE;
-	p.server.cntr_flags = FI_RECV | (rma_event ? FI_REMOTE_READ | FI_REMOTE_WRITE : 0);
-	conf_open(test, &p, 21);
+	p->client.cntr_flags = FI_SEND | FI_READ | FI_WRITE;
+	p->server.cntr_flags = FI_RECV | (rma_event ? FI_REMOTE_READ | FI_REMOTE_WRITE : 0);
+	conf_open(test, p, 21);
 
 	/* Messages: half with a send completion, half injected (none). */
 	for (i = 0; i < MSGS; i++)
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, back + i * LEN, LEN, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, back + i * LEN, LEN, NULL, 0, NULL), 0);
 	for (i = 0; i < MSGS; i++) {
 		if (i % 2)
-			KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, src + i * LEN, LEN, 0), 0);
+			KUNIT_ASSERT_EQ(test, fi_inject(p->client.ep, src + i * LEN, LEN, 0), 0);
 		else
-			KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src + i * LEN, LEN, NULL, 0, src),
+			KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src + i * LEN, LEN, NULL, 0, src),
 					0);
 	}
-	KUNIT_EXPECT_EQ(test, fi_cntr_wait(p.server.cntr, MSGS, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(p->server.cntr, MSGS, WAIT_MS), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(back, src, MSGS * LEN), 0);
-	KUNIT_EXPECT_EQ(test, fi_cntr_wait(p.client.cntr, MSGS, WAIT_MS), 0);
-	KUNIT_EXPECT_EQ(test, fi_cntr_read(p.client.cntr), (u64)MSGS);
+	KUNIT_EXPECT_EQ(test, fi_cntr_wait(p->client.cntr, MSGS, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(p->client.cntr), (u64)MSGS);
 	for (i = 0; i < MSGS / 2; i++) {
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
 	}
-	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->client.cq, &e, 1), -FI_EAGAIN);
 	for (i = 0; i < MSGS; i++)
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 
 	/* RMA: a write and a read, counted at the initiator and, with
 	 * FI_RMA_EVENT, at the target. */
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
-	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, key, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_cntr_wait(p.client.cntr, MSGS + 1, WAIT_MS), 0);
+	KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, 65536, NULL, 0, 0, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cntr_wait(p->client.cntr, MSGS + 1, WAIT_MS), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
 	memset(back, 0, 65536);
-	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 4096, NULL, 0, 8192, key, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_cntr_wait(p.client.cntr, MSGS + 2, WAIT_MS), 0);
+	KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, 4096, NULL, 0, 8192, key, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_cntr_wait(p->client.cntr, MSGS + 2, WAIT_MS), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(back, src + 8192, 4096), 0);
 	for (i = 0; i < 2; i++)
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	if (rma_event)
-		KUNIT_EXPECT_EQ(test, fi_cntr_wait(p.server.cntr, MSGS + 2, WAIT_MS), 0);
-	KUNIT_EXPECT_EQ(test, fi_cntr_read(p.server.cntr), (u64)(rma_event ? MSGS + 2 : MSGS));
-	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(p.server.cntr), 0ULL);
-	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &e, 1), -FI_EAGAIN);
+		KUNIT_EXPECT_EQ(test, fi_cntr_wait(p->server.cntr, MSGS + 2, WAIT_MS), 0);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(p->server.cntr), (u64)(rma_event ? MSGS + 2 : MSGS));
+	KUNIT_EXPECT_EQ(test, fi_cntr_readerr(p->server.cntr), 0ULL);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->server.cq, &e, 1), -FI_EAGAIN);
 
 	/* Without FI_RMA_EVENT a counter cannot watch the peer's RMA. */
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &ep, NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p.server.cntr->fid, FI_REMOTE_WRITE),
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, info, &ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p->server.cntr->fid, FI_REMOTE_WRITE),
 			rma_event ? 0 : -EINVAL);
 	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
 
 	/* A read of a region that is gone: an error, counted as one (last:
 	 * on an RC QP it ends the connection). */
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 64, FI_REMOTE_READ, 0, 0, 0, &gone, NULL),
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 64, FI_REMOTE_READ, 0, 0, 0, &gone, NULL),
 			0);
 	key = fi_mr_key(gone);
 	KUNIT_EXPECT_EQ(test, fi_close(&gone->fid), 0);
-	expect_read_refused(test, &p, key, back);
-	KUNIT_EXPECT_EQ(test, cntr_errors(p.client.cntr, 1), 1ULL);
-	KUNIT_EXPECT_EQ(test, fi_cntr_read(p.client.cntr), (u64)(MSGS + 2));
+	expect_read_refused(test, p, key, back);
+	KUNIT_EXPECT_EQ(test, cntr_errors(p->client.cntr, 1), 1ULL);
+	KUNIT_EXPECT_EQ(test, fi_cntr_read(p->client.cntr), (u64)(MSGS + 2));
 
-	pair_close_with(test, &p, mr);
+	pair_close_with(test, p, mr);
 	fi_freeinfo(info);
 	vfree(region);
 	vfree(src);
@@ -1969,26 +1969,26 @@ static void counters(struct kunit *test)
  */
 static void accept_in_a_fabric_of_its_own(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct fi_eq_attr eq_attr = {};
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_DATA, .size = 64 };
 	struct fid_fabric *fabric;
 	struct fid_domain *domain;
 	struct fi_cq_data_entry e;
 	struct cm_event ev;
-	struct side *s = &p.server;
+	struct side *s = &p->server;
 	char port[8];
 	u8 a[32], b[32];
 
 	port_of(port, 22);
-	pair_listen(test, &p, node, port);
-	side_connect(test, &p, &p.client, node, port, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	pair_listen(test, p, node, port);
+	side_connect(test, p, &p->client, node, port, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
 	s->info = ev.entry.info;
 	KUNIT_ASSERT_NOT_NULL(test, s->info->fabric_attr->prov_name);
 	KUNIT_EXPECT_STREQ(test, s->info->fabric_attr->prov_name, prov);
 	KUNIT_ASSERT_EQ(test, fi_fabric(s->info->fabric_attr, &fabric, NULL), 0);
-	KUNIT_EXPECT_PTR_NE(test, fabric, p.fabric);
+	KUNIT_EXPECT_PTR_NE(test, fabric, p->fabric);
 	KUNIT_ASSERT_EQ(test, fi_domain(fabric, s->info, &domain, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_eq_open(fabric, &eq_attr, &s->eq, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_cq_open(domain, &cq_attr, &s->cq, NULL), 0);
@@ -1996,26 +1996,26 @@ static void accept_in_a_fabric_of_its_own(struct kunit *test)
 	bind_enable(test, s);
 	KUNIT_ASSERT_EQ(test, fi_accept(s->ep, NULL, 0), 0);
 	KUNIT_ASSERT_EQ(test, cm_wait(s->eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
 
 	fill(a, sizeof(a), 31);
 	KUNIT_ASSERT_EQ(test, fi_recv(s->ep, b, sizeof(b), NULL, 0, b), 0);
-	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, a, sizeof(a), NULL, 0, a), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, a, sizeof(a), NULL, 0, a), 0);
 	KUNIT_ASSERT_EQ(test, cq_wait(s->cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(a, b, sizeof(a)), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_SEND | FI_MSG);
 	fill(a, sizeof(a), 32);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.client.ep, b, sizeof(b), NULL, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->client.ep, b, sizeof(b), NULL, 0, b), 0);
 	KUNIT_ASSERT_EQ(test, fi_send(s->ep, a, sizeof(a), NULL, 0, a), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_RECV | FI_MSG);
 	KUNIT_EXPECT_EQ(test, memcmp(a, b, sizeof(a)), 0);
 
 	side_close(test, s);
 	KUNIT_EXPECT_EQ(test, fi_close(&domain->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&fabric->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* fi_getinfo's infos for an address named in the hints (node and service
@@ -2051,8 +2051,8 @@ static int getinfo_at(struct kunit *test, const u8 *addr, size_t len, bool dest,
  */
 static void getinfo_addresses_in_the_hints(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
-	struct side *c = &p.client;
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
+	struct side *c = &p->client;
 	struct fi_info *src;
 	struct fid_pep *pep;
 	struct cm_event ev;
@@ -2062,20 +2062,20 @@ static void getinfo_addresses_in_the_hints(struct kunit *test)
 	__be16 *portp;
 
 	port_of(port, 23);
-	pair_listen(test, &p, node, port);
-	KUNIT_ASSERT_EQ(test, fi_getname(&p.pep->fid, name, &len), 0);
+	pair_listen(test, p, node, port);
+	KUNIT_ASSERT_EQ(test, fi_getname(&p->pep->fid, name, &len), 0);
 	KUNIT_ASSERT_EQ(test, getinfo_at(test, name, len, true, &c->info), 0);
 	KUNIT_ASSERT_EQ(test, c->info->dest_addrlen, len);
 	KUNIT_EXPECT_EQ(test, memcmp(c->info->dest_addr, name, len), 0);
-	open_queues(test, &p, c);
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, c->info, &c->ep, NULL), 0);
+	open_queues(test, p, c);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, c->info, &c->ep, NULL), 0);
 	bind_enable(test, c);
 	KUNIT_ASSERT_EQ(test, fi_connect(c->ep, NULL, NULL, 0), 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-	side_accept(test, &p, &p.server, &ev, NULL, 0);
-	KUNIT_EXPECT_EQ(test, cm_wait(p.server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_EXPECT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
 	KUNIT_EXPECT_EQ(test, cm_wait(c->eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	exchange(test, &p, 100, 23);
+	exchange(test, p, 100, 23);
 
 	/* The source: the same host, another port, listened on. */
 	portp = ((struct sockaddr *)name)->sa_family == AF_INET6 ?
@@ -2084,8 +2084,8 @@ static void getinfo_addresses_in_the_hints(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, getinfo_at(test, name, len, false, &src), 0);
 	KUNIT_ASSERT_EQ(test, src->src_addrlen, len);
 	KUNIT_EXPECT_EQ(test, memcmp(src->src_addr, name, len), 0);
-	KUNIT_ASSERT_EQ(test, fi_passive_ep(p.fabric, src, &pep, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_pep_bind(pep, &p.peq->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_passive_ep(p->fabric, src, &pep, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_pep_bind(pep, &p->peq->fid, 0), 0);
 	KUNIT_ASSERT_EQ(test, fi_listen(pep), 0);
 	KUNIT_ASSERT_EQ(test, fi_getname(&pep->fid, got, &got_len), 0);
 	KUNIT_EXPECT_EQ(test, got_len, len);
@@ -2095,7 +2095,7 @@ static void getinfo_addresses_in_the_hints(struct kunit *test)
 
 	/* Not a whole sockaddr: refused. */
 	KUNIT_EXPECT_EQ(test, getinfo_at(test, name, 3, true, &src), -EINVAL);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /*
@@ -2110,7 +2110,7 @@ static void getinfo_addresses_in_the_hints(struct kunit *test)
  */
 static void completion_levels_and_fence(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	bool sock = !strcmp(prov, "sock");
 	u8 *region = vzalloc(65536), *src = vmalloc(65536), *back = vzalloc(65536);
 	struct fi_rma_iov rma = {};
@@ -2125,66 +2125,66 @@ static void completion_levels_and_fence(struct kunit *test)
 
 	KUNIT_ASSERT_TRUE(test, region && src && back);
 	fill(src, 65536, 40);
-	conf_open(test, &p, 25);
+	conf_open(test, p, 25);
 	iov = (struct kvec){ src, 64 };
 	msg = (struct fi_msg){ .msg_iov = &iov, .iov_count = 1, .context = src };
-	KUNIT_EXPECT_EQ(test, fi_sendmsg(p.client.ep, &msg, FI_DELIVERY_COMPLETE), -FI_EBADFLAGS);
-	KUNIT_EXPECT_EQ(test, fi_sendmsg(p.client.ep, &msg, FI_TRANSMIT_COMPLETE),
+	KUNIT_EXPECT_EQ(test, fi_sendmsg(p->client.ep, &msg, FI_DELIVERY_COMPLETE), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_sendmsg(p->client.ep, &msg, FI_TRANSMIT_COMPLETE),
 			inject_complete_sends() ? -FI_EBADFLAGS : 0);
 	if (!inject_complete_sends()) {
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, back, 64, NULL, 0, NULL), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, back, 64, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	}
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, back, 64, NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &msg, FI_INJECT_COMPLETE | FI_COMPLETION),
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, back, 64, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &msg, FI_INJECT_COMPLETE | FI_COMPLETION),
 			0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(back, src, 64), 0);
 
 	/* A delivery-complete write: its bytes are there at its completion. */
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
 	rma = (struct fi_rma_iov){ 0, 65536, fi_mr_key(mr) };
 	iov = (struct kvec){ src, 65536 };
 	rmsg = (struct fi_msg_rma){ .msg_iov = &iov, .iov_count = 1, .rma_iov = &rma,
 				    .rma_iov_count = 1, .context = src };
-	ret = fi_writemsg(p.client.ep, &rmsg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
+	ret = fi_writemsg(p->client.ep, &rmsg, FI_DELIVERY_COMPLETE | FI_COMPLETION);
 	KUNIT_EXPECT_EQ(test, ret, sock ? 0 : -FI_EBADFLAGS);
 	if (!ret) {
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, memcmp(region, src, 65536), 0);
 	}
 	/* Transmit-complete: refused where a write completes once TCP has
 	 * it (iWARP). */
-	ret = fi_writemsg(p.client.ep, &rmsg, FI_TRANSMIT_COMPLETE | FI_COMPLETION);
+	ret = fi_writemsg(p->client.ep, &rmsg, FI_TRANSMIT_COMPLETE | FI_COMPLETION);
 	KUNIT_EXPECT_EQ(test, ret, strstr(label, "siw") ? -FI_EBADFLAGS : 0);
 	if (!ret)
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 
 	/* Fence: a read fenced after a write sees it; a write fenced after a
 	 * read does not overtake it. */
 	fill(src, 65536, 41);
-	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 65536, NULL, 0, 0, fi_mr_key(mr), NULL),
+	KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, 65536, NULL, 0, 0, fi_mr_key(mr), NULL),
 			0);
 	iov = (struct kvec){ back, 65536 };
 	rmsg.context = back;
-	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &rmsg, FI_FENCE | FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p->client.ep, &rmsg, FI_FENCE | FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)back);
 	KUNIT_EXPECT_EQ(test, memcmp(back, src, 65536), 0);
 	memset(back, 0, 65536);
-	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 65536, NULL, 0, 0, fi_mr_key(mr), back),
+	KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, 65536, NULL, 0, 0, fi_mr_key(mr), back),
 			0);
 	fill(src, 65536, 42);
 	iov = (struct kvec){ src, 65536 };
 	rmsg.context = src;
-	KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &rmsg, FI_FENCE | FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p->client.ep, &rmsg, FI_FENCE | FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)back);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
 	fill(src, 65536, 41);
 	KUNIT_EXPECT_EQ(test, memcmp(back, src, 65536), 0);
@@ -2193,23 +2193,23 @@ static void completion_levels_and_fence(struct kunit *test)
 
 	/* Default op_flags: what the provider cannot keep fails every plain
 	 * call; a flag no call takes fails fi_endpoint. */
-	info = fi_dupinfo(p.client.info);
+	info = fi_dupinfo(p->client.info);
 	KUNIT_ASSERT_NOT_NULL(test, info);
 	info->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
-	KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, info, &ep, NULL), 0);
-	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p.client.eq->fid, 0), 0);
-	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p.client.cq->fid, FI_SEND | FI_RECV), 0);
+	KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, info, &ep, NULL), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p->client.eq->fid, 0), 0);
+	KUNIT_EXPECT_EQ(test, fi_ep_bind(ep, &p->client.cq->fid, FI_SEND | FI_RECV), 0);
 	KUNIT_EXPECT_EQ(test, fi_enable(ep), 0);
 	KUNIT_EXPECT_EQ(test, fi_send(ep, src, 8, NULL, 0, NULL), -FI_EBADFLAGS);
 	KUNIT_EXPECT_EQ(test, fi_close(&ep->fid), 0);
 	info->tx_attr->op_flags = 1ULL << 40;
-	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &ep, NULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_endpoint(p->domain, info, &ep, NULL), -FI_EBADFLAGS);
 	info->tx_attr->op_flags = 0;
 	info->rx_attr->op_flags = FI_MULTI_RECV;
-	KUNIT_EXPECT_EQ(test, fi_endpoint(p.domain, info, &ep, NULL), -FI_EBADFLAGS);
+	KUNIT_EXPECT_EQ(test, fi_endpoint(p->domain, info, &ep, NULL), -FI_EBADFLAGS);
 	fi_freeinfo(info);
 
-	pair_close_with(test, &p, mr);
+	pair_close_with(test, p, mr);
 	vfree(region);
 	vfree(src);
 	vfree(back);
@@ -2236,7 +2236,7 @@ static void pair_still_works(struct kunit *test, struct pair *p, const char *por
  * and the provider serves a connection afterwards. */
 static void connect_under_allocation_failures(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct cm_event ev;
 	struct fi_eq_err_entry err;
 	char port[8];
@@ -2245,11 +2245,11 @@ static void connect_under_allocation_failures(struct kunit *test)
 
 	KOFI_NEEDS_FAULT_INJECTION(test);
 	port_of(port, 15);
-	pair_listen(test, &p, node, port);
+	pair_listen(test, p, node, port);
 	for (n = 1; n <= 200 && !done; n++) {
 		struct side s = {};
 
-		side_open(test, &p, &s, node, port);
+		side_open(test, p, &s, node, port);
 		ret = with_nth_failing(n, &done, fi_connect(s.ep, NULL, "f", 2));
 		KUNIT_EXPECT_LE(test, ret, 0);
 		if (ret)
@@ -2261,20 +2261,20 @@ static void connect_under_allocation_failures(struct kunit *test)
 	KUNIT_EXPECT_GT(test, failed, 0);
 	/* Requests that made it are refused. */
 	for (;;) {
-		ret = fi_eq_sread(p.peq, &event, &ev, sizeof(ev), 500, 0);
+		ret = fi_eq_sread(p->peq, &event, &ev, sizeof(ev), 500, 0);
 		if (ret == -FI_EAVAIL) {
-			fi_eq_readerr(p.peq, &err, 0);
+			fi_eq_readerr(p->peq, &err, 0);
 			continue;
 		}
 		if (ret < 0)
 			break;
 		if (event == FI_CONNREQ) {
-			fi_reject(p.pep, ev.entry.info->handle, NULL, 0);
+			fi_reject(p->pep, ev.entry.info->handle, NULL, 0);
 			fi_freeinfo(ev.entry.info);
 		}
 	}
-	pair_still_works(test, &p, port);
-	pair_close(test, &p);
+	pair_still_works(test, p, port);
+	pair_close(test, p);
 }
 
 /*
@@ -2287,22 +2287,22 @@ static void connect_under_allocation_failures(struct kunit *test)
  */
 static void accept_under_allocation_failures(struct kunit *test)
 {
-	struct pair p = { .prov = prov };
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
 	struct cm_event ev;
 	char port[8];
 	int n, ret, failed = 0, done = 0;
 
 	KOFI_NEEDS_FAULT_INJECTION(test);
 	port_of(port, 30);
-	pair_listen(test, &p, node, port);
+	pair_listen(test, p, node, port);
 	for (n = 1; n <= 1000 && !done; n++) {
 		struct side c = {}, s = {};
 
-		side_connect(test, &p, &c, node, port, NULL, 0);
-		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+		side_connect(test, p, &c, node, port, NULL, 0);
+		KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
 		s.info = ev.entry.info;
-		open_queues(test, &p, &s);
-		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, s.info, &s.ep, NULL), 0);
+		open_queues(test, p, &s);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, s.info, &s.ep, NULL), 0);
 		bind_enable(test, &s);
 		ret = with_nth_failing(n, &done, fi_accept(s.ep, "a", 2));
 		KUNIT_EXPECT_LE(test, ret, 0);
@@ -2315,8 +2315,8 @@ static void accept_under_allocation_failures(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, done);
 	/* Some providers bear every failure (kofi_sock: TCP waits for memory). */
 	kunit_info(test, "%d allocations of fi_accept walked, %d failed it", n - 2, failed);
-	pair_still_works(test, &p, port);
-	pair_close(test, &p);
+	pair_still_works(test, p, port);
+	pair_close(test, p);
 }
 
 /* A pair whose endpoints offer tagged messages, its CQs in the tagged format. */
@@ -2366,7 +2366,7 @@ static void expect_tagged(struct kunit *test, struct pair *p, void *ctx, u64 fla
 static void tagged_matching(struct kunit *test)
 {
 	enum { N = 128 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_tagged_entry ce;
 	struct fi_cq_err_entry err = {};
 	u8 *a, *b, *c, *d, *e, *msg, *inj;
@@ -2381,68 +2381,68 @@ static void tagged_matching(struct kunit *test)
 	c = b + N;
 	d = c + N;
 	e = d + N;
-	tagged_open(test, &p, 33);
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, a, N, NULL, 0, 0x1200, 0xff, a), 0);
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, b, N, NULL, 0, 0x5000, 0, b), 0);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, c, N, NULL, 0, c), 0);
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, e, N, NULL, 0, 0x9998, 0, e), 0);
+	tagged_open(test, p, 33);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, a, N, NULL, 0, 0x1200, 0xff, a), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, b, N, NULL, 0, 0x5000, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, c, N, NULL, 0, c), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, e, N, NULL, 0, 0x9998, 0, e), 0);
 
 	/* fi_tsend's buffer stays the consumer's until its completion. */
 	fill(msg, 10, 1);
-	KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, msg, 10, NULL, 0, 0x5000, msg), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsend(p->client.ep, msg, 10, NULL, 0, 0x5000, msg), 0);
 	fill(inj, 20, 2);
-	KUNIT_ASSERT_EQ(test, fi_tinjectdata(p.client.ep, inj, 20, 0xdd, 0, 0x12ab), 0);
+	KUNIT_ASSERT_EQ(test, fi_tinjectdata(p->client.ep, inj, 20, 0xdd, 0, 0x12ab), 0);
 	fill(inj, 30, 3);
-	KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, inj, 30, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_inject(p->client.ep, inj, 30, 0), 0);
 	fill(inj, 40, 4);
-	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, inj, 40, 0, 0x9999), 0);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p->client.ep, inj, 40, 0, 0x9999), 0);
 	/* Only fi_tsend asked for a completion; it says it was tagged. */
-	KUNIT_ASSERT_EQ(test, next_tagged(p.client.cq, &ce, &err), 1);
+	KUNIT_ASSERT_EQ(test, next_tagged(p->client.cq, &ce, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, ce.op_context, (void *)msg);
 	KUNIT_EXPECT_EQ(test, ce.flags, FI_TAGGED | FI_SEND);
 
 	/* In arrival order, each to the receive whose tag it matches. */
-	expect_tagged(test, &p, b, FI_TAGGED | FI_RECV, 10, 0x5000, 0, 1);
-	expect_tagged(test, &p, a, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 20, 0x12ab, 0xdd, 2);
-	expect_tagged(test, &p, c, FI_MSG | FI_RECV, 30, 0, 0, 3);
+	expect_tagged(test, p, b, FI_TAGGED | FI_RECV, 10, 0x5000, 0, 1);
+	expect_tagged(test, p, a, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 20, 0x12ab, 0xdd, 2);
+	expect_tagged(test, p, c, FI_MSG | FI_RECV, 30, 0, 0, 3);
 	/* 0x9999 is no 0x9998: it waits, and the next receive wanting it takes it. */
 	msleep(100);
-	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &ce, 1), -FI_EAGAIN);
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, d, N, NULL, 0, 0x9990, 0xf, d), 0);
-	expect_tagged(test, &p, d, FI_TAGGED | FI_RECV, 40, 0x9999, 0, 4);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->server.cq, &ce, 1), -FI_EAGAIN);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, d, N, NULL, 0, 0x9990, 0xf, d), 0);
+	expect_tagged(test, p, d, FI_TAGGED | FI_RECV, 40, 0x9999, 0, 4);
 	/* The receive for 0x9998 is still posted: cancelled, it says its tag. */
-	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, e), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &ce, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p->server.ep->fid, e), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p->server.cq, &ce, &err), (ssize_t)-FI_ECANCELED);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)e);
 	KUNIT_EXPECT_EQ(test, err.flags, FI_TAGGED | FI_RECV);
 	KUNIT_EXPECT_EQ(test, err.tag, 0x9998ULL);
-	KUNIT_EXPECT_EQ(test, fi_cancel(&p.server.ep->fid, e), -FI_ENOENT);
+	KUNIT_EXPECT_EQ(test, fi_cancel(&p->server.ep->fid, e), -FI_ENOENT);
 
 	/* An untagged receive does not take a tagged message. */
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, c, N, NULL, 0, c), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, c, N, NULL, 0, c), 0);
 	fill(inj, 50, 5);
-	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, inj, 50, 0, 7), 0);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p->client.ep, inj, 50, 0, 7), 0);
 	fill(inj, 60, 6);
-	KUNIT_ASSERT_EQ(test, fi_inject(p.client.ep, inj, 60, 0), 0);
-	expect_tagged(test, &p, c, FI_MSG | FI_RECV, 60, 0, 0, 6);
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, a, N, NULL, 0, 0, ~0ULL, a), 0);
-	expect_tagged(test, &p, a, FI_TAGGED | FI_RECV, 50, 7, 0, 5);
+	KUNIT_ASSERT_EQ(test, fi_inject(p->client.ep, inj, 60, 0), 0);
+	expect_tagged(test, p, c, FI_MSG | FI_RECV, 60, 0, 0, 6);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, a, N, NULL, 0, 0, ~0ULL, a), 0);
+	expect_tagged(test, p, a, FI_TAGGED | FI_RECV, 50, 7, 0, 5);
 
 	/* A tagged message larger than its receive: FI_ETRUNC with its tag. */
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, b, 40, NULL, 0, 0x77, 0, b), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, b, 40, NULL, 0, 0x77, 0, b), 0);
 	fill(inj, 100, 8);
-	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, inj, 100, 0, 0x77), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &ce, &err), (ssize_t)-FI_ETRUNC);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p->client.ep, inj, 100, 0, 0x77), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p->server.cq, &ce, &err), (ssize_t)-FI_ETRUNC);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)b);
 	KUNIT_EXPECT_EQ(test, err.flags, FI_TAGGED | FI_RECV);
 	KUNIT_EXPECT_EQ(test, err.tag, 0x77ULL);
 	KUNIT_EXPECT_EQ(test, err.olen, (size_t)60);
 	/* The connection goes on. */
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, d, N, NULL, 0, 0x78, 0, d), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, d, N, NULL, 0, 0x78, 0, d), 0);
 	fill(inj, 90, 9);
-	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, inj, 90, 0, 0x78), 0);
-	expect_tagged(test, &p, d, FI_TAGGED | FI_RECV, 90, 0x78, 0, 9);
-	pair_close(test, &p);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p->client.ep, inj, 90, 0, 0x78), 0);
+	expect_tagged(test, p, d, FI_TAGGED | FI_RECV, 90, 0x78, 0, 9);
+	pair_close(test, p);
 }
 
 /*
@@ -2454,7 +2454,7 @@ static void tagged_matching(struct kunit *test)
 static void tagged_unexpected(struct kunit *test)
 {
 	enum { BIG = 300 << 10, SMALL = 200 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_tagged_entry e = {};
 	struct fi_cq_err_entry err = {};
 	struct page *page = alloc_pages(GFP_KERNEL, get_order(BIG + 4096));
@@ -2472,38 +2472,38 @@ static void tagged_unexpected(struct kunit *test)
 	s2 = s1 + SMALL;
 	s3 = s2 + SMALL;
 	u = s3 + SMALL;
-	tagged_open(test, &p, 34);
+	tagged_open(test, p, 34);
 	fill(s1, 100, 11);
 	fill(big, BIG, 12);
 	fill(s2, 100, 13);
 	fill(u, 64, 14);
 	fill(s3, SMALL, 15);
-	KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, s1, 100, NULL, 0, 1, s1), 0);
-	KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, big, BIG, NULL, 0, 2, big), 0);
-	KUNIT_ASSERT_EQ(test, fi_tsenddata(p.client.ep, s2, 100, NULL, 33, 0, 3, s2), 0);
-	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, u, 64, NULL, 0, u), 0);
-	KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, s3, SMALL, NULL, 0, 3, s3), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsend(p->client.ep, s1, 100, NULL, 0, 1, s1), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsend(p->client.ep, big, BIG, NULL, 0, 2, big), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsenddata(p->client.ep, s2, 100, NULL, 33, 0, 3, s2), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, u, 64, NULL, 0, u), 0);
+	KUNIT_ASSERT_EQ(test, fi_tsend(p->client.ep, s3, SMALL, NULL, 0, 3, s3), 0);
 	msleep(1000);
 
 	/* Tag 3 first: the first message tagged 3, with its data. */
 	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ out, SMALL }, .iov_count = 1,
 				    .tag = 3, .context = out };
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_COMPLETION), 0);
-	expect_tagged(test, &p, out, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 100, 3, 33, 13);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_COMPLETION), 0);
+	expect_tagged(test, p, out, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 100, 3, 33, 13);
 	/* The untagged one, past the tagged ones before it. */
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, out, SMALL, NULL, 0, out), 0);
-	expect_tagged(test, &p, out, FI_MSG | FI_RECV, 64, 0, 0, 14);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, out, SMALL, NULL, 0, out), 0);
+	expect_tagged(test, p, out, FI_MSG | FI_RECV, 64, 0, 0, 14);
 	/* Tag 1, then tag 3's second. */
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, out, SMALL, NULL, 0, 1, 0, out), 0);
-	expect_tagged(test, &p, out, FI_TAGGED | FI_RECV, 100, 1, 0, 11);
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, out, SMALL, NULL, 0, 3, 0, out), 0);
-	expect_tagged(test, &p, out, FI_TAGGED | FI_RECV, SMALL, 3, 0, 15);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, out, SMALL, NULL, 0, 1, 0, out), 0);
+	expect_tagged(test, p, out, FI_TAGGED | FI_RECV, 100, 1, 0, 11);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, out, SMALL, NULL, 0, 3, 0, out), 0);
+	expect_tagged(test, p, out, FI_TAGGED | FI_RECV, SMALL, 3, 0, 15);
 	/* The large one into two runs of pages at odd offsets. */
 	bvec_set_page(&bv[0], page, 30001, 7);
 	bvec_set_page(&bv[1], page, BIG - 30001, 7 + 30001 + 99);
 	m = (struct fi_msg_tagged){ .msg_bvec = bv, .iov_count = 2, .tag = 2, .context = page };
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_COMPLETION), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_COMPLETION), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p->server.cq, &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)page);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)BIG);
 	KUNIT_EXPECT_EQ(test, e.tag, 2ULL);
@@ -2513,10 +2513,10 @@ static void tagged_unexpected(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, memcmp(out, want, BIG), 0);
 	/* Every send completed once, tagged or not. */
 	for (i = 0; i < 5; i++) {
-		KUNIT_ASSERT_EQ(test, next_tagged(p.client.cq, &e, &err), 1);
+		KUNIT_ASSERT_EQ(test, next_tagged(p->client.cq, &e, &err), 1);
 		KUNIT_EXPECT_EQ(test, e.flags, (e.op_context == u ? FI_MSG : FI_TAGGED) | FI_SEND);
 	}
-	pair_close(test, &p);
+	pair_close(test, p);
 	__free_pages(page, get_order(BIG + 4096));
 	vfree(big);
 	vfree(out);
@@ -2530,7 +2530,7 @@ static void tagged_unexpected(struct kunit *test)
 static void tagged_many_unexpected(struct kunit *test)
 {
 	enum { COUNT = 200, LEN = 2000 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	u8 *src = vmalloc(COUNT * LEN), *dst = kunit_kzalloc(test, LEN, GFP_KERNEL);
@@ -2538,19 +2538,19 @@ static void tagged_many_unexpected(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, src);
 	KUNIT_ASSERT_NOT_NULL(test, dst);
-	tagged_open(test, &p, 36);
+	tagged_open(test, p, 36);
 	for (i = 0; i < COUNT; i++) {
 		fill(src + i * LEN, LEN, i);
-		KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, src + i * LEN, LEN, NULL, 0, 1000 + i,
+		KUNIT_ASSERT_EQ(test, fi_tsend(p->client.ep, src + i * LEN, LEN, NULL, 0, 1000 + i,
 					       NULL), 0);
 	}
 	for (i = COUNT - 1; i >= 0; i--) {
-		KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, dst, LEN, NULL, 0, 1000 + i, 0, dst), 0);
-		expect_tagged(test, &p, dst, FI_TAGGED | FI_RECV, LEN, 1000 + i, 0, i);
+		KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, dst, LEN, NULL, 0, 1000 + i, 0, dst), 0);
+		expect_tagged(test, p, dst, FI_TAGGED | FI_RECV, LEN, 1000 + i, 0, i);
 	}
 	for (i = 0; i < COUNT; i++)
-		KUNIT_ASSERT_EQ(test, next_tagged(p.client.cq, &e, &err), 1);
-	pair_close(test, &p);
+		KUNIT_ASSERT_EQ(test, next_tagged(p->client.cq, &e, &err), 1);
+	pair_close(test, p);
 	vfree(src);
 }
 
@@ -2580,7 +2580,7 @@ static void wait_arrived(struct kunit *test, struct pair *p, u64 tag)
 static void tagged_peek_claim_discard(struct kunit *test)
 {
 	enum { N = 64 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	u8 *msg, *rx1, *rx2, *rx3;
 	int peek_ctx, claim_ctx, claim2_ctx, unknown_ctx, last_ctx;
 	struct fi_msg_tagged m = {};
@@ -2596,32 +2596,32 @@ static void tagged_peek_claim_discard(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, rx1);
 	rx2 = rx1 + N;
 	rx3 = rx2 + N;
-	tagged_open(test, &p, 35);
+	tagged_open(test, p, 35);
 	for (tag = 7; tag <= 11; tag++) {
 		u8 *buf = msg + (tag - 7) * N;
 
 		fill(buf, 10 + tag, tag);
 		if (tag == 7)
-			KUNIT_ASSERT_EQ(test, fi_tsenddata(p.client.ep, buf, 10 + tag, NULL, 0x77, 0,
+			KUNIT_ASSERT_EQ(test, fi_tsenddata(p->client.ep, buf, 10 + tag, NULL, 0x77, 0,
 							   tag, NULL), 0);
 		else
-			KUNIT_ASSERT_EQ(test, fi_tsend(p.client.ep, buf, 10 + tag, NULL, 0, tag,
+			KUNIT_ASSERT_EQ(test, fi_tsend(p->client.ep, buf, 10 + tag, NULL, 0, tag,
 						       NULL), 0);
 	}
 	/* In order on one connection: 11 there, all there. */
-	wait_arrived(test, &p, 11);
+	wait_arrived(test, p, 11);
 
 	/* Nothing tagged 6: FI_ENOMSG, with the peek's context and tag. */
 	m.tag = 6;
 	m.context = &peek_ctx;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p->server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)&peek_ctx);
 	KUNIT_EXPECT_EQ(test, err.tag, 6ULL);
 	/* Tagged 7: its length, tag and data, no bytes; it stays. */
 	m.tag = 7;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p->server.cq, &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&peek_ctx);
 	KUNIT_EXPECT_EQ(test, e.flags, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)17);
@@ -2631,23 +2631,23 @@ static void tagged_peek_claim_discard(struct kunit *test)
 	/* Claim 8. */
 	m.tag = 8;
 	m.context = &claim_ctx;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK | FI_CLAIM), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p->server.cq, &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)18);
 	/* One claim per context. */
 	m.tag = 9;
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK | FI_CLAIM), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK | FI_CLAIM), -EINVAL);
 	/* Receives for any tag take 7 then 9: 8 is claimed. */
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, rx1, N, NULL, 0, 0, ~0ULL, rx1), 0);
-	expect_tagged(test, &p, rx1, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 17, 7, 0x77, 7);
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, rx2, N, NULL, 0, 0, ~0ULL, rx2), 0);
-	expect_tagged(test, &p, rx2, FI_TAGGED | FI_RECV, 19, 9, 0, 9);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, rx1, N, NULL, 0, 0, ~0ULL, rx1), 0);
+	expect_tagged(test, p, rx1, FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA, 17, 7, 0x77, 7);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, rx2, N, NULL, 0, 0, ~0ULL, rx2), 0);
+	expect_tagged(test, p, rx2, FI_TAGGED | FI_RECV, 19, 9, 0, 9);
 	/* The claim's receive gets 8, whatever tag it names. */
 	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ rx3, N }, .iov_count = 1,
 				    .tag = 1234, .context = &claim_ctx };
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_CLAIM), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p->server.cq, &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim_ctx);
 	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)18);
@@ -2655,45 +2655,45 @@ static void tagged_peek_claim_discard(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, memcmp(rx3, msg, 18), 0);
 	/* A claim nothing was claimed with. */
 	m.context = &unknown_ctx;
-	KUNIT_EXPECT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_CLAIM), -FI_ENOMSG);
+	KUNIT_EXPECT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_CLAIM), -FI_ENOMSG);
 	/* Peek and drop 10: a peek finds it no more. */
 	m = (struct fi_msg_tagged){ .tag = 10, .context = &peek_ctx };
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK | FI_DISCARD), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p->server.cq, &e, &err), 1);
 	KUNIT_EXPECT_EQ(test, e.tag, 10ULL);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)20);
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p->server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
 	/* Claim 11, then drop it through its claim: a completion of no bytes. */
 	m.tag = 11;
 	m.context = &claim2_ctx;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK | FI_CLAIM), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_CLAIM | FI_DISCARD), 0);
-	KUNIT_ASSERT_EQ(test, next_tagged(p.server.cq, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p->server.cq, &e, &err), 1);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_CLAIM | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(p->server.cq, &e, &err), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim2_ctx);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)0);
 	KUNIT_EXPECT_EQ(test, e.tag, 11ULL);
 	m.context = &peek_ctx;
-	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p.server.ep, &m, FI_PEEK), 0);
-	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(p->server.ep, &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(p->server.cq, &e, &err), (ssize_t)-FI_ENOMSG);
 	/* Every send completed; the endpoint still works. */
 	for (tag = 7; tag <= 11; tag++)
-		KUNIT_ASSERT_EQ(test, next_tagged(p.client.cq, &e, &err), 1);
+		KUNIT_ASSERT_EQ(test, next_tagged(p->client.cq, &e, &err), 1);
 	fill(msg, 30, 12);
-	KUNIT_ASSERT_EQ(test, fi_tinject(p.client.ep, msg, 30, 0, 12), 0);
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, rx1, N, NULL, 0, 0, ~0ULL, rx1), 0);
-	expect_tagged(test, &p, rx1, FI_TAGGED | FI_RECV, 30, 12, 0, 12);
+	KUNIT_ASSERT_EQ(test, fi_tinject(p->client.ep, msg, 30, 0, 12), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, rx1, N, NULL, 0, 0, ~0ULL, rx1), 0);
+	expect_tagged(test, p, rx1, FI_TAGGED | FI_RECV, 30, 12, 0, 12);
 
 	/* A tagged receive left posted when the peer goes is released. */
-	KUNIT_ASSERT_EQ(test, fi_trecv(p.server.ep, rx2, N, NULL, 0, 99, 0, &last_ctx), 0);
-	side_close(test, &p.client);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.server.eq, FI_SHUTDOWN, ev), (ssize_t)sizeof(ev->entry));
-	KUNIT_EXPECT_EQ(test, next_tagged(p.server.cq, &e, &err), (ssize_t)-FI_ECANCELED);
+	KUNIT_ASSERT_EQ(test, fi_trecv(p->server.ep, rx2, N, NULL, 0, 99, 0, &last_ctx), 0);
+	side_close(test, &p->client);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_SHUTDOWN, ev), (ssize_t)sizeof(ev->entry));
+	KUNIT_EXPECT_EQ(test, next_tagged(p->server.cq, &e, &err), (ssize_t)-FI_ECANCELED);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)&last_ctx);
 	KUNIT_EXPECT_EQ(test, err.flags, FI_TAGGED | FI_RECV);
 	KUNIT_EXPECT_EQ(test, err.tag, 99ULL);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 static struct kunit_case conformance_cases[] = {

@@ -37,7 +37,7 @@
  * connection stays up. */
 static void sock_rma_violations(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fid_mr *mr, *ro;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err = {};
@@ -47,29 +47,29 @@ static void sock_rma_violations(struct kunit *test)
 
 	KUNIT_ASSERT_TRUE(test, region && src && back);
 	fill(src, 65536, 7);
-	pair_open(test, &p, "sock", "127.0.0.1", "7474");
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	pair_open(test, p, "sock", "127.0.0.1", "7474");
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 65536, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, small, sizeof(small), FI_REMOTE_READ, 0, 0, 0,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, small, sizeof(small), FI_REMOTE_READ, 0, 0, 0,
 					&ro, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 16, NULL, 0, 0, key ^ 0x100, NULL), 0);
-	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
-	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, 16, NULL, 0, 0, key ^ 0x100, NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p->client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->client.cq, &err, 0), 1);
 	KUNIT_EXPECT_EQ(test, err.err, FI_ENOKEY);
-	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, 16, NULL, 0, 60, fi_mr_key(ro), NULL), 0);
-	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
-	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, 16, NULL, 0, 60, fi_mr_key(ro), NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p->client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->client.cq, &err, 0), 1);
 	KUNIT_EXPECT_EQ(test, err.err, FI_EACCES);
-	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, 16, NULL, 0, 60, fi_mr_key(ro), NULL), 0);
-	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
-	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, 16, NULL, 0, 60, fi_mr_key(ro), NULL), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p->client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->client.cq, &err, 0), 1);
 	KUNIT_EXPECT_EQ(test, err.err, EINVAL);
-	exchange(test, &p, 100, 8);
+	exchange(test, p, 100, 8);
 
 	KUNIT_EXPECT_EQ(test, fi_close(&ro->fid), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 	vfree(region);
 	vfree(src);
 	vfree(back);
@@ -154,38 +154,25 @@ static void raw_listener(struct kunit *test, struct pair *p, const char *port)
 
 static void sock_garbage_from_a_raw_client(struct kunit *test)
 {
-	struct pair p = {};
-	struct fi_eq_attr eq_attr = {};
-	struct fi_info *src;
+	struct pair *p = pair_new(test, (struct pair){});
 	struct cm_event ev;
 	u32 event;
 	u8 junk[200];
 	u8 bad_version[64] = { 'K', 'O', 'F', 'I', 9, 1 };
 
 	fill(junk, sizeof(junk), 0x5a);
-	src = test_info(test, "sock", "127.0.0.1", "7478", FI_SOURCE);
-	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p.fabric, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, src, &p.domain, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &p.peq, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_passive_ep(p.fabric, src, &p.pep, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_pep_bind(p.pep, &p.peq->fid, 0), 0);
-	KUNIT_ASSERT_EQ(test, fi_listen(p.pep), 0);
-	fi_freeinfo(src);
+	raw_listener(test, p, "7478");
 
 	/* Garbage, then a header of an unknown version: both are dropped. */
 	KUNIT_EXPECT_EQ(test, raw_client(7478, junk, sizeof(junk), 5000), 1);
 	KUNIT_EXPECT_EQ(test, raw_client(7478, bad_version, sizeof(bad_version), 5000), 1);
-	KUNIT_EXPECT_EQ(test, fi_eq_read(p.peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
-	fi_close(&p.pep->fid);
-	fi_close(&p.peq->fid);
-	fi_close(&p.domain->fid);
-	fi_close(&p.fabric->fid);
-	memset(&p, 0, sizeof(p));
+	KUNIT_EXPECT_EQ(test, fi_eq_read(p->peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
+	pair_close(test, p);
 
 	/* The provider is healthy: a real client connects and talks. */
-	pair_open(test, &p, "sock", "127.0.0.1", "7478");
-	exchange(test, &p, 512, 9);
-	pair_close(test, &p);
+	pair_open(test, p, "sock", "127.0.0.1", "7478");
+	exchange(test, p, 512, 9);
+	pair_close(test, p);
 }
 
 /* A connection that never sends its CONNECT belongs to the listener: when
@@ -193,12 +180,12 @@ static void sock_garbage_from_a_raw_client(struct kunit *test)
  * endpoint before, and a late CONNECT reached freed memory). */
 static void sock_silent_connections_close_with_their_listener(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct socket *raw[3];
 	u8 connect[64];
 	int i;
 
-	raw_listener(test, &p, "7491");
+	raw_listener(test, p, "7491");
 	for (i = 0; i < 3; i++) {
 		raw[i] = raw_open(7491);
 		KUNIT_ASSERT_NOT_NULL(test, raw[i]);
@@ -206,8 +193,8 @@ static void sock_silent_connections_close_with_their_listener(struct kunit *test
 	/* Accepted and waiting for their CONNECT. */
 	msleep(300);
 	KUNIT_EXPECT_EQ(test, raw_dropped(raw[0], 0), 0);
-	KUNIT_EXPECT_EQ(test, fi_close(&p.pep->fid), 0);
-	p.pep = NULL;
+	KUNIT_EXPECT_EQ(test, fi_close(&p->pep->fid), 0);
+	p->pep = NULL;
 	for (i = 0; i < 3; i++)
 		KUNIT_EXPECT_EQ(test, raw_dropped(raw[i], 3000), 1);
 	/* A late CONNECT goes nowhere. */
@@ -216,7 +203,7 @@ static void sock_silent_connections_close_with_their_listener(struct kunit *test
 	msleep(100);
 	for (i = 0; i < 3; i++)
 		sock_release(raw[i]);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* A connection that stays silent after TCP connect is closed once the
@@ -224,26 +211,26 @@ static void sock_silent_connections_close_with_their_listener(struct kunit *test
  * prompt it; the consumer never hears of it, and the listener still serves. */
 static void sock_silent_connection_times_out(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct cm_event ev;
 	struct socket *raw;
 	u32 event;
 
-	raw_listener(test, &p, "7495");
+	raw_listener(test, p, "7495");
 	raw = raw_open(7495);
 	KUNIT_ASSERT_NOT_NULL(test, raw);
 	/* Still open well before the deadline, closed soon after it. */
 	KUNIT_EXPECT_EQ(test, raw_dropped(raw, 5000), 0);
 	KUNIT_EXPECT_EQ(test, raw_dropped(raw, 8000), 1);
 	sock_release(raw);
-	KUNIT_EXPECT_EQ(test, fi_eq_read(p.peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(p->peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
 
-	side_connect(test, &p, &p.client, "127.0.0.1", "7495", "late", 5);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 5));
-	side_accept(test, &p, &p.server, &ev, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	exchange(test, &p, 64, 7);
-	pair_close(test, &p);
+	side_connect(test, p, &p->client, "127.0.0.1", "7495", "late", 5);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 5));
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, p, 64, 7);
+	pair_close(test, p);
 }
 
 /* Before the handshake a peer can make the listener hold little: a header
@@ -252,14 +239,14 @@ static void sock_silent_connection_times_out(struct kunit *test)
  * client. */
 static void sock_handshake_is_bounded(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct socket **raw = kunit_kcalloc(test, 72, sizeof(*raw), GFP_KERNEL);
 	struct cm_event ev;
 	u8 h[64];
 	int i, dropped;
 
 	KUNIT_ASSERT_NOT_NULL(test, raw);
-	raw_listener(test, &p, "7492");
+	raw_listener(test, p, "7492");
 	wire_header(h, 4, 4 << 20);	/* Send, 4 MiB, before CONNECT */
 	KUNIT_EXPECT_EQ(test, raw_client(7492, h, sizeof(h), 5000), 1);
 	wire_header(h, 1, 4 << 20);	/* CONNECT with 4 MiB of private data */
@@ -283,14 +270,14 @@ static void sock_handshake_is_bounded(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, dropped, 0);
 
 	/* A real client still gets through (pushing out one more). */
-	side_connect(test, &p, &p.client, "127.0.0.1", "7492", NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-	side_accept(test, &p, &p.server, &ev, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	exchange(test, &p, 1000, 4);
+	side_connect(test, p, &p->client, "127.0.0.1", "7492", NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, p, 1000, 4);
 	for (i = 0; i < 72; i++)
 		sock_release(raw[i]);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* What a hostile or broken client throws at a listener: a thousand
@@ -301,7 +288,7 @@ static void sock_handshake_is_bounded(struct kunit *test)
 static void sock_connection_flood_and_random_bytes(struct kunit *test)
 {
 	enum { DROPPED = 1000, RANDOM = 100 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct cm_event ev;
 	u8 *junk = kunit_kmalloc(test, 4096, GFP_KERNEL);
 	u8 h[64 + 10];
@@ -309,7 +296,7 @@ static void sock_connection_flood_and_random_bytes(struct kunit *test)
 	int i, refused = 0, answered = 0;
 
 	KUNIT_ASSERT_NOT_NULL(test, junk);
-	raw_listener(test, &p, "7494");
+	raw_listener(test, p, "7494");
 	for (i = 0; i < DROPPED; i++) {
 		struct socket *s = raw_open(7494);
 
@@ -340,46 +327,46 @@ static void sock_connection_flood_and_random_bytes(struct kunit *test)
 	memset(h + 64, 'x', 10);
 	KUNIT_EXPECT_EQ(test, raw_client(7494, h, 64 + 5, 0), 0);
 	msleep(200);
-	KUNIT_EXPECT_EQ(test, fi_eq_read(p.peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_eq_read(p->peq, &event, &ev, sizeof(ev), 0), -FI_EAGAIN);
 
-	side_connect(test, &p, &p.client, "127.0.0.1", "7494", "real", 5);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 5));
+	side_connect(test, p, &p->client, "127.0.0.1", "7494", "real", 5);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + 5));
 	KUNIT_EXPECT_STREQ(test, (char *)ev.data, "real");
-	side_accept(test, &p, &p.server, &ev, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p.client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	exchange(test, &p, 4096, 6);
-	pair_close(test, &p);
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->client.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	exchange(test, p, 4096, 6);
+	pair_close(test, p);
 }
 
 /* RMA of exactly max_msg_size both ways, data verified: large payloads need
  * no physically contiguous buffer (an order-11 allocation failed before). */
 static void sock_rma_of_max_msg_size(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fid_mr *mr;
 	struct fi_cq_data_entry e;
 	size_t max;
 	u8 *region, *src, *back;
 
-	pair_open(test, &p, "sock", "127.0.0.1", "7493");
-	max = p.client.info->ep_attr->max_msg_size;
+	pair_open(test, p, "sock", "127.0.0.1", "7493");
+	max = p->client.info->ep_attr->max_msg_size;
 	region = vzalloc(max);
 	src = vmalloc(max);
 	back = vzalloc(max);
 	KUNIT_ASSERT_TRUE(test, region && src && back);
 	fill(src, max, 11);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, max, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, max, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_write(p.client.ep, src, max, NULL, 0, 0, fi_mr_key(mr), src), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, max, NULL, 0, 0, fi_mr_key(mr), src), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(region, src, max), 0);
-	KUNIT_ASSERT_EQ(test, fi_read(p.client.ep, back, max, NULL, 0, 0, fi_mr_key(mr), back), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, back, max, NULL, 0, 0, fi_mr_key(mr), back), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.len, max);
 	KUNIT_EXPECT_EQ(test, memcmp(back, src, max), 0);
-	exchange(test, &p, 64, 1);
+	exchange(test, p, 64, 1);
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 	vfree(region);
 	vfree(src);
 	vfree(back);
@@ -389,42 +376,34 @@ static void sock_rma_of_max_msg_size(struct kunit *test)
 
 static void sock_many_connections(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct side *clients = kunit_kcalloc(test, MANY, sizeof(*clients), GFP_KERNEL);
 	struct side *servers = kunit_kcalloc(test, MANY, sizeof(*servers), GFP_KERNEL);
-	struct fi_eq_attr eq_attr = { .size = 2 * MANY };
-	struct fi_info *src;
 	struct cm_event ev;
 	struct fi_cq_data_entry e;
 	char msg[16], got[16];
 	int i;
 
 	KUNIT_ASSERT_TRUE(test, clients && servers);
-	src = test_info(test, "sock", "127.0.0.1", "7479", FI_SOURCE);
-	KUNIT_ASSERT_EQ(test, fi_fabric(src->fabric_attr, &p.fabric, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_domain(p.fabric, src, &p.domain, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_eq_open(p.fabric, &eq_attr, &p.peq, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_passive_ep(p.fabric, src, &p.pep, NULL), 0);
-	KUNIT_ASSERT_EQ(test, fi_pep_bind(p.pep, &p.peq->fid, 0), 0);
-	KUNIT_ASSERT_EQ(test, fi_listen(p.pep), 0);
-	fi_freeinfo(src);
+	/* Its EQ (256 entries) holds every request and connection at once. */
+	raw_listener(test, p, "7479");
 
 	for (i = 0; i < MANY; i++) {
 		clients[i].info = test_info(test, "sock", "127.0.0.1", "7479", 0);
-		open_queues(test, &p, &clients[i]);
-		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, clients[i].info, &clients[i].ep, NULL), 0);
+		open_queues(test, p, &clients[i]);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, clients[i].info, &clients[i].ep, NULL), 0);
 		bind_enable(test, &clients[i]);
 		KUNIT_ASSERT_EQ(test, fi_connect(clients[i].ep, NULL, &i, sizeof(i)), 0);
 	}
 	for (i = 0; i < MANY; i++) {
 		int who;
 
-		KUNIT_ASSERT_EQ(test, cm_wait(p.peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + sizeof(int)));
+		KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)(sizeof(ev.entry) + sizeof(int)));
 		memcpy(&who, ev.data, sizeof(who));
 		KUNIT_ASSERT_TRUE(test, who >= 0 && who < MANY && !servers[who].info);
 		servers[who].info = ev.entry.info;
-		open_queues(test, &p, &servers[who]);
-		KUNIT_ASSERT_EQ(test, fi_endpoint(p.domain, servers[who].info, &servers[who].ep, NULL), 0);
+		open_queues(test, p, &servers[who]);
+		KUNIT_ASSERT_EQ(test, fi_endpoint(p->domain, servers[who].info, &servers[who].ep, NULL), 0);
 		bind_enable(test, &servers[who]);
 		KUNIT_ASSERT_EQ(test, fi_accept(servers[who].ep, NULL, 0), 0);
 	}
@@ -445,14 +424,14 @@ static void sock_many_connections(struct kunit *test)
 		side_close(test, &clients[i]);
 		side_close(test, &servers[i]);
 	}
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* The peer resets while sends are backed up behind flow control: every send
  * completes (the unsent ones with errors) and FI_SHUTDOWN arrives. */
 static void sock_reset_mid_transfer(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct cm_event ev;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
@@ -465,21 +444,21 @@ static void sock_reset_mid_transfer(struct kunit *test)
 	ssize_t n;
 
 	KUNIT_ASSERT_NOT_NULL(test, buf);
-	pair_open(test, &p, "sock", "127.0.0.1", "7481");
+	pair_open(test, p, "sock", "127.0.0.1", "7481");
 	/* No receives: 8 MiB are held, the rest wait in the client. */
 	for (i = 0; i < SENDS; i++)
-		if (!fi_send(p.client.ep, buf, len, NULL, 0, NULL))
+		if (!fi_send(p->client.ep, buf, len, NULL, 0, NULL))
 			posted++;
 	KUNIT_EXPECT_EQ(test, posted, SENDS);
 	msleep(200);
-	KUNIT_EXPECT_EQ(test, fi_close(&p.server.ep->fid), 0);
-	p.server.ep = NULL;
+	KUNIT_EXPECT_EQ(test, fi_close(&p->server.ep->fid), 0);
+	p->server.ep = NULL;
 	while (ok + failed < posted) {
-		n = fi_cq_sread(p.client.cq, &e, 1, NULL, WAIT_MS);
+		n = fi_cq_sread(p->client.cq, &e, 1, NULL, WAIT_MS);
 		if (n == 1) {
 			ok++;
 		} else if (n == -FI_EAVAIL) {
-			KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+			KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->client.cq, &err, 0), 1);
 			KUNIT_EXPECT_EQ(test, err.err, FI_ECONNRESET);
 			failed++;
 		} else {
@@ -488,10 +467,10 @@ static void sock_reset_mid_transfer(struct kunit *test)
 		}
 	}
 	KUNIT_EXPECT_GT(test, failed, 0);
-	KUNIT_EXPECT_EQ(test, fi_eq_sread(p.client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
+	KUNIT_EXPECT_EQ(test, fi_eq_sread(p->client.eq, &event, &ev, sizeof(ev), WAIT_MS, 0),
 			(ssize_t)sizeof(ev.entry));
 	KUNIT_EXPECT_EQ(test, event, (u32)FI_SHUTDOWN);
-	pair_close(test, &p);
+	pair_close(test, p);
 	vfree(buf);
 }
 
@@ -504,7 +483,7 @@ static void sock_reset_mid_transfer(struct kunit *test)
 static void sock_buffers_reusable_at_completion(struct kunit *test)
 {
 	enum { NPAGES = 8, BIG = 4 << 20, SLAB = 3000 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct page *pages[NPAGES] = {};
 	struct bio_vec bv[NPAGES], sbv;
 	struct fi_msg m = { .msg_bvec = bv, .iov_count = NPAGES };
@@ -523,40 +502,40 @@ static void sock_buffers_reusable_at_completion(struct kunit *test)
 	fill(big, BIG, 3);
 	fill(slab, SLAB, 78);
 	bvec_set_virt(&sbv, slab, SLAB);
-	pair_open(test, &p, "sock", "127.0.0.1", "7485");
+	pair_open(test, p, "sock", "127.0.0.1", "7485");
 	for (i = 0; i < 2; i++) {
-		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, big, BIG, NULL, 0, NULL), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, big, BIG, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	}
-	KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &m, 0), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-	KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &sm, 0), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &m, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &sm, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	/* Both completed while the receiver reads nothing: reuse them. */
 	for (i = 0; i < NPAGES; i++)
 		memset(page_address(pages[i]), 0xee, PAGE_SIZE);
 	memset(slab, 0xee, SLAB);
 
 	for (i = 0; i < 2; i++) {
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, BIG, NULL, 0, NULL), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, BIG, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, e.len, (size_t)BIG);
 		KUNIT_EXPECT_EQ(test, memcmp(dst, big, BIG), 0);
 	}
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, BIG, NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, BIG, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)(NPAGES * PAGE_SIZE));
 	for (i = 0; i < NPAGES; i++) {
 		fill(page_address(pages[i]), PAGE_SIZE, (u8)(40 + i));
 		KUNIT_EXPECT_EQ(test, memcmp(dst + i * PAGE_SIZE, page_address(pages[i]), PAGE_SIZE),
 				0);
 	}
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, BIG, NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, BIG, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)SLAB);
 	fill(slab, SLAB, 78);
 	KUNIT_EXPECT_EQ(test, memcmp(dst, slab, SLAB), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 	for (i = 0; i < NPAGES; i++)
 		__free_page(pages[i]);
 	kfree(slab);
@@ -568,7 +547,7 @@ static void sock_buffers_reusable_at_completion(struct kunit *test)
 static void sock_pages_and_slab_bvecs(struct kunit *test)
 {
 	enum { NPAGES = 256 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct page **pages = kunit_kcalloc(test, NPAGES, sizeof(*pages), GFP_KERNEL);
 	struct bio_vec *bv = kunit_kcalloc(test, NPAGES, sizeof(*bv), GFP_KERNEL);
 	u8 *dst = vzalloc(NPAGES * PAGE_SIZE), *slab = kmalloc(3000, GFP_KERNEL);
@@ -583,7 +562,7 @@ static void sock_pages_and_slab_bvecs(struct kunit *test)
 		fill(page_address(pages[i]), PAGE_SIZE, (u8)i);
 		bvec_set_page(&bv[i], pages[i], PAGE_SIZE, 0);
 	}
-	pair_open(test, &p, "sock", "127.0.0.1", "7482");
+	pair_open(test, p, "sock", "127.0.0.1", "7482");
 	{
 		/* More pages than iov_limit need the pages in one bio_vec array:
 		 * send them 16 at a time. */
@@ -594,13 +573,13 @@ static void sock_pages_and_slab_bvecs(struct kunit *test)
 
 			r.iov_base = dst + i * PAGE_SIZE;
 			r.iov_len = 16 * PAGE_SIZE;
-			KUNIT_ASSERT_EQ(test, fi_recvv(p.server.ep, &r, NULL, 1, 0, NULL), 0);
-			KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &m, 0), 0);
+			KUNIT_ASSERT_EQ(test, fi_recvv(p->server.ep, &r, NULL, 1, 0, NULL), 0);
+			KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &m, 0), 0);
 		}
 		for (i = 0; i < NPAGES; i += 16) {
-			KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+			KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 			KUNIT_EXPECT_EQ(test, e.len, (size_t)(16 * PAGE_SIZE));
-			KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+			KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		}
 	}
 	for (i = 0; i < NPAGES; i++)
@@ -611,13 +590,13 @@ static void sock_pages_and_slab_bvecs(struct kunit *test)
 	{
 		struct fi_msg m = { .msg_bvec = &sbv, .iov_count = 1 };
 
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, 3000, NULL, 0, NULL), 0);
-		KUNIT_ASSERT_EQ(test, fi_sendmsg(p.client.ep, &m, 0), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, 3000, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &m, 0), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		KUNIT_EXPECT_EQ(test, memcmp(dst, slab, 3000), 0);
 	}
-	pair_close(test, &p);
+	pair_close(test, p);
 	for (i = 0; i < NPAGES; i++)
 		__free_page(pages[i]);
 	kfree(slab);
@@ -628,7 +607,7 @@ static void sock_pages_and_slab_bvecs(struct kunit *test)
  * target refuses fails the call (once), with the call's context. */
 static void sock_rma_several_buffers(struct kunit *test)
 {
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fid_mr *mr;
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err = {};
@@ -642,8 +621,8 @@ static void sock_rma_several_buffers(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, region && src && back);
 	fill(region, 8192, 21);
 	fill(src, 300, 22);
-	pair_open(test, &p, "sock", "127.0.0.1", "7483");
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p.domain, region, 8192, FI_REMOTE_READ | FI_REMOTE_WRITE,
+	pair_open(test, p, "sock", "127.0.0.1", "7483");
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 8192, FI_REMOTE_READ | FI_REMOTE_WRITE,
 					0, 0, 0, &mr, NULL), 0);
 	key = fi_mr_key(mr);
 
@@ -652,8 +631,8 @@ static void sock_rma_several_buffers(struct kunit *test)
 	rma[1] = (struct fi_rma_iov){ 5000, 200, key };
 	msg.msg_iov = &iov;
 	msg.rma_iov_count = 2;
-	KUNIT_ASSERT_EQ(test, fi_readmsg(p.client.ep, &msg, 0), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_readmsg(p->client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)back);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)300);
 	KUNIT_EXPECT_EQ(test, memcmp(back, region + 10, 100), 0);
@@ -666,8 +645,8 @@ static void sock_rma_several_buffers(struct kunit *test)
 	msg.msg_iov = &siov;
 	msg.rma_iov_count = 3;
 	msg.context = src;
-	KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &msg, 0), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p->client.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
 	KUNIT_EXPECT_EQ(test, memcmp(region, src, 100), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(region + 4000, src + 100, 100), 0);
@@ -675,16 +654,16 @@ static void sock_rma_several_buffers(struct kunit *test)
 
 	/* The middle part names no region: one error, for the whole call. */
 	rma[1].key = key ^ 0x10;
-	KUNIT_ASSERT_EQ(test, fi_writemsg(p.client.ep, &msg, 0), 0);
-	KUNIT_EXPECT_EQ(test, cq_wait(p.client.cq, &e), -FI_EAVAIL);
-	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p.client.cq, &err, 0), 1);
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p->client.ep, &msg, 0), 0);
+	KUNIT_EXPECT_EQ(test, cq_wait(p->client.cq, &e), -FI_EAVAIL);
+	KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->client.cq, &err, 0), 1);
 	KUNIT_EXPECT_EQ(test, err.err, FI_ENOKEY);
 	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)src);
-	KUNIT_EXPECT_EQ(test, fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
-	exchange(test, &p, 64, 23);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->client.cq, &e, 1), -FI_EAGAIN);
+	exchange(test, p, 64, 23);
 
 	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* More messages arrive before their receives than the hold has slots: the
@@ -692,33 +671,33 @@ static void sock_rma_several_buffers(struct kunit *test)
 static void sock_many_unexpected_messages(struct kunit *test)
 {
 	enum { COUNT = 600 };
-	struct pair p = {};
+	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	/* A send's buffer is the provider's until it completes: one each. */
 	u32 *sent = kunit_kcalloc(test, COUNT, sizeof(*sent), GFP_KERNEL);
 	u32 i, got;
 
 	KUNIT_ASSERT_NOT_NULL(test, sent);
-	pair_open(test, &p, "sock", "127.0.0.1", "7484");
+	pair_open(test, p, "sock", "127.0.0.1", "7484");
 	for (i = 0; i < COUNT; i++) {
 		ssize_t ret;
 
 		sent[i] = i;
 		do {
-			ret = fi_send(p.client.ep, &sent[i], sizeof(*sent), NULL, 0, NULL);
+			ret = fi_send(p->client.ep, &sent[i], sizeof(*sent), NULL, 0, NULL);
 			/* A full transmit queue: let completions drain it. */
 			if (ret == -FI_EAGAIN)
-				KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+				KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		} while (ret == -FI_EAGAIN);
 		KUNIT_ASSERT_EQ(test, ret, 0);
 	}
 	msleep(200);
 	for (i = 0; i < COUNT; i++) {
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, &got, sizeof(got), NULL, 0, NULL), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, &got, sizeof(got), NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		KUNIT_ASSERT_EQ(test, got, i);
 	}
-	pair_close(test, &p);
+	pair_close(test, p);
 }
 
 /* The task that posted the last completion to a CQ with this handler. */
@@ -757,7 +736,7 @@ static int send_late(void *arg)
 static void sock_progress_made_by_the_sleeper(struct kunit *test)
 {
 	enum { LEN = 6000 };
-	struct pair p = { .server.cq_handler = note_poster };
+	struct pair *p = pair_new(test, (struct pair){ .server.cq_handler = note_poster });
 	u8 *src = kmalloc(LEN, GFP_KERNEL), *dst = kzalloc(LEN, GFP_KERNEL);
 	struct late_send l = { .buf = src, .len = LEN };
 	struct task_struct *t, *poster;
@@ -766,38 +745,38 @@ static void sock_progress_made_by_the_sleeper(struct kunit *test)
 
 	KUNIT_ASSERT_TRUE(test, src && dst);
 	fill(src, LEN, 17);
-	pair_open(test, &p, "sock", "127.0.0.1", "7487");
-	l.ep = p.client.ep;
+	pair_open(test, p, "sock", "127.0.0.1", "7487");
+	l.ep = p->client.ep;
 	for (i = 0; i < 3; i++) {
 		init_completion(&l.done);
 		memset(dst, 0, LEN);
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, LEN, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, LEN, NULL, 0, NULL), 0);
 		WRITE_ONCE(completion_poster, NULL);
 		t = kthread_run(send_late, &l, "kofi_late_send");
 		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
-		KUNIT_ASSERT_EQ(test, cq_wait(p.server.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 		poster = READ_ONCE(completion_poster);
 		KUNIT_EXPECT_PTR_EQ(test, poster, current);
 		KUNIT_EXPECT_EQ(test, e.len, (size_t)LEN);
 		KUNIT_EXPECT_EQ(test, memcmp(dst, src, LEN), 0);
 		wait_for_completion(&l.done);
 		KUNIT_ASSERT_EQ(test, l.ret, 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	}
 	/* Nobody asleep on the CQ: the connection's work item delivers. */
 	memset(dst, 0, LEN);
-	KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, LEN, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, LEN, NULL, 0, NULL), 0);
 	WRITE_ONCE(completion_poster, NULL);
-	KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, LEN, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, LEN, NULL, 0, NULL), 0);
 	for (i = 0; i < 100 && !READ_ONCE(completion_poster); i++)
 		msleep(20);
 	poster = READ_ONCE(completion_poster);
 	KUNIT_EXPECT_NOT_NULL(test, poster);
 	KUNIT_EXPECT_PTR_NE(test, poster, current);
-	KUNIT_EXPECT_EQ(test, fi_cq_read(p.server.cq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->server.cq, &e, 1), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(dst, src, LEN), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p.client.cq, &e), 1);
-	pair_close(test, &p);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	pair_close(test, p);
 	kfree(src);
 	kfree(dst);
 }
@@ -829,30 +808,29 @@ static void sock_close_while_progress_asked(struct kunit *test)
 	enum { LEN = 3000, ROUNDS = 20 };
 	u8 *src = kmalloc(LEN, GFP_KERNEL), *dst = kzalloc(LEN, GFP_KERNEL);
 	struct sleeper s;
-	struct pair p;
 	int i;
 
 	KUNIT_ASSERT_TRUE(test, src && dst);
 	fill(src, LEN, 5);
 	for (i = 0; i < ROUNDS; i++) {
+		struct pair *p = pair_new(test, (struct pair){});
 		struct task_struct *t;
 
-		memset(&p, 0, sizeof(p));
-		pair_open(test, &p, "sock", "127.0.0.1", "7488");
-		KUNIT_ASSERT_EQ(test, fi_recv(p.server.ep, dst, LEN, NULL, 0, NULL), 0);
-		s.cq = p.server.cq;
+		pair_open(test, p, "sock", "127.0.0.1", "7488");
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, LEN, NULL, 0, NULL), 0);
+		s.cq = p->server.cq;
 		init_completion(&s.done);
 		t = kthread_run(sleep_on_cq, &s, "kofi_cq_sleeper");
 		KUNIT_ASSERT_FALSE(test, IS_ERR(t));
 		/* Asleep by now, or soon: the rounds cover both. */
 		msleep(i % 4 * 10);
-		KUNIT_ASSERT_EQ(test, fi_send(p.client.ep, src, LEN, NULL, 0, NULL), 0);
-		KUNIT_EXPECT_EQ(test, fi_close(&p.server.ep->fid), 0);
-		p.server.ep = NULL;
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, LEN, NULL, 0, NULL), 0);
+		KUNIT_EXPECT_EQ(test, fi_close(&p->server.ep->fid), 0);
+		p->server.ep = NULL;
 		KUNIT_ASSERT_TRUE(test, wait_for_completion_timeout(&s.done, 10 * HZ) > 0);
 		/* The message, the receive cancelled by the close, or nothing. */
 		KUNIT_EXPECT_TRUE(test, s.ret == 1 || s.ret == -FI_EAVAIL || s.ret == -FI_EAGAIN);
-		pair_close(test, &p);
+		pair_close(test, p);
 	}
 	kfree(src);
 	kfree(dst);

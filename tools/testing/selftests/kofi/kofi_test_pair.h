@@ -10,6 +10,7 @@
 
 #include "kofi_fault.h"
 
+#include <kunit/resource.h>
 #include <kunit/test.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -44,6 +45,8 @@ struct side {
 };
 
 struct pair {
+	/* The case it belongs to (pair_new). */
+	struct kunit *test;
 	const char *prov;
 	/* Registration modes the domain's hints list (FI_MR_ENDPOINT, say). */
 	int mr_mode;
@@ -236,6 +239,30 @@ static inline void pair_close(struct kunit *test, struct pair *p)
 	p->peq = NULL;
 	p->domain = NULL;
 	p->fabric = NULL;
+}
+
+static inline void pair_cleanup(void *data)
+{
+	struct pair *p = data;
+
+	pair_close(p->test, p);
+}
+
+/*
+ * A pair for case @test, set up as @init says, on the heap and closed when
+ * the case ends however it ends: a failed assertion ends the case's thread,
+ * and a pair on its stack would stay open, keeping the provider's module
+ * and failing every suite after it with this one.
+ */
+static inline struct pair *pair_new(struct kunit *test, struct pair init)
+{
+	struct pair *p = kunit_kzalloc(test, sizeof(*p), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, p);
+	*p = init;
+	p->test = test;
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, pair_cleanup, p), 0);
+	return p;
 }
 
 /* Closes @p and region @mr, which its endpoints used: they close first. */
