@@ -102,12 +102,28 @@ impl<C: IpConn> IpEndpoint<C> {
         conn: Option<Arc<C>>,
         depth: usize,
     ) -> Result<Self> {
+        let parts = info
+            .dest_addr()
+            .map(SockAddr::from_bytes)
+            .transpose()
+            .and_then(|dest| Ok((dest, ConnSlot::new(conn.clone(), depth)?)));
+        let (dest, slot) = match parts {
+            Ok(parts) => parts,
+            Err(e) => {
+                // The request's connection was bound to this endpoint, which
+                // is not made after all: nothing may report to it any more.
+                if let Some(conn) = conn {
+                    conn.close();
+                }
+                return Err(e);
+            }
+        };
         Ok(IpEndpoint {
             ep,
             ipv6: info.addr_format() == abi::FI_SOCKADDR_IN6,
-            dest: info.dest_addr().map(SockAddr::from_bytes).transpose()?,
+            dest,
             rx_cq_data: info.rx_cq_data(),
-            slot: ConnSlot::new(conn, depth)?,
+            slot,
         })
     }
 
