@@ -50,12 +50,15 @@ kofi_kernel_pkg_version() {
 }
 
 # The config fragments of a profile, merged over tinyconfig in this order: the
-# base, the profile, then what this kernel version spells differently; one
+# base, the profile, then what this kernel version spells differently, for
+# every profile (kernel-7.3.config) and for this one (debug-7.3.config); one
 # path a line.
 kofi_fragments() {
-	local d=$KOFI_ROOT/scripts/kconfig
+	local d=$KOFI_ROOT/scripts/kconfig f
 	printf '%s\n' "$d/base.config" "$d/$1.config"
-	[ ! -f "$d/kernel-$KOFI_KERNEL.config" ] || echo "$d/kernel-$KOFI_KERNEL.config"
+	for f in "$d/kernel-$KOFI_KERNEL.config" "$d/$1-$KOFI_KERNEL.config"; do
+		[ ! -f "$f" ] || echo "$f"
+	done
 }
 
 # The fixes kofi's kernels carry over Debian's source (upstream bugs the
