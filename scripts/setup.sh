@@ -89,7 +89,9 @@ for c in rustfmt clippy; do
 	fi
 done
 
-if command -v bindgen >/dev/null 2>&1 && bindgen --version | grep -q '0\.69\.5'; then
+# (The PATH may hold 7.3's first: KOFI_KERNEL=7.3 puts it there.)
+have=$({ bindgen --version; "$HOME/.cargo/bin/bindgen" --version; } 2>/dev/null || true)
+if grep -q '0\.69\.5' <<<"$have"; then
 	echo "setup: bindgen 0.69.5 already installed"
 else
 	echo "setup: installing bindgen-cli 0.69.5"
