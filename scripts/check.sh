@@ -113,10 +113,30 @@ export KOFI_VM_CPUS=${KOFI_VM_CPUS:-2}
 # (those FILTER names), add their totals. A guest gets 30 minutes
 # (KOFI_VM_TIMEOUT): the one-VM suites take 16 to 19 under TCG; a hang is
 # still caught.
+# filter_names_a_suite VMS FILTER: whether FILTER (substrings separated by
+# |, as run_tests.sh takes it) names a suite of a run of VMS guests.
+filter_names_a_suite() {
+	local d=tools/testing/selftests/kofi names f
+	if [ "$1" -gt 1 ]; then
+		names=$(cd "$d" && ls pair_*.sh)
+	else
+		names=$(cd "$d" && ls test_*.sh; ls -- *_kunit.c | sed 's/^/kunit:/; s/\.c$//')
+	fi
+	local IFS='|'
+	for f in $2; do
+		grep -qF -- "$f" <<<"$names" && return 0
+	done
+	return 1
+}
+
 guest_run() {
 	local label=$1 vms=$2 kdir=${3:-$KDIR} tree=${4:-$KOFI_ROOT} filter=${5:-${KOFI_TEST_FILTER:-}}
 	local out line rc p f s
 	step "guest suites, $label (debug kernel: KASAN, lockdep, kmemleak)"
+	if [ -n "$filter" ] && ! filter_names_a_suite "$vms" "$filter"; then
+		echo "(no suite of this stage matches '$filter')"
+		return
+	fi
 	out=$(scripts/vm-run.sh --kernel "$kdir/arch/x86/boot/bzImage" --vms "$vms" \
 		--modules-root "$tree" \
 		--out "$KOFI_ROOT/build/check-$label" --timeout "${KOFI_VM_TIMEOUT:-1800}" \
