@@ -10,6 +10,7 @@ use crate::abi;
 use crate::api_data::{completion, op_posted, ready};
 use crate::errno::{self, to_c, to_c_ssize};
 use crate::flags::*;
+use crate::mr::{check_desc, LocalBuffer};
 use crate::object::{lookup, Domain, Endpoint};
 use crate::rdm::atomic::{self, Kind};
 use core::ptr;
@@ -64,7 +65,70 @@ unsafe fn remote_elements(rma: *const abi::fi_rma_ioc, count: usize) -> Option<u
         .try_fold(0usize, |t, r| t.checked_add(r.count))
 }
 
-fn atomicmsg(ep: *mut abi::fid_ep, a: &abi::kofi_atomic, kind: Kind, flags: u64) -> Result<usize> {
+/// The descriptors of an operation's local arrays: each null, or one per
+/// entry of its array (fi_atomic(3)).
+#[derive(Clone, Copy)]
+struct Descs {
+    operand: *const *mut c_void,
+    compare: *const *mut c_void,
+    result: *const *mut c_void,
+}
+
+/// The size of one element of `datatype` (checked below FI_DATATYPE_LAST).
+fn element_size(datatype: u32) -> usize {
+    match datatype {
+        abi::fi_datatype_FI_INT8 | abi::fi_datatype_FI_UINT8 => 1,
+        abi::fi_datatype_FI_INT16 | abi::fi_datatype_FI_UINT16 => 2,
+        abi::fi_datatype_FI_INT32 | abi::fi_datatype_FI_UINT32 | abi::fi_datatype_FI_FLOAT => 4,
+        abi::fi_datatype_FI_DOUBLE_COMPLEX | abi::fi_datatype_FI_LONG_DOUBLE => 16,
+        abi::fi_datatype_FI_LONG_DOUBLE_COMPLEX => 32,
+        _ => 8,
+    }
+}
+
+/// Checks the descriptors of an array of `fi_ioc`s (see `check_desc`).
+///
+/// # Safety
+///
+/// `iov` holds `count` entries (checked by `elements`); `descs` is null or
+/// holds as many, each null or a descriptor of a region the consumer keeps
+/// open.
+unsafe fn check_ioc_descs(
+    e: &Endpoint,
+    iov: *const abi::fi_ioc,
+    descs: *const *mut c_void,
+    count: usize,
+    size: usize,
+    access: u64,
+) -> Result {
+    if descs.is_null() || count == 0 {
+        return Ok(());
+    }
+    // SAFETY: The caller's guarantee.
+    let (iov, descs) = unsafe {
+        (
+            core::slice::from_raw_parts(iov, count),
+            core::slice::from_raw_parts(descs, count),
+        )
+    };
+    for (v, &desc) in iov.iter().zip(descs) {
+        let bytes = abi::kvec {
+            iov_base: v.addr,
+            iov_len: v.count.checked_mul(size).ok_or(EINVAL)?,
+        };
+        // SAFETY: The caller's guarantee.
+        unsafe { check_desc(&e.domain, desc, &LocalBuffer::Bytes(bytes), access) }?;
+    }
+    Ok(())
+}
+
+fn atomicmsg(
+    ep: *mut abi::fid_ep,
+    a: &abi::kofi_atomic,
+    descs: Descs,
+    kind: Kind,
+    flags: u64,
+) -> Result<usize> {
     // A fetching operation reads the target, a plain one writes it.
     let dir = if kind == Kind::Plain {
         FI_WRITE
@@ -107,6 +171,18 @@ fn atomicmsg(ep: *mut abi::fid_ep, a: &abi::kofi_atomic, kind: Kind, flags: u64)
     {
         return Err(EINVAL);
     }
+    // Operands go out (fi_mr(3): FI_WRITE, or FI_SEND for "fi_atomic
+    // operations"); old values come back (FI_READ).
+    let (size, out) = (element_size(m.datatype), FI_WRITE | FI_SEND);
+    // SAFETY: The arrays hold their counts (checked above); the descriptor
+    // arrays are null or as long (ABI).
+    unsafe {
+        if operands {
+            check_ioc_descs(e, m.msg_iov, descs.operand, m.iov_count, size, out)?;
+        }
+        check_ioc_descs(e, a.comparev, descs.compare, a.compare_count, size, out)?;
+        check_ioc_descs(e, a.resultv, descs.result, a.result_count, size, FI_READ)?;
+    }
     let op = e.atomic_op().ok_or_else(errno::eopnotsupp)?;
     // SAFETY: The provider's endpoint; the operation is the consumer's.
     op_posted(unsafe { op(ep, a, flags) })
@@ -145,6 +221,7 @@ fn one(
     kind: Kind,
     buf: *const c_void,
     count: usize,
+    descs: [*mut c_void; 3],
     compare: *const c_void,
     result: *mut c_void,
     dest_addr: u64,
@@ -161,9 +238,15 @@ fn one(
     };
     let (iov, cmp, res) = (ioc(buf), ioc(compare), ioc(result));
     let rma = abi::fi_rma_ioc { addr, count, key };
+    let [operand_desc, compare_desc, result_desc] = descs;
+    let descs = Descs {
+        operand: &operand_desc,
+        compare: &compare_desc,
+        result: &result_desc,
+    };
     let msg = abi::fi_msg_atomic {
         msg_iov: &iov,
-        desc: ptr::null_mut(),
+        desc: descs.operand.cast_mut(),
         iov_count: 1,
         addr: dest_addr,
         rma_iov: &rma,
@@ -189,7 +272,7 @@ fn one(
         Some(FI_INJECT) => Ok(FI_INJECT),
         f => with_completion(ep, f),
     };
-    to_c_ssize(flags.and_then(|f| atomicmsg(ep, &a, kind, f)))
+    to_c_ssize(flags.and_then(|f| atomicmsg(ep, &a, descs, kind, f)))
 }
 
 /// `fi_atomic()`.
@@ -198,7 +281,7 @@ pub(crate) extern "C" fn fi_atomic(
     ep: *mut abi::fid_ep,
     buf: *const c_void,
     count: usize,
-    _desc: *mut c_void,
+    desc: *mut c_void,
     dest_addr: u64,
     addr: u64,
     key: u64,
@@ -212,6 +295,7 @@ pub(crate) extern "C" fn fi_atomic(
         Kind::Plain,
         buf,
         count,
+        [desc, ptr::null_mut(), ptr::null_mut()],
         c,
         r,
         dest_addr,
@@ -235,6 +319,7 @@ fn vector(
     compare_count: usize,
     resultv: *mut abi::fi_ioc,
     result_count: usize,
+    descs: Descs,
     dest_addr: u64,
     addr: u64,
     key: u64,
@@ -252,7 +337,7 @@ fn vector(
     };
     let msg = abi::fi_msg_atomic {
         msg_iov: iov,
-        desc: ptr::null_mut(),
+        desc: descs.operand.cast_mut(),
         iov_count: count,
         addr: dest_addr,
         rma_iov: &rma,
@@ -263,7 +348,7 @@ fn vector(
         data: 0,
     };
     let a = bundle(&msg, comparev, compare_count, resultv, result_count);
-    to_c_ssize(with_completion(ep, None).and_then(|f| atomicmsg(ep, &a, kind, f)))
+    to_c_ssize(with_completion(ep, None).and_then(|f| atomicmsg(ep, &a, descs, kind, f)))
 }
 
 /// An operation described by a `fi_msg_atomic` (the `*msg` calls).
@@ -276,14 +361,20 @@ fn message(
     compare_count: usize,
     resultv: *mut abi::fi_ioc,
     result_count: usize,
+    (compare_desc, result_desc): (*mut *mut c_void, *mut *mut c_void),
     flags: u64,
 ) -> isize {
     // SAFETY: `msg` is null or valid (ABI).
     let Some(msg) = (unsafe { msg.as_ref() }) else {
         return EINVAL.to_errno() as isize;
     };
+    let descs = Descs {
+        operand: msg.desc.cast_const(),
+        compare: compare_desc.cast_const(),
+        result: result_desc.cast_const(),
+    };
     let a = bundle(msg, comparev, compare_count, resultv, result_count);
-    to_c_ssize(with_completion(ep, Some(flags)).and_then(|f| atomicmsg(ep, &a, kind, f)))
+    to_c_ssize(with_completion(ep, Some(flags)).and_then(|f| atomicmsg(ep, &a, descs, kind, f)))
 }
 
 /// `fi_atomicv()`.
@@ -291,7 +382,7 @@ fn message(
 pub(crate) extern "C" fn fi_atomicv(
     ep: *mut abi::fid_ep,
     iov: *const abi::fi_ioc,
-    _desc: *mut *mut c_void,
+    desc: *mut *mut c_void,
     count: usize,
     dest_addr: u64,
     addr: u64,
@@ -310,6 +401,11 @@ pub(crate) extern "C" fn fi_atomicv(
         0,
         r,
         0,
+        Descs {
+            operand: desc.cast_const(),
+            compare: ptr::null(),
+            result: ptr::null(),
+        },
         dest_addr,
         addr,
         key,
@@ -326,8 +422,8 @@ pub(crate) extern "C" fn fi_atomicmsg(
     msg: *const abi::fi_msg_atomic,
     flags: u64,
 ) -> isize {
-    let (c, r) = (ptr::null(), ptr::null_mut());
-    message(ep, Kind::Plain, msg, c, 0, r, 0, flags)
+    let (c, r, no_desc) = (ptr::null(), ptr::null_mut(), ptr::null_mut());
+    message(ep, Kind::Plain, msg, c, 0, r, 0, (no_desc, no_desc), flags)
 }
 
 /// `fi_inject_atomic()`: the operands may be reused at once; no completion.
@@ -349,6 +445,7 @@ pub(crate) extern "C" fn fi_inject_atomic(
         Kind::Plain,
         buf,
         count,
+        [ptr::null_mut(); 3],
         c,
         r,
         dest_addr,
@@ -367,9 +464,9 @@ pub(crate) extern "C" fn fi_fetch_atomic(
     ep: *mut abi::fid_ep,
     buf: *const c_void,
     count: usize,
-    _desc: *mut c_void,
+    desc: *mut c_void,
     result: *mut c_void,
-    _result_desc: *mut c_void,
+    result_desc: *mut c_void,
     dest_addr: u64,
     addr: u64,
     key: u64,
@@ -383,6 +480,7 @@ pub(crate) extern "C" fn fi_fetch_atomic(
         Kind::Fetch,
         buf,
         count,
+        [desc, ptr::null_mut(), result_desc],
         c,
         result,
         dest_addr,
@@ -400,10 +498,10 @@ pub(crate) extern "C" fn fi_fetch_atomic(
 pub(crate) extern "C" fn fi_fetch_atomicv(
     ep: *mut abi::fid_ep,
     iov: *const abi::fi_ioc,
-    _desc: *mut *mut c_void,
+    desc: *mut *mut c_void,
     count: usize,
     resultv: *mut abi::fi_ioc,
-    _result_desc: *mut *mut c_void,
+    result_desc: *mut *mut c_void,
     result_count: usize,
     dest_addr: u64,
     addr: u64,
@@ -423,6 +521,11 @@ pub(crate) extern "C" fn fi_fetch_atomicv(
         0,
         r,
         rn,
+        Descs {
+            operand: desc.cast_const(),
+            compare: ptr::null(),
+            result: result_desc.cast_const(),
+        },
         dest_addr,
         addr,
         key,
@@ -438,7 +541,7 @@ pub(crate) extern "C" fn fi_fetch_atomicmsg(
     ep: *mut abi::fid_ep,
     msg: *const abi::fi_msg_atomic,
     resultv: *mut abi::fi_ioc,
-    _result_desc: *mut *mut c_void,
+    result_desc: *mut *mut c_void,
     result_count: usize,
     flags: u64,
 ) -> isize {
@@ -450,6 +553,7 @@ pub(crate) extern "C" fn fi_fetch_atomicmsg(
         0,
         resultv,
         result_count,
+        (ptr::null_mut(), result_desc),
         flags,
     )
 }
@@ -460,11 +564,11 @@ pub(crate) extern "C" fn fi_compare_atomic(
     ep: *mut abi::fid_ep,
     buf: *const c_void,
     count: usize,
-    _desc: *mut c_void,
+    desc: *mut c_void,
     compare: *const c_void,
-    _compare_desc: *mut c_void,
+    compare_desc: *mut c_void,
     result: *mut c_void,
-    _result_desc: *mut c_void,
+    result_desc: *mut c_void,
     dest_addr: u64,
     addr: u64,
     key: u64,
@@ -478,6 +582,7 @@ pub(crate) extern "C" fn fi_compare_atomic(
         Kind::Compare,
         buf,
         count,
+        [desc, compare_desc, result_desc],
         c,
         r,
         dest_addr,
@@ -495,13 +600,13 @@ pub(crate) extern "C" fn fi_compare_atomic(
 pub(crate) extern "C" fn fi_compare_atomicv(
     ep: *mut abi::fid_ep,
     iov: *const abi::fi_ioc,
-    _desc: *mut *mut c_void,
+    desc: *mut *mut c_void,
     count: usize,
     comparev: *const abi::fi_ioc,
-    _compare_desc: *mut *mut c_void,
+    compare_desc: *mut *mut c_void,
     compare_count: usize,
     resultv: *mut abi::fi_ioc,
-    _result_desc: *mut *mut c_void,
+    result_desc: *mut *mut c_void,
     result_count: usize,
     dest_addr: u64,
     addr: u64,
@@ -520,6 +625,11 @@ pub(crate) extern "C" fn fi_compare_atomicv(
         cn,
         r,
         rn,
+        Descs {
+            operand: desc.cast_const(),
+            compare: compare_desc.cast_const(),
+            result: result_desc.cast_const(),
+        },
         dest_addr,
         addr,
         key,
@@ -535,15 +645,16 @@ pub(crate) extern "C" fn fi_compare_atomicmsg(
     ep: *mut abi::fid_ep,
     msg: *const abi::fi_msg_atomic,
     comparev: *const abi::fi_ioc,
-    _compare_desc: *mut *mut c_void,
+    compare_desc: *mut *mut c_void,
     compare_count: usize,
     resultv: *mut abi::fi_ioc,
-    _result_desc: *mut *mut c_void,
+    result_desc: *mut *mut c_void,
     result_count: usize,
     flags: u64,
 ) -> isize {
     let (c, cn, r, rn) = (comparev, compare_count, resultv, result_count);
-    message(ep, Kind::Compare, msg, c, cn, r, rn, flags)
+    let descs = (compare_desc, result_desc);
+    message(ep, Kind::Compare, msg, c, cn, r, rn, descs, flags)
 }
 
 /// What `fi_*atomicvalid` and `fi_query_atomic` answer: the elements one

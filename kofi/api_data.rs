@@ -11,6 +11,7 @@ use crate::abi;
 use crate::errno::{self, to_c_ssize};
 use crate::flags::*;
 use crate::info_match;
+use crate::mr::{check_descs, LocalBuffers};
 use crate::object::{lookup, Endpoint};
 use core::ptr;
 use kernel::ffi::c_void;
@@ -89,18 +90,28 @@ pub(crate) fn completion(e: &Endpoint, rx: bool, asked: u64) -> u64 {
     }
 }
 
-/// Checks a send's buffers and flags against endpoint `e`'s limits.
-pub(crate) fn check_send(
+/// Checks an operation's local buffers against the iov limit `limit` and
+/// their descriptors against the endpoint's domain (the regions must grant
+/// `access`); their total length.
+pub(crate) fn check_local(
     e: &Endpoint,
-    iov: *const abi::kvec,
-    bvec: *const abi::bio_vec,
-    count: usize,
-    flags: u64,
-) -> Result {
+    local: &LocalBuffers,
+    limit: usize,
+    access: u64,
+) -> Result<usize> {
+    let total = iov_total(local.iov, local.bvec, local.count, limit)?;
+    // SAFETY: The arrays hold `count` entries (checked above, and the ABI
+    // for `desc`), whose descriptors name regions the consumer keeps open.
+    unsafe { check_descs(&e.domain, local, access) }?;
+    Ok(total)
+}
+
+/// Checks a send's buffers and flags against endpoint `e`'s limits.
+pub(crate) fn check_send(e: &Endpoint, local: &LocalBuffers, flags: u64) -> Result {
     if flags & !TX_OP_FLAGS != 0 {
         return Err(errno::ebadflags());
     }
-    let total = iov_total(iov, bvec, count, e.limits.tx_iov_limit)?;
+    let total = check_local(e, local, e.limits.tx_iov_limit, FI_SEND)?;
     if total > e.limits.max_msg_size {
         return Err(errno::emsgsize());
     }
@@ -114,14 +125,22 @@ pub(crate) fn check_send(
 }
 
 /// Checks a receive's buffers against endpoint `e`'s limits.
-pub(crate) fn check_recv(
-    e: &Endpoint,
-    iov: *const abi::kvec,
-    bvec: *const abi::bio_vec,
-    count: usize,
-) -> Result {
-    iov_total(iov, bvec, count, e.limits.rx_iov_limit).map(|_| ())
+pub(crate) fn check_recv(e: &Endpoint, local: &LocalBuffers) -> Result {
+    check_local(e, local, e.limits.rx_iov_limit, FI_RECV).map(|_| ())
 }
+
+/// The local buffers of a message (fi_msg, fi_msg_tagged, fi_msg_rma).
+macro_rules! local_of {
+    ($m:expr) => {
+        $crate::mr::LocalBuffers {
+            iov: $m.msg_iov,
+            bvec: $m.msg_bvec,
+            desc: $m.desc.cast_const(),
+            count: $m.iov_count,
+        }
+    };
+}
+pub(crate) use local_of;
 
 /// A provider op's return as a result.
 pub(crate) fn op_posted(ret: isize) -> Result<usize> {
@@ -136,7 +155,7 @@ fn sendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<
     let e = unsafe { ready(ep, FI_MSG, FI_SEND) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
-    check_send(e, m.msg_iov, m.msg_bvec, m.iov_count, flags)?;
+    check_send(e, &local_of!(m), flags)?;
     let op = e.ops().sendmsg.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
     op_posted(unsafe { op(ep, msg, flags) })
@@ -320,7 +339,7 @@ fn recvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg, flags: u64) -> Result<
     if flags & !(RX_OP_FLAGS | multi) != 0 {
         return Err(errno::ebadflags());
     }
-    check_recv(e, m.msg_iov, m.msg_bvec, m.iov_count)?;
+    check_recv(e, &local_of!(m))?;
     let op = e.ops().recvmsg.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
     op_posted(unsafe { op(ep, msg, flags) })
@@ -418,7 +437,7 @@ fn rmamsg(
     if kind == Rma::Read && flags & (FI_INJECT | FI_REMOTE_CQ_DATA) != 0 {
         return Err(errno::ebadflags());
     }
-    let total = iov_total(m.msg_iov, m.msg_bvec, m.iov_count, e.limits.tx_iov_limit)?;
+    let total = check_local(e, &local_of!(m), e.limits.tx_iov_limit, dir)?;
     if total > e.limits.max_msg_size {
         return Err(errno::emsgsize());
     }

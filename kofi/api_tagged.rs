@@ -5,7 +5,9 @@
 //! one op each way: tsendmsg and trecvmsg.
 
 use crate::abi;
-use crate::api_data::{check_recv, check_send, completion, one_kvec, op_posted, plain, ready};
+use crate::api_data::{
+    check_recv, check_send, completion, local_of, one_kvec, op_posted, plain, ready,
+};
 use crate::errno::{self, to_c_ssize};
 use crate::flags::*;
 use crate::object::{lookup, Endpoint};
@@ -21,7 +23,7 @@ fn tsendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) ->
     let e = unsafe { ready(ep, FI_TAGGED, FI_SEND) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
-    check_send(e, m.msg_iov, m.msg_bvec, m.iov_count, flags)?;
+    check_send(e, &local_of!(m), flags)?;
     let op = e.tagged_ops().0.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
     op_posted(unsafe { op(ep, msg, flags) })
@@ -44,7 +46,7 @@ fn trecvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) ->
         return Err(EINVAL);
     }
     if flags & FI_DISCARD == 0 {
-        check_recv(e, m.msg_iov, m.msg_bvec, m.iov_count)?;
+        check_recv(e, &local_of!(m))?;
     }
     let op = e.tagged_ops().1.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.

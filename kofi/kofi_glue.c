@@ -12,6 +12,8 @@
 #include <linux/seq_file.h>
 #include <linux/kmod.h>
 #include <linux/random.h>
+#include <linux/bvec.h>
+#include <linux/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/inet.h>
@@ -108,6 +110,12 @@ void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bv
 		iov_iter_kvec(iter, direction, iov, nr, total);
 	iov_iter_advance(iter, start);
 	iov_iter_truncate(iter, len);
+}
+
+/* A bio_vec's first byte by physical address: descriptors compare pages so. */
+u64 kofi_bvec_phys(const struct bio_vec *bv)
+{
+	return page_to_phys(bv->bv_page) + bv->bv_offset;
 }
 
 /* The core's own work (FI_EP_RDM progress); it must go on under memory pressure. */

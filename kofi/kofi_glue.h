@@ -29,6 +29,8 @@ u64 kofi_random_u64(void);
 void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bvec,
 			  const void *iov, unsigned long nr, size_t total, size_t start,
 			  size_t len);
+struct bio_vec;
+u64 kofi_bvec_phys(const struct bio_vec *bv);
 bool kofi_in_task(void);
 struct workqueue_struct;
 struct workqueue_struct *kofi_wq_alloc(void);

@@ -199,6 +199,10 @@ fn regattr(domain: &Arc<Domain>, attr: &abi::fi_mr_attr, flags: u64) -> Result<*
         }
         mr.prov_registered.store(true, Ordering::Release);
     }
+    // The descriptor is the region itself: the core checks what a consumer
+    // passes (`check_descs`), and a provider finds its state through it.
+    // SAFETY: The head is ours until publication.
+    unsafe { (*mr.public.get()).mem_desc = mr.public.get().cast() };
     let result = insert(domain, &mr);
     if let Err(e) = result {
         close_with_provider(&mr);
@@ -384,6 +388,124 @@ pub(crate) extern "C" fn fi_mr_regbv(
         ..Default::default()
     };
     fi_mr_regattr(domain, &attr, flags, mr)
+}
+
+/// The local buffers of an operation, as the consumer passed them: kvecs or
+/// bio_vecs (one array, the other null) and their descriptors (null, or
+/// one per buffer, each null or from fi_mr_desc).
+pub(crate) struct LocalBuffers {
+    pub(crate) iov: *const abi::kvec,
+    pub(crate) bvec: *const abi::bio_vec,
+    pub(crate) desc: *const *mut c_void,
+    pub(crate) count: usize,
+}
+
+/// Checks the descriptors of `local` (whose arrays are checked) with
+/// [`check_desc`].
+///
+/// # Safety
+///
+/// `local.desc` is null or holds `local.count` entries, each null or a
+/// descriptor of a region the consumer keeps open; the buffer arrays hold
+/// `local.count` entries.
+pub(crate) unsafe fn check_descs(domain: &Domain, local: &LocalBuffers, access: u64) -> Result {
+    if local.desc.is_null() || local.count == 0 {
+        return Ok(());
+    }
+    // SAFETY: The caller's guarantee.
+    let descs = unsafe { core::slice::from_raw_parts(local.desc, local.count) };
+    for (i, &desc) in descs.iter().enumerate() {
+        let buffer = if local.iov.is_null() {
+            // SAFETY: `bvec` holds `count` entries (the caller's guarantee).
+            LocalBuffer::Pages(unsafe { &*local.bvec.add(i) })
+        } else {
+            // SAFETY: `iov` holds `count` entries (the caller's guarantee).
+            LocalBuffer::Bytes(unsafe { *local.iov.add(i) })
+        };
+        // SAFETY: The caller's guarantee.
+        unsafe { check_desc(domain, desc, &buffer, access) }?;
+    }
+    Ok(())
+}
+
+/// One local buffer of an operation.
+pub(crate) enum LocalBuffer<'a> {
+    Bytes(abi::kvec),
+    Pages(&'a abi::bio_vec),
+}
+
+/// Checks the descriptor of a local buffer: null, or a live region of
+/// `domain` granting one of `access` (FI_SEND, FI_RECV, FI_READ, FI_WRITE:
+/// what fi_mr(3) asks of the buffers of each operation) that holds the
+/// buffer within one of its iovs. -EINVAL for a descriptor of no region,
+/// of another domain's, or of a region that does not hold the buffer;
+/// -FI_EACCES for a region without the access.
+///
+/// # Safety
+///
+/// `desc` is null or a descriptor of a region the consumer keeps open.
+pub(crate) unsafe fn check_desc(
+    domain: &Domain,
+    desc: *mut c_void,
+    buffer: &LocalBuffer<'_>,
+    access: u64,
+) -> Result {
+    if desc.is_null() {
+        return Ok(());
+    }
+    // SAFETY: A descriptor is its region's head (`regattr`), open (the
+    // caller's guarantee); anything else of kofi's fails the class check.
+    let mr = unsafe { lookup::<Mr>(desc.cast()) }?;
+    if !core::ptr::eq(&*mr.domain, domain) {
+        return Err(EINVAL);
+    }
+    if mr.access & access == 0 {
+        return Err(errno::eacces());
+    }
+    let inside = match buffer {
+        LocalBuffer::Bytes(k) => mr.holds_bytes(k),
+        LocalBuffer::Pages(b) => mr.holds_pages(b),
+    };
+    if !inside {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+impl Mr {
+    /// Whether `k` lies within one of the region's kvecs.
+    fn holds_bytes(&self, k: &abi::kvec) -> bool {
+        let MrIov::Kvec(v) = &self.iov else {
+            return k.iov_len == 0;
+        };
+        let (start, len) = (k.iov_base as usize, k.iov_len);
+        len == 0
+            || v.iter().any(|r| {
+                let base = r.iov_base as usize;
+                start >= base && start - base <= r.iov_len && len <= r.iov_len - (start - base)
+            })
+    }
+
+    /// Whether `b` lies within one of the region's bio_vecs (compared by
+    /// physical address: the same pages may be described from another
+    /// first page).
+    fn holds_pages(&self, b: &abi::bio_vec) -> bool {
+        let MrIov::Bvec(v) = &self.iov else {
+            return b.bv_len == 0;
+        };
+        if b.bv_len == 0 {
+            return true;
+        }
+        // SAFETY: A consumer's bio_vec with a page (the core's array check).
+        let start = unsafe { abi::kofi_bvec_phys(b) };
+        let len = u64::from(b.bv_len);
+        v.iter().any(|r| {
+            // SAFETY: The region's own bio_vec, checked at registration.
+            let base = unsafe { abi::kofi_bvec_phys(r) };
+            let rlen = u64::from(r.bv_len);
+            r.bv_len != 0 && start >= base && start - base <= rlen && len <= rlen - (start - base)
+        })
+    }
 }
 
 /// `fi_mr_desc()`: the region's descriptor; NULL for a bad region.

@@ -18,7 +18,8 @@ struct fid_pep {
  * struct fi_msg - a message for fi_sendmsg()/fi_recvmsg()
  * @msg_iov: the buffers, as kvecs; or NULL, with @msg_bvec set
  * @msg_bvec: kofi: the buffers, as bio_vecs (page-based I/O); or NULL
- * @desc: per-iov descriptors from fi_mr_desc(), or NULL
+ * @desc: per-iov descriptors from fi_mr_desc() (each NULL or of the region
+ *        holding that buffer), or NULL
  * @iov_count: entries in the one array used; 0 for an empty message
  * @addr: the peer, for connectionless endpoints; ignored on FI_EP_MSG
  * @context: returned in the completion

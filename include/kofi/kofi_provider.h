@@ -41,7 +41,10 @@ struct kofi_domain_ops {
 	/*
 	 * Optional: register @mr with the provider (hardware, say). The core
 	 * has copied the iovs and, unless the provider sets mr->key here,
-	 * assigns the key after. May set mr->mem_desc.
+	 * assigns the key after. The core sets mr->mem_desc to @mr itself
+	 * after: a descriptor a data call carries is a region of the
+	 * endpoint's domain the core has checked (fi_mr_desc() in mr.rst), and
+	 * the provider finds its state of the region through it.
 	 */
 	int (*mr_reg)(struct fid_domain *domain, struct fid_mr *mr, const struct fi_mr_attr *attr,
 		      u64 flags);

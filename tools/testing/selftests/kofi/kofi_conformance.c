@@ -1395,6 +1395,122 @@ static void rma(struct kunit *test)
  * per remote buffer. The first piece starts inside its page and the last
  * ends inside its own; every byte arrives where it belongs.
  */
+/*
+ * fi_mr_desc gives the descriptor the data calls take with buffers in its
+ * region (fi_mr(3)); the core checks every one it is given: a region of the
+ * endpoint's domain (-EINVAL), granting the access the operation needs
+ * (FI_SEND, FI_RECV, FI_READ, FI_WRITE: -FI_EACCES), holding the buffer
+ * within one of its iovs (-EINVAL). Nothing refused is posted.
+ */
+static void local_descriptors(struct kunit *test)
+{
+	struct pair *p = pair_new(test, (struct pair){});
+	struct fid_mr *local, *pages, *remote, *sendonly;
+	struct fid_domain *other;
+	struct fid_mr *elsewhere;
+	struct fi_cq_data_entry e;
+	u8 *mem = vzalloc(4 * PAGE_SIZE), *region = vzalloc(PAGE_SIZE);
+	struct page *page = alloc_page(GFP_KERNEL | __GFP_ZERO);
+	struct bio_vec bv;
+	struct kvec iov[2];
+	void *descs[2];
+	struct fi_msg msg;
+	u64 key;
+
+	KUNIT_ASSERT_TRUE(test, mem && region && page);
+	conf_open(test, p, 40);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, mem, 4 * PAGE_SIZE,
+					FI_SEND | FI_RECV | FI_READ | FI_WRITE, 0, 0, 0, &local, NULL),
+			0);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, PAGE_SIZE,
+					FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &remote, NULL), 0);
+	key = fi_mr_key(remote);
+	bvec_set_page(&bv, page, PAGE_SIZE, 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_regbv(p->domain, &bv, 1, FI_RECV, 0, 0, 0, &pages, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, mem, PAGE_SIZE, FI_SEND, 0, 0, 0, &sendonly,
+					NULL), 0);
+	KUNIT_EXPECT_NOT_NULL(test, fi_mr_desc(local));
+	KUNIT_EXPECT_PTR_NE(test, fi_mr_desc(local), fi_mr_desc(pages));
+
+	/* A message from the region into part of a page of another. */
+	fill(mem, 4 * PAGE_SIZE, 9);
+	bvec_set_page(&bv, page, 1000, 100);
+	descs[0] = fi_mr_desc(pages);
+	msg = (struct fi_msg){ .msg_bvec = &bv, .desc = descs, .iov_count = 1, .context = page };
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(p->server.ep, &msg, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, mem + 10, 1000, fi_mr_desc(local), 0, mem), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)mem);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)page);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)1000);
+	KUNIT_EXPECT_EQ(test, memcmp(page_address(page) + 100, mem + 10, 1000), 0);
+
+	/* RMA: a writev from two described buffers, a read into a third. */
+	iov[0] = (struct kvec){ mem + PAGE_SIZE, 300 };
+	iov[1] = (struct kvec){ mem + 3 * PAGE_SIZE - 100, 200 };
+	descs[0] = descs[1] = fi_mr_desc(local);
+	KUNIT_ASSERT_EQ(test, fi_writev(p->client.ep, iov, descs, 2, 0, 64, key, iov), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 64, mem + PAGE_SIZE, 300), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(region + 364, mem + 3 * PAGE_SIZE - 100, 200), 0);
+	memset(mem + 2 * PAGE_SIZE, 0, 500);
+	KUNIT_ASSERT_EQ(test, fi_read(p->client.ep, mem + 2 * PAGE_SIZE, 500, fi_mr_desc(local), 0,
+				      64, key, region), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)region);
+	KUNIT_EXPECT_EQ(test, memcmp(mem + 2 * PAGE_SIZE, region + 64, 500), 0);
+
+	/* Access the region does not grant. */
+	KUNIT_EXPECT_EQ(test, fi_recv(p->server.ep, mem, 100, fi_mr_desc(sendonly), 0, NULL),
+			-FI_EACCES);
+	KUNIT_EXPECT_EQ(test, fi_read(p->client.ep, mem, 100, fi_mr_desc(sendonly), 0, 0, key,
+				      NULL), -FI_EACCES);
+	KUNIT_EXPECT_EQ(test, fi_write(p->client.ep, region, 100, fi_mr_desc(remote), 0, 0, key,
+				       NULL), -FI_EACCES);
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, page_address(page), 100, fi_mr_desc(pages), 0,
+				      NULL), -FI_EACCES);
+	/* Buffers the region does not hold: past its end, before its start,
+	 * elsewhere, pages described by a region of kvecs. */
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, mem + PAGE_SIZE - 10, 20,
+				      fi_mr_desc(sendonly), 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, mem - 1, 20, fi_mr_desc(local), 0, NULL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, region, 20, fi_mr_desc(local), 0, NULL),
+			-EINVAL);
+	bvec_set_page(&bv, page, 100, 0);
+	descs[0] = fi_mr_desc(local);
+	msg = (struct fi_msg){ .msg_bvec = &bv, .desc = descs, .iov_count = 1 };
+	KUNIT_EXPECT_EQ(test, fi_sendmsg(p->client.ep, &msg, 0), -EINVAL);
+	/* One bad descriptor of two fails the call. */
+	iov[0] = (struct kvec){ mem, 100 };
+	iov[1] = (struct kvec){ region, 100 };
+	descs[0] = descs[1] = fi_mr_desc(local);
+	KUNIT_EXPECT_EQ(test, fi_sendv(p->client.ep, iov, descs, 2, 0, NULL), -EINVAL);
+	/* Not a region; a region of another domain. */
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, mem, 20, p->client.ep, 0, NULL), -EINVAL);
+	KUNIT_ASSERT_EQ(test, fi_domain(p->fabric, p->client.info, &other, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(other, mem, PAGE_SIZE, FI_SEND, 0, 0, 0, &elsewhere, NULL),
+			0);
+	KUNIT_EXPECT_EQ(test, fi_send(p->client.ep, mem, 20, fi_mr_desc(elsewhere), 0, NULL),
+			-EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_close(&elsewhere->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&other->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->client.cq, &e, 1), -FI_EAGAIN);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->server.cq, &e, 1), -FI_EAGAIN);
+	/* The pair still works, without descriptors too. */
+	exchange(test, p, 4096, 41);
+
+	KUNIT_EXPECT_EQ(test, fi_close(&sendonly->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&pages->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&remote->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&local->fid), 0);
+	pair_close(test, p);
+	__free_page(page);
+	vfree(region);
+	vfree(mem);
+}
+
 static void read_lands_in_scattered_pages(struct kunit *test)
 {
 	enum { MAX = 32, HEAD = 100, TAIL = 1000 };
@@ -2723,6 +2839,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE_SLOW(send_after_write_finds_its_data),
 	KUNIT_CASE(write_after_write_data_ordered),
 	KUNIT_CASE_SLOW(large_region),
+	KUNIT_CASE(local_descriptors),
 	KUNIT_CASE(read_lands_in_scattered_pages),
 	KUNIT_CASE(queued_sends),
 	KUNIT_CASE(shutdown_mid_traffic),

@@ -1857,7 +1857,7 @@ static ssize_t done_on(struct net *t, int i, struct fi_cq_data_entry *e,
 static void atomics(struct kunit *test)
 {
 	struct net *t = test->priv;
-	struct fid_mr *mr;
+	struct fid_mr *mr, *lop, *lres;
 	struct fi_atomic_attr attr = {};
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err = {};
@@ -1989,6 +1989,36 @@ static void atomics(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, done_on(t, 2, &e, &err), 1);
 	}
 	KUNIT_EXPECT_EQ(test, region[6], 100ULL);
+
+	/*
+	 * Descriptors (fi_mr_desc): operands from a region granting FI_WRITE,
+	 * old values into one granting FI_READ, each buffer inside its region.
+	 */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(t->domain, operand, sizeof(operand), FI_WRITE, 0, 0, 0,
+					&lop, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(t->domain, result, sizeof(result), FI_READ, 0, 0, 0, &lres,
+					NULL), 0);
+	region[7] = 1;
+	operand[0] = 2;
+	KUNIT_ASSERT_EQ(test, fi_fetch_atomic(t->ep[1], operand, 1, fi_mr_desc(lop), result,
+					      fi_mr_desc(lres), t->addr[0], 56, key, FI_UINT64,
+					      FI_SUM, NULL), 0);
+	KUNIT_ASSERT_EQ(test, done_on(t, 1, &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, result[0], 1ULL);
+	KUNIT_EXPECT_EQ(test, region[7], 3ULL);
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomic(t->ep[1], operand, 1, fi_mr_desc(lres), result,
+					      fi_mr_desc(lres), t->addr[0], 56, key, FI_UINT64,
+					      FI_SUM, NULL), -FI_EACCES);
+	KUNIT_EXPECT_EQ(test, fi_fetch_atomic(t->ep[1], operand, 1, fi_mr_desc(lop), result,
+					      fi_mr_desc(lop), t->addr[0], 56, key, FI_UINT64,
+					      FI_SUM, NULL), -FI_EACCES);
+	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], operand, 3, fi_mr_desc(lop), t->addr[0], 56, key,
+					FI_UINT64, FI_SUM, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], operand, 1, t->ep[1], t->addr[0], 56, key,
+					FI_UINT64, FI_SUM, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, region[7], 3ULL);
+	KUNIT_EXPECT_EQ(test, fi_close(&lres->fid), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&lop->fid), 0);
 
 	/* What the calls refuse. */
 	KUNIT_EXPECT_EQ(test, fi_atomic(t->ep[1], operand, 0, NULL, t->addr[0], 0, key, FI_UINT64,
