@@ -4,9 +4,10 @@
 //! trampolines generic over it, as the kernel's `#[vtable]` adapters are. The
 //! provider's objects live in `fid.prov_data` as boxed foreign pointers.
 
+use super::buffers::Premapped;
 use super::handles::{request_of, DomainRef, EpRef, PeerAddr, PepRef};
 use super::info::InfoRef;
-use super::messages::{Msg, RmaMsg, TaggedMsg};
+use super::messages::{Msg, PremappedOf, RmaMsg, TaggedMsg};
 use super::provider::{Domain, Endpoint, MrAttr, PassiveEndpoint, Provider};
 use super::{fi_error, Context};
 use crate::abi;
@@ -294,7 +295,7 @@ impl<P: Provider> Adapter<P> {
         flags: u64,
     ) -> isize {
         // SAFETY: As above; the core checked `msg`.
-        ret(unsafe { Self::ep(ep).sendmsg(&Msg { raw: &*msg }, flags) }) as isize
+        ret(unsafe { Self::ep(ep).sendmsg(&Self::msg(&*msg), flags) }) as isize
     }
 
     /// # Safety
@@ -306,7 +307,7 @@ impl<P: Provider> Adapter<P> {
         flags: u64,
     ) -> isize {
         // SAFETY: As above.
-        ret(unsafe { Self::ep(ep).recvmsg(&Msg { raw: &*msg }, flags) }) as isize
+        ret(unsafe { Self::ep(ep).recvmsg(&Self::msg(&*msg), flags) }) as isize
     }
 
     /// # Safety
@@ -319,7 +320,7 @@ impl<P: Provider> Adapter<P> {
     ) -> isize {
         // SAFETY: The core calls this only on an open, enabled endpoint of
         // this provider, set up by `ep_open`, with a `msg` it checked.
-        ret(unsafe { Self::ep(ep).tsendmsg(&TaggedMsg { raw: &*msg }, flags) }) as isize
+        ret(unsafe { Self::ep(ep).tsendmsg(&Self::tagged(&*msg), flags) }) as isize
     }
 
     /// # Safety
@@ -332,7 +333,7 @@ impl<P: Provider> Adapter<P> {
     ) -> isize {
         // SAFETY: The core calls this only on an open, enabled endpoint of
         // this provider, set up by `ep_open`, with a `msg` it checked.
-        ret(unsafe { Self::ep(ep).trecvmsg(&TaggedMsg { raw: &*msg }, flags) }) as isize
+        ret(unsafe { Self::ep(ep).trecvmsg(&Self::tagged(&*msg), flags) }) as isize
     }
 
     /// # Safety
@@ -362,7 +363,7 @@ impl<P: Provider> Adapter<P> {
         flags: u64,
     ) -> isize {
         // SAFETY: As above.
-        ret(unsafe { Self::ep(ep).readmsg(&RmaMsg { raw: &*msg }, flags) }) as isize
+        ret(unsafe { Self::ep(ep).readmsg(&Self::rma(&*msg), flags) }) as isize
     }
 
     /// # Safety
@@ -374,7 +375,7 @@ impl<P: Provider> Adapter<P> {
         flags: u64,
     ) -> isize {
         // SAFETY: As above.
-        ret(unsafe { Self::ep(ep).writemsg(&RmaMsg { raw: &*msg }, flags) }) as isize
+        ret(unsafe { Self::ep(ep).writemsg(&Self::rma(&*msg), flags) }) as isize
     }
 
     /// # Safety
@@ -473,6 +474,50 @@ impl<P: Provider> Adapter<P> {
                     set_state(mr.cast(), region)
                 })
         })
+    }
+
+    /// What the provider keeps of the region descriptor `desc` names.
+    ///
+    /// # Safety
+    ///
+    /// `desc` is a descriptor the core checked: a live region of a domain
+    /// of this provider, whose state `mr_reg` set (the descriptor is the
+    /// region's fid).
+    unsafe fn premapped_of(desc: *mut c_void) -> Option<Premapped> {
+        // SAFETY: The caller's guarantee.
+        let region = unsafe { state::<<P::Domain as Domain>::Region>(desc.cast()) };
+        <P::Domain as Domain>::premapped(region)
+    }
+
+    /// How the operations find it; none when regions have no state here.
+    const PREMAPPED_OF: PremappedOf = if <P::Domain as Domain>::HAS_MR_REG {
+        Some(Self::premapped_of)
+    } else {
+        None
+    };
+
+    /// A message operation's arguments as the provider gets them.
+    fn msg(raw: &abi::fi_msg) -> Msg<'_> {
+        Msg {
+            raw,
+            premapped_of: Self::PREMAPPED_OF,
+        }
+    }
+
+    /// A tagged operation's arguments as the provider gets them.
+    fn tagged(raw: &abi::fi_msg_tagged) -> TaggedMsg<'_> {
+        TaggedMsg {
+            raw,
+            premapped_of: Self::PREMAPPED_OF,
+        }
+    }
+
+    /// An RMA operation's arguments as the provider gets them.
+    fn rma(raw: &abi::fi_msg_rma) -> RmaMsg<'_> {
+        RmaMsg {
+            raw,
+            premapped_of: Self::PREMAPPED_OF,
+        }
     }
 
     /// # Safety

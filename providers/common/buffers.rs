@@ -1,13 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The consumer's memory as a provider holds it: buffers lent for an
-//! operation's life ([`Lent`], [`Pages`], [`Kvecs`]) and regions held by
-//! the operations that use them ([`MrHold`]).
+//! operation's life ([`Lent`], [`Pages`], [`Kvecs`]), with what the
+//! provider keeps of the regions their descriptors name ([`Premapped`]),
+//! and regions held by the peers' RMA that use them ([`MrHold`]).
 
 use crate::abi;
+use core::any::Any;
 use core::ptr::NonNull;
 use kernel::alloc::{Allocator, Vec};
 use kernel::prelude::*;
+use kernel::sync::Arc;
+
+/// What a provider keeps of a registered region for the local buffers in
+/// it (kofi_verbs: its DMA mapping), from `Domain::premapped`; an operation
+/// whose buffer's descriptor names the region holds it for its life.
+pub(crate) type Premapped = Arc<dyn Any + Send + Sync>;
+
+/// Per buffer, what the provider keeps of the region its descriptor names
+/// (empty when no buffer has one).
+pub(crate) type PremappedList = KVec<Option<Premapped>>;
 
 /// A registered region held for an RMA: `len` bytes at RMA address `addr`.
 ///
@@ -110,11 +122,12 @@ impl Buffers {
         Ok(Buffers::Bvec(v))
     }
 
-    /// The buffers as lent ones, for an operation that uses them in place.
-    pub(super) fn into_lent(self) -> Lent {
+    /// The buffers as lent ones, for an operation that uses them in place,
+    /// with what the provider keeps of their regions.
+    pub(super) fn into_lent(self, premapped: PremappedList) -> Lent {
         match self {
-            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov }),
-            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs }),
+            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov, premapped }),
+            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs, premapped }),
         }
     }
 
@@ -195,6 +208,16 @@ impl Lent {
         }
     }
 
+    /// What the provider keeps of the region buffer `i`'s descriptor
+    /// names, if it had one.
+    pub(crate) fn premapped(&self, i: usize) -> Option<&Premapped> {
+        let list = match self {
+            Lent::Kvecs(k) => &k.premapped,
+            Lent::Pages(p) => &p.premapped,
+        };
+        list.get(i).and_then(Option::as_ref)
+    }
+
     /// An iterator over the buffers from byte `offset` on, for sending
     /// from them.
     pub(crate) fn iter_at(&self, offset: usize) -> abi::iov_iter {
@@ -225,7 +248,8 @@ impl Lent {
     }
 
     /// Bytes `offset .. offset + len` of the buffers as buffers of their
-    /// own: new descriptors of the same memory, lent as these are.
+    /// own: new descriptors of the same memory, lent as these are (without
+    /// their regions: a provider that sends pieces copies them).
     pub(crate) fn range(&self, offset: usize, len: usize) -> Result<Lent> {
         if !matches!(offset.checked_add(len), Some(end) if end <= self.len()) {
             return Err(EINVAL);
@@ -242,6 +266,7 @@ impl Lent {
                         iov_len: n,
                     },
                 )?,
+                premapped: KVec::new(),
             }),
             // An offset past the first page of a multi-page bio_vec is
             // valid: iov_iter finds the page from it.
@@ -257,6 +282,7 @@ impl Lent {
                         bv_offset: bv.bv_offset + skip as u32,
                     },
                 )?,
+                premapped: KVec::new(),
             }),
         })
     }
@@ -317,6 +343,7 @@ fn cut<T>(
 /// The pages of a message, lent by the consumer until its send completes.
 pub(crate) struct Pages {
     pub(super) bvecs: KVec<abi::bio_vec>,
+    pub(super) premapped: PremappedList,
 }
 
 // SAFETY: Descriptors of pages the consumer lends until the send completes.
@@ -335,6 +362,7 @@ impl Pages {
 /// The kvecs of a message, lent by the consumer until its send completes.
 pub(crate) struct Kvecs {
     pub(super) iov: KVec<abi::kvec>,
+    pub(super) premapped: PremappedList,
 }
 
 // SAFETY: Descriptors of buffers the consumer lends until the send completes.

@@ -3,7 +3,7 @@
 //! The operations a provider is handed: messages, tagged messages, RMA,
 //! and posted receives with what reports them.
 
-use super::buffers::{Buffers, Kvecs, Lent, Pages};
+use super::buffers::{Buffers, Kvecs, Lent, Pages, Premapped, PremappedList};
 use super::handles::EpRef;
 use super::{fi_error, Context};
 use crate::abi;
@@ -11,9 +11,20 @@ use crate::flags::{FI_MSG, FI_TAGGED};
 use kernel::alloc::{Allocator, Vec};
 use kernel::prelude::*;
 
+/// How an operation finds what the provider keeps of the region a
+/// descriptor names (`Domain::premapped`); `None` for a provider without
+/// regions of its own.
+///
+/// # Safety
+///
+/// The function is called only with a descriptor the core checked: a live
+/// region of the operation's domain (and so of this provider).
+pub(super) type PremappedOf = Option<unsafe fn(*mut kernel::ffi::c_void) -> Option<Premapped>>;
+
 /// A message operation's arguments, borrowed for the op call.
 pub(crate) struct Msg<'a> {
     pub(super) raw: &'a abi::fi_msg,
+    pub(super) premapped_of: PremappedOf,
 }
 
 impl Msg<'_> {
@@ -26,6 +37,7 @@ impl Msg<'_> {
 /// A tagged message operation's arguments, borrowed for the op call.
 pub(crate) struct TaggedMsg<'a> {
     pub(super) raw: &'a abi::fi_msg_tagged,
+    pub(super) premapped_of: PremappedOf,
 }
 
 impl TaggedMsg<'_> {
@@ -50,6 +62,7 @@ impl TaggedMsg<'_> {
         }
         Ok(PostedRecv {
             buffers: Buffers::Kvec(KVec::new()),
+            premapped: KVec::new(),
             context: self.context(),
             flags,
             tag: Some(self.tag_match()),
@@ -85,6 +98,7 @@ impl TagMatch {
 /// its context and flags, and for a tagged receive the tags it takes.
 pub(crate) struct PostedRecv {
     buffers: Buffers,
+    premapped: PremappedList,
     pub(crate) context: Context,
     pub(crate) flags: u64,
     pub(crate) tag: Option<TagMatch>,
@@ -108,16 +122,20 @@ impl PostedRecv {
     /// The receive's buffers as a lent view (a copy of their descriptors),
     /// for a provider whose device writes into them.
     pub(crate) fn lend(&self) -> Result<Lent> {
+        let mut premapped = KVec::with_capacity(self.premapped.len(), GFP_KERNEL)?;
+        for p in self.premapped.iter() {
+            premapped.push(p.clone(), GFP_KERNEL)?;
+        }
         Ok(match &self.buffers {
             Buffers::Kvec(v) => {
                 let mut iov = KVec::with_capacity(v.len(), GFP_KERNEL)?;
                 iov.extend_from_slice(v, GFP_KERNEL)?;
-                Lent::Kvecs(Kvecs { iov })
+                Lent::Kvecs(Kvecs { iov, premapped })
             }
             Buffers::Bvec(v) => {
                 let mut bvecs = KVec::with_capacity(v.len(), GFP_KERNEL)?;
                 bvecs.extend_from_slice(v, GFP_KERNEL)?;
-                Lent::Pages(Pages { bvecs })
+                Lent::Pages(Pages { bvecs, premapped })
             }
         })
     }
@@ -152,6 +170,7 @@ impl PostedRecv {
 /// An RMA operation's arguments, borrowed for the op call.
 pub(crate) struct RmaMsg<'a> {
     pub(super) raw: &'a abi::fi_msg_rma,
+    pub(super) premapped_of: PremappedOf,
 }
 
 impl RmaMsg<'_> {
@@ -201,13 +220,45 @@ macro_rules! operation_accessors {
             /// completes (OFI's rule for every operation but an inject), to
             /// move the bytes in place.
             pub(crate) fn lend(&self) -> Result<Lent> {
-                Ok(self.buffers()?.into_lent())
+                Ok(self.buffers()?.into_lent(self.premapped()?))
+            }
+
+            /// Per buffer, what the provider keeps of the region its
+            /// descriptor names; empty when none has one.
+            fn premapped(&self) -> Result<PremappedList> {
+                let mut list = KVec::new();
+                let Some(of) = self.premapped_of else {
+                    return Ok(list);
+                };
+                if self.raw.desc.is_null() || self.raw.iov_count == 0 {
+                    return Ok(list);
+                }
+                // SAFETY: The core checked that a non-null `desc` holds
+                // `iov_count` descriptors.
+                let descs = unsafe {
+                    core::slice::from_raw_parts(self.raw.desc, self.raw.iov_count)
+                };
+                if descs.iter().all(|d| d.is_null()) {
+                    return Ok(list);
+                }
+                list.reserve(descs.len(), GFP_KERNEL)?;
+                for &d in descs {
+                    if d.is_null() {
+                        list.push(None, GFP_KERNEL)?;
+                        continue;
+                    }
+                    // SAFETY: A non-null descriptor is a live region of the
+                    // endpoint's domain (the core checked it).
+                    list.push(unsafe { of(d) }, GFP_KERNEL)?;
+                }
+                Ok(list)
             }
 
             /// The operation's buffers as a receive (or a read) to fill later.
             fn posted(&self, flags: u64, tag: Option<TagMatch>) -> Result<PostedRecv> {
                 Ok(PostedRecv {
                     buffers: self.buffers()?,
+                    premapped: self.premapped()?,
                     context: self.context(),
                     flags,
                     tag,

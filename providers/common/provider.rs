@@ -3,6 +3,7 @@
 //! The traits a provider implements: [`Provider`] (fabric, domain,
 //! registration), [`Endpoint`], [`PassiveEndpoint`] and [`Domain`].
 
+use super::buffers::Premapped;
 use super::handles::{DomainRef, EpRef, PeerAddr, PepRef};
 use super::info::{InfoList, InfoRef};
 use super::messages::{Msg, RmaMsg, TaggedMsg};
@@ -59,6 +60,13 @@ pub(crate) trait Domain: Send + Sync + Sized + 'static {
     /// FI_MR_PROV_KEY) and the provider's state of it, dropped at fi_close.
     fn mr_reg(&self, _attr: &MrAttr<'_>) -> Result<(u64, Self::Region)> {
         kernel::build_error!(VTABLE_DEFAULT_ERROR)
+    }
+
+    /// What the operations whose buffers carry `region`'s descriptor hold
+    /// of it, to use instead of preparing those buffers themselves (a DMA
+    /// mapping made at registration); `None`: nothing.
+    fn premapped(_region: &Self::Region) -> Option<Premapped> {
+        None
     }
 }
 

@@ -14,8 +14,8 @@ use crate::compat::CStrBytes;
 use crate::compat::VecExt;
 use crate::conn::Conn;
 use crate::flags::*;
-use crate::kofi::{self, fi_error, DomainRef, MrAttr};
-use crate::rdma::{Device, Pd, Region};
+use crate::kofi::{self, fi_error, DomainRef, MrAttr, MrMemory, Premapped};
+use crate::rdma::{Device, LocalMap, Pd, Region};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
@@ -295,6 +295,10 @@ pub(crate) struct VDomain {
     pd: Mutex<Option<Pd>>,
     #[pin]
     regs: Mutex<KVec<Arc<RegState>>>,
+    /// Every region's local mapping (changed under `regs` too, so
+    /// `device_gone` never misses one).
+    #[pin]
+    locals: Mutex<KVec<Arc<LocalMap>>>,
 }
 
 impl VDomain {
@@ -307,6 +311,7 @@ impl VDomain {
                 mr_endpoint,
                 pd <- new_mutex!(Some(pd), "kofi_verbs_pd"),
                 regs <- new_mutex!(KVec::new(), "kofi_verbs_regs"),
+                locals <- new_mutex!(KVec::new(), "kofi_verbs_locals"),
             }),
             GFP_KERNEL,
         )?;
@@ -415,10 +420,38 @@ impl VDomain {
         drop(reg.take_region());
     }
 
+    /// The local mapping of a region of `memory` (every region has one:
+    /// operations whose buffers carry its descriptor use it).
+    fn map_locally(&self, memory: &MrMemory<'_>) -> Result<Arc<LocalMap>> {
+        // Made and listed under `regs`, as `register` makes regions, so
+        // `device_gone` releases it or runs before (the PD check fails).
+        let _regs = self.regs.lock();
+        self.with_pd(|_| Ok(()))?;
+        // SAFETY: The consumer keeps the memory registered until fi_close
+        // of the region, which unlists the map; `device_gone` releases it
+        // before the device goes.
+        let map = unsafe { LocalMap::new(self.entry.dev, memory) }?;
+        self.locals.lock().push(map.clone(), GFP_KERNEL)?;
+        Ok(map)
+    }
+
+    /// A region's close: its local mapping goes once the operations that
+    /// hold it are done.
+    fn unmap_locally(&self, map: &Arc<LocalMap>) {
+        let _regs = self.regs.lock();
+        let mut locals = self.locals.lock();
+        if let Some(i) = locals.iter().position(|m| Arc::ptr_eq(m, map)) {
+            drop(locals.swap_remove(i));
+        }
+    }
+
     fn device_gone(&self) {
         let mut regs = self.regs.lock();
         for r in core::mem::take(&mut *regs).iter() {
             drop(r.take_region());
+        }
+        for m in core::mem::take(&mut *self.locals.lock()).iter() {
+            m.release();
         }
         drop(self.pd.lock().take());
     }
@@ -456,9 +489,11 @@ impl Drop for VerbsDomain {
     }
 }
 
-/// A registered region: remote access goes through its fast registration.
+/// A registered region: remote access goes through its fast registration,
+/// local buffers in it through its local mapping.
 pub(crate) struct VRegion {
     reg: Option<(Arc<VDomain>, Arc<RegState>)>,
+    local: (Arc<VDomain>, Arc<LocalMap>),
 }
 
 impl VRegion {
@@ -478,6 +513,7 @@ impl Drop for VRegion {
         if let Some((d, r)) = self.reg.take() {
             d.unregister(&r);
         }
+        self.local.0.unmap_locally(&self.local.1);
     }
 }
 
@@ -486,17 +522,22 @@ impl kofi::Domain for VerbsDomain {
     type Region = VRegion;
 
     fn mr_reg(&self, attr: &MrAttr<'_>) -> Result<(u64, VRegion)> {
-        // Without remote access there is nothing to enable either.
+        let mut region = VRegion {
+            reg: None,
+            local: (self.inner.clone(), self.inner.map_locally(&attr.memory())?),
+        };
+        // Local access needs no registration (the PD's DMA key serves);
+        // remote access its fast registration. A failure drops `region`,
+        // unlisting its local mapping.
         if attr.access() & (FI_REMOTE_READ | FI_REMOTE_WRITE) == 0 {
-            // Local access needs no registration: the PD's DMA key serves.
-            return Ok((0, VRegion { reg: None }));
+            return Ok((0, region));
         }
         let (key, reg) = self.inner.register(attr)?;
-        Ok((
-            key,
-            VRegion {
-                reg: Some((self.inner.clone(), reg)),
-            },
-        ))
+        region.reg = Some((self.inner.clone(), reg));
+        Ok((key, region))
+    }
+
+    fn premapped(region: &VRegion) -> Option<Premapped> {
+        Some(region.local.1.clone())
     }
 }

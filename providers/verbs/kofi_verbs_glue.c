@@ -6,6 +6,7 @@
 #include <linux/random.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/vmalloc.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_cm.h>
@@ -606,6 +607,169 @@ int kverbs_post_reg(struct ib_qp *qp, struct ib_cqe *cqe, struct kverbs_region *
 void kverbs_region_free(struct kverbs_region *r)
 {
 	kverbs_region_release(r);
+}
+
+struct kverbs_chunk {
+	u64 start;		/* what buffers are found by (see the header) */
+	u64 dma;
+	u32 len;
+};
+
+struct kverbs_local {
+	struct ib_device *dev;
+	bool pages;		/* bio_vecs, found by physical address */
+	u32 count;
+	struct kverbs_chunk chunk[];
+};
+
+static int kverbs_chunk_cmp(const void *a, const void *b)
+{
+	const struct kverbs_chunk *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void kverbs_local_unmap(struct kverbs_local *l)
+{
+	u32 i;
+
+	for (i = 0; i < l->count; i++)
+		ib_dma_unmap_page(l->dev, l->chunk[i].dma, l->chunk[i].len, DMA_BIDIRECTIONAL);
+}
+
+static int kverbs_local_add(struct kverbs_local *l, struct page *page, u32 off, u32 len,
+			    u64 start)
+{
+	u64 dma = ib_dma_map_page(l->dev, page, off, len, DMA_BIDIRECTIONAL);
+
+	if (ib_dma_mapping_error(l->dev, dma))
+		return -ENOMEM;
+	l->chunk[l->count++] = (struct kverbs_chunk){ .start = start, .dma = dma, .len = len };
+	return 0;
+}
+
+struct kverbs_local *kverbs_local_alloc(struct ib_device *dev, const struct kvec *kv,
+					const struct bio_vec *bv, u32 count, int *err)
+{
+	bool virt = ib_uses_virt_dma(dev);
+	struct kverbs_local *l;
+	size_t chunks = 0;
+	u32 i;
+
+	for (i = 0; i < count; i++) {
+		size_t len = kv ? kv[i].iov_len : bv[i].bv_len;
+
+		*err = -EINVAL;
+		if (len > U32_MAX)
+			return NULL;
+		if (kv && is_vmalloc_addr(kv[i].iov_base) && !virt)
+			chunks += DIV_ROUND_UP(offset_in_page(kv[i].iov_base) + len, PAGE_SIZE);
+		else
+			chunks++;
+	}
+	*err = -ENOMEM;
+	l = kvzalloc(struct_size(l, chunk, chunks), GFP_KERNEL);
+	if (!l)
+		return NULL;
+	l->dev = dev;
+	l->pages = !kv;
+	for (i = 0; i < count; i++) {
+		if (!kv) {
+			if (!bv[i].bv_len)
+				continue;
+			*err = kverbs_local_add(l, bv[i].bv_page, bv[i].bv_offset, bv[i].bv_len,
+						page_to_phys(bv[i].bv_page) + bv[i].bv_offset);
+		} else if (!kv[i].iov_len) {
+			continue;
+		} else if (virt) {
+			/* Software devices reach memory by its kernel address. */
+			u64 dma = ib_dma_map_single(dev, kv[i].iov_base, kv[i].iov_len,
+						    DMA_BIDIRECTIONAL);
+
+			*err = ib_dma_mapping_error(dev, dma) ? -ENOMEM : 0;
+			if (!*err)
+				l->chunk[l->count++] = (struct kverbs_chunk){
+					.start = (uintptr_t)kv[i].iov_base, .dma = dma,
+					.len = kv[i].iov_len };
+		} else if (!is_vmalloc_addr(kv[i].iov_base)) {
+			/* Linear memory is contiguous: one chunk. */
+			*err = kverbs_local_add(l, virt_to_page(kv[i].iov_base),
+						offset_in_page(kv[i].iov_base), kv[i].iov_len,
+						(uintptr_t)kv[i].iov_base);
+		} else {
+			const u8 *base = kv[i].iov_base;
+			size_t len = kv[i].iov_len;
+
+			*err = 0;
+			while (len && !*err) {
+				size_t off = offset_in_page(base);
+				size_t chunk = min_t(size_t, len, PAGE_SIZE - off);
+
+				*err = kverbs_local_add(l, vmalloc_to_page(base), off, chunk,
+							(uintptr_t)base);
+				base += chunk;
+				len -= chunk;
+			}
+		}
+		if (*err) {
+			kverbs_local_unmap(l);
+			kvfree(l);
+			return NULL;
+		}
+	}
+	sort(l->chunk, l->count, sizeof(l->chunk[0]), kverbs_chunk_cmp, NULL);
+	*err = 0;
+	return l;
+}
+
+int kverbs_local_sges(const struct kverbs_local *l, const void *addr, struct page *page,
+		      u32 offset, size_t len, bool to_device, u32 lkey, struct ib_sge *sge,
+		      u32 max)
+{
+	u64 at = page ? page_to_phys(page) + offset : (uintptr_t)addr;
+	u32 lo = 0, hi = l->count, n = 0;
+
+	if (!len)
+		return 0;
+	if (!!page != l->pages)
+		return -EINVAL;
+	/* The last chunk starting at or before @at. */
+	while (hi - lo > 1) {
+		u32 mid = lo + (hi - lo) / 2;
+
+		if (l->chunk[mid].start <= at)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	for (; lo < l->count && len; lo++) {
+		const struct kverbs_chunk *c = &l->chunk[lo];
+		u64 skip = at - c->start;
+		u32 take;
+
+		if (at < c->start || skip >= c->len)
+			return -EINVAL;
+		take = min_t(u64, len, c->len - skip);
+		if (n && sge[n - 1].addr + sge[n - 1].length == c->dma + skip &&
+		    (u64)sge[n - 1].length + take <= U32_MAX) {
+			sge[n - 1].length += take;
+		} else {
+			if (n == max)
+				return -E2BIG;
+			sge[n++] = (struct ib_sge){ .addr = c->dma + skip, .length = take,
+						    .lkey = lkey };
+		}
+		ib_dma_sync_single_for_device(l->dev, c->dma + skip, take, kverbs_dir(to_device));
+		at += take;
+		len -= take;
+	}
+	return len ? -EINVAL : n;
+}
+
+void kverbs_local_free(struct kverbs_local *l)
+{
+	kverbs_local_unmap(l);
+	kvfree(l);
 }
 
 #include "../common/kofi_timer.c"

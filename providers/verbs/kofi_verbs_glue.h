@@ -162,4 +162,24 @@ u32 kverbs_region_wrs(const struct kverbs_region *r);
 int kverbs_post_reg(struct ib_qp *qp, struct ib_cqe *cqe, struct kverbs_region *r, u32 index);
 void kverbs_region_free(struct kverbs_region *r);
 
+/*
+ * A registered region's memory DMA-mapped once, for the operations whose
+ * local buffers carry its descriptor: chunks (a linear kvec whole, vmalloc
+ * memory by page, a bio_vec whole) sorted by the address a buffer is found
+ * by (a kvec's kernel virtual address; a bio_vec's physical address).
+ */
+struct kverbs_local;
+struct kverbs_local *kverbs_local_alloc(struct ib_device *dev, const struct kvec *kv,
+					const struct bio_vec *bv, u32 count, int *err);
+/*
+ * SGEs with @lkey for @len bytes at @addr (a kvec's) or at @page + @offset
+ * (a bio_vec's), merged where the chunks meet, handed to the device
+ * (synced for it): the number filled; -E2BIG past @max SGEs, -EINVAL
+ * when the region does not hold the bytes.
+ */
+int kverbs_local_sges(const struct kverbs_local *l, const void *addr, struct page *page,
+		      u32 offset, size_t len, bool to_device, u32 lkey, struct ib_sge *sge,
+		      u32 max);
+void kverbs_local_free(struct kverbs_local *l);
+
 #endif /* _KOFI_VERBS_GLUE_H */

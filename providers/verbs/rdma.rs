@@ -7,7 +7,7 @@
 
 use crate::abi;
 use crate::compat::VecExt;
-use crate::kofi::Lent;
+use crate::kofi::{Lent, MrMemory, Premapped};
 use crate::sockaddr::SockAddr;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -15,7 +15,7 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
-use kernel::sync::{Arc, ArcBorrow};
+use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
 use kernel::types::Opaque;
 
 /// An RDMA device, between the ib_client's add and remove callbacks.
@@ -412,14 +412,18 @@ impl<T: Completion> Slots<T> {
 ///
 /// # Invariants
 ///
-/// Without `region`, `sges` were mapped on `dev` in direction `to_device`
-/// and are unmapped once, on drop; with it, they lie in the region, which
-/// the mapping keeps registered while a work request may use them.
+/// Without `region`, each of `sges` that `owned` marks was mapped on `dev`
+/// in direction `to_device` and is unmapped once, on drop; the others lie
+/// in the premapped regions `held` keeps mapped. With `region`, they lie in
+/// the region, which the mapping keeps registered while a work request may
+/// use them.
 pub(crate) struct Mapping {
     dev: Device,
     sges: KVec<abi::ib_sge>,
+    owned: KVec<bool>,
     to_device: bool,
     region: Option<Arc<Region>>,
+    held: KVec<Premapped>,
 }
 
 // SAFETY: DMA addresses are plain numbers.
@@ -432,9 +436,49 @@ impl Mapping {
         Mapping {
             dev,
             sges: KVec::new(),
+            owned: KVec::new(),
             to_device,
             region: None,
+            held: KVec::new(),
         }
+    }
+
+    /// Appends `sges`, mapped by this mapping (`owned`) or not.
+    fn push_sges(&mut self, sges: &[abi::ib_sge], owned: bool) -> Result {
+        self.sges.reserve(sges.len(), GFP_KERNEL)?;
+        self.owned.reserve(sges.len(), GFP_KERNEL)?;
+        for sge in sges {
+            self.sges.push(*sge, GFP_KERNEL)?;
+            self.owned.push(owned, GFP_KERNEL)?;
+        }
+        Ok(())
+    }
+
+    /// Appends the SGEs of `len` bytes at `at` in the region `premapped`
+    /// holds (a [`LocalMap`]'s), in at most `max` in all; false when it
+    /// cannot give them (the bytes are not its, too many SGEs, the device
+    /// going): the caller maps the bytes itself.
+    fn push_premapped(
+        &mut self,
+        premapped: Option<&Premapped>,
+        at: LocalAt,
+        len: usize,
+        lkey: u32,
+        max: usize,
+    ) -> Result<bool> {
+        let Some(p) = premapped else {
+            return Ok(false);
+        };
+        let Some(map) = p.downcast_ref::<LocalMap>() else {
+            return Ok(false);
+        };
+        let room = max.saturating_sub(self.sges.len());
+        let Some(sges) = map.sges(at, len, self.to_device, lkey, room)? else {
+            return Ok(false);
+        };
+        self.held.push(p.clone(), GFP_KERNEL)?;
+        self.push_sges(&sges, false)?;
+        Ok(true)
     }
 
     /// Bytes `offset .. offset + len` of `region` (made by
@@ -447,7 +491,7 @@ impl Mapping {
         len: usize,
     ) -> Result<Mapping> {
         let mut m = Mapping::empty(dev, false);
-        m.sges.push(region.sge(offset, len)?, GFP_KERNEL)?;
+        m.push_sges(&[region.sge(offset, len)?], false)?;
         // INVARIANT: The SGE lies in the region, held with it.
         m.region = Some(region.clone());
         Ok(m)
@@ -480,8 +524,8 @@ impl Mapping {
         }
         // SAFETY: The helper initialised `n <= room` SGEs.
         unsafe { tmp.grow_len(n as usize) };
-        self.sges.extend_from_slice(&tmp, GFP_KERNEL)?;
-        Ok(())
+        // INVARIANT: Mapped here: owned.
+        self.push_sges(&tmp, true)
     }
 
     /// Maps a provider buffer (which outlives the mapping: the caller keeps
@@ -499,7 +543,8 @@ impl Mapping {
 
     /// Maps bytes `range.0 .. range.0 + range.1` of the consumer's lent
     /// buffers (valid until the operation completes, after this mapping is
-    /// dropped), in at most `max` SGEs.
+    /// dropped), in at most `max` SGEs. A buffer in a registered region
+    /// whose descriptor came with it takes the region's mapping.
     pub(crate) fn of_lent(
         dev: Device,
         lent: &Lent,
@@ -512,7 +557,7 @@ impl Mapping {
         let (mut skip, mut left) = range;
         match lent {
             Lent::Kvecs(k) => {
-                for kv in k.kvecs() {
+                for (i, kv) in k.kvecs().iter().enumerate() {
                     if left == 0 {
                         break;
                     }
@@ -523,13 +568,16 @@ impl Mapping {
                     let n = (kv.iov_len - skip).min(left);
                     // SAFETY: Within the consumer's kvec (`skip + n <= iov_len`).
                     let base = unsafe { kv.iov_base.cast::<u8>().add(skip) };
-                    m.push_raw(base.cast(), n, lkey, max)?;
+                    let at = LocalAt::Bytes(base as usize);
+                    if !m.push_premapped(lent.premapped(i), at, n, lkey, max)? {
+                        m.push_raw(base.cast(), n, lkey, max)?;
+                    }
                     skip = 0;
                     left -= n;
                 }
             }
             Lent::Pages(p) => {
-                for bv in p.bvecs() {
+                for (i, bv) in p.bvecs().iter().enumerate() {
                     let len = bv.bv_len as usize;
                     if left == 0 {
                         break;
@@ -539,6 +587,12 @@ impl Mapping {
                         continue;
                     }
                     let n = (len - skip).min(left);
+                    let at = LocalAt::Page(bv.bv_page, bv.bv_offset + skip as u32);
+                    if m.push_premapped(lent.premapped(i), at, n, lkey, max)? {
+                        skip = 0;
+                        left -= n;
+                        continue;
+                    }
                     if m.sges.len() == max {
                         return Err(EINVAL);
                     }
@@ -559,7 +613,8 @@ impl Mapping {
                         }
                         .min(0),
                     )?;
-                    m.sges.push(sge, GFP_KERNEL)?;
+                    // INVARIANT: Mapped here: owned.
+                    m.push_sges(&[sge], true)?;
                     skip = 0;
                     left -= n;
                 }
@@ -612,15 +667,144 @@ impl Drop for Mapping {
             // The region's SGEs are the region's to unmap.
             return;
         }
-        // SAFETY: Mapped by us (type invariants), unmapped once.
-        unsafe {
-            abi::kverbs_unmap(
-                self.dev.ptr.as_ptr(),
-                self.sges.as_ptr(),
-                self.sges.len() as u32,
-                self.to_device,
+        for (sge, &owned) in self.sges.iter().zip(self.owned.iter()) {
+            if owned {
+                // SAFETY: Mapped by us (type invariants), unmapped once.
+                unsafe { abi::kverbs_unmap(self.dev.ptr.as_ptr(), sge, 1, self.to_device) };
+            } else if !self.to_device {
+                // What the device wrote into a premapped region is the
+                // CPU's again (the region stays mapped: `held`).
+                // SAFETY: The SGE lies in a region mapped on the device.
+                unsafe {
+                    abi::kverbs_sync_for_cpu(
+                        self.dev.ptr.as_ptr(),
+                        sge.addr,
+                        sge.length as usize,
+                        false,
+                    )
+                };
+            }
+        }
+    }
+}
+
+/// Where a local buffer's bytes are, to find them in a [`LocalMap`]: a
+/// kvec's kernel virtual address, or a bio_vec's page and offset.
+#[derive(Clone, Copy)]
+pub(crate) enum LocalAt {
+    Bytes(usize),
+    Page(*mut abi::page, u32),
+}
+
+/// The C object of a [`LocalMap`], owned.
+///
+/// # Invariants
+///
+/// The pointer came from `kverbs_local_alloc` and is freed once, on drop.
+struct OwnedLocal(NonNull<abi::kverbs_local>);
+
+// SAFETY: The object is used under its map's mutex only, from any thread.
+unsafe impl Send for OwnedLocal {}
+
+impl Drop for OwnedLocal {
+    fn drop(&mut self) {
+        // SAFETY: Owned (type invariants); its device is still registered
+        // (a map is released at the device's removal).
+        unsafe { abi::kverbs_local_free(self.0.as_ptr()) };
+    }
+}
+
+/// A registered region's memory DMA-mapped once, at registration, for the
+/// operations whose buffers carry its descriptor (they hold it as a
+/// [`Premapped`] while their work requests may use it).
+///
+/// # Invariants
+///
+/// `local` is a mapping of memory that stays valid while the map holds it
+/// (the consumer's promise under fi_mr_reg, until the region's close; the
+/// operations naming it after that broke the promise themselves), on a
+/// device that outlives it: [`LocalMap::release`] runs at the device's
+/// removal.
+#[pin_data]
+pub(crate) struct LocalMap {
+    #[pin]
+    local: Mutex<Option<OwnedLocal>>,
+}
+
+impl LocalMap {
+    /// Maps `memory` on `dev`.
+    ///
+    /// # Safety
+    ///
+    /// The memory stays valid until the region's close (the consumer's
+    /// promise under fi_mr_reg), and the map is released before `dev` is
+    /// gone.
+    pub(crate) unsafe fn new(dev: Device, memory: &MrMemory<'_>) -> Result<Arc<LocalMap>> {
+        let (kv, bv, n) = match memory {
+            MrMemory::Kvecs(k) => (k.as_ptr(), ptr::null(), k.len()),
+            MrMemory::Pages(p) => (ptr::null(), p.as_ptr(), p.len()),
+        };
+        let n = u32::try_from(n).map_err(|_| EINVAL)?;
+        let mut err = 0;
+        // SAFETY: The arrays hold `n` entries; the caller's guarantees.
+        let l = unsafe { abi::kverbs_local_alloc(dev.ptr.as_ptr(), kv, bv, n, &mut err) };
+        let owned = OwnedLocal(NonNull::new(l).ok_or_else(|| Error::from_errno(err))?);
+        // INVARIANT: The caller's guarantees.
+        Arc::pin_init(
+            pin_init!(LocalMap {
+                local <- new_mutex!(Some(owned), "kofi_verbs_local"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The SGEs with `lkey` of `len` bytes at `at`, handed to the device
+    /// (`to_device`: for it to read), at most `max`; `None` when the map
+    /// does not hold them all, needs more SGEs, or was released.
+    fn sges(
+        &self,
+        at: LocalAt,
+        len: usize,
+        to_device: bool,
+        lkey: u32,
+        max: usize,
+    ) -> Result<Option<KVec<abi::ib_sge>>> {
+        let g = self.local.lock();
+        let Some(local) = g.as_ref() else {
+            return Ok(None);
+        };
+        let mut sges = KVec::with_capacity(max, GFP_KERNEL)?;
+        let (addr, page, offset) = match at {
+            LocalAt::Bytes(a) => (a as *const c_void, ptr::null_mut(), 0),
+            LocalAt::Page(p, o) => (ptr::null(), p, o),
+        };
+        // SAFETY: Owned and mapped (type invariants, under the lock); `sges`
+        // has room for `max`; the helper checks the bytes are the map's.
+        let n = unsafe {
+            abi::kverbs_local_sges(
+                local.0.as_ptr(),
+                addr,
+                page,
+                offset,
+                len,
+                to_device,
+                lkey,
+                sges.as_mut_ptr(),
+                u32::try_from(max).unwrap_or(u32::MAX),
             )
         };
+        if n < 0 {
+            return Ok(None);
+        }
+        // SAFETY: The helper initialised `n <= max` SGEs.
+        unsafe { sges.grow_len(n as usize) };
+        Ok(Some(sges))
+    }
+
+    /// Unmaps the memory now (the device is going); operations that still
+    /// hold the map find nothing in it.
+    pub(crate) fn release(&self) {
+        drop(self.local.lock().take());
     }
 }
 
@@ -658,14 +842,14 @@ impl Region {
     /// promise under fi_mr_reg), and `pd` outlives the region.
     pub(crate) unsafe fn new(
         pd: &Pd,
-        memory: &crate::kofi::MrMemory<'_>,
+        memory: &MrMemory<'_>,
         offset: u64,
         remote_read: bool,
         remote_write: bool,
     ) -> Result<Region> {
         let (kv, bv, n) = match memory {
-            crate::kofi::MrMemory::Kvecs(k) => (k.as_ptr(), ptr::null(), k.len()),
-            crate::kofi::MrMemory::Pages(p) => (ptr::null(), p.as_ptr(), p.len()),
+            MrMemory::Kvecs(k) => (k.as_ptr(), ptr::null(), k.len()),
+            MrMemory::Pages(p) => (ptr::null(), p.as_ptr(), p.len()),
         };
         let mut err = 0;
         // SAFETY: The arrays hold `n` entries; the caller's guarantees.
@@ -701,8 +885,8 @@ impl Region {
         remote_write: bool,
     ) -> Result<Option<Region>> {
         let memory = match lent {
-            Lent::Kvecs(k) => crate::kofi::MrMemory::Kvecs(k.kvecs()),
-            Lent::Pages(p) => crate::kofi::MrMemory::Pages(p.bvecs()),
+            Lent::Kvecs(k) => MrMemory::Kvecs(k.kvecs()),
+            Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
         };
         // SAFETY: Lent buffers stay valid until their operation completes,
         // and the region does not outlive the operation; nor the PD (see
