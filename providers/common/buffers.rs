@@ -21,6 +21,14 @@ pub(crate) type Premapped = Arc<dyn Any + Send + Sync>;
 /// (empty when no buffer has one).
 pub(crate) type PremappedList = KVec<Option<Premapped>>;
 
+/// Where a lent buffer's bytes are: a kvec's kernel virtual address, or a
+/// bio_vec's page and offset.
+#[derive(Clone, Copy)]
+pub(crate) enum LocalAt {
+    Bytes(usize),
+    Page(*mut abi::page, u32),
+}
+
 /// A registered region held for an RMA: `len` bytes at RMA address `addr`.
 ///
 /// # Invariants
@@ -205,6 +213,20 @@ impl Lent {
         match self {
             Lent::Kvecs(k) => k.len(),
             Lent::Pages(p) => p.len(),
+        }
+    }
+
+    /// Buffer `i`: where its bytes are and how many; `None` past the last.
+    pub(crate) fn piece(&self, i: usize) -> Option<(LocalAt, usize)> {
+        match self {
+            Lent::Kvecs(k) => k
+                .iov
+                .get(i)
+                .map(|kv| (LocalAt::Bytes(kv.iov_base as usize), kv.iov_len)),
+            Lent::Pages(p) => p
+                .bvecs
+                .get(i)
+                .map(|bv| (LocalAt::Page(bv.bv_page, bv.bv_offset), bv.bv_len as usize)),
         }
     }
 

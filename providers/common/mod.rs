@@ -43,7 +43,7 @@ pub(crate) mod workqueue;
 // What each provider uses of these differs.
 #[allow(unused_imports)]
 pub(crate) use self::{
-    buffers::{Kvecs, Lent, MrHold, Pages, Premapped},
+    buffers::{Kvecs, Lent, LocalAt, MrHold, Pages, Premapped},
     handles::{DomainRef, EpRef, PeerAddr, PepRef, ProgressWaker},
     info::{Info, InfoFields, InfoList, InfoRef},
     messages::{

@@ -500,15 +500,15 @@ static int kverbs_region_table(struct kverbs_region *r, struct ib_pd *pd, const 
 	return r->table_mr ? 0 : err;
 }
 
+static struct kverbs_region *kverbs_region_mrs(struct kverbs_region *r, struct ib_pd *pd,
+					       int nents, u64 offset, bool remote_read,
+					       bool remote_write, int *err);
+
 struct kverbs_region *kverbs_region_alloc(struct ib_pd *pd, const struct kvec *kv,
 					  const struct bio_vec *bv, u32 count, u64 offset,
 					  bool remote_read, bool remote_write, int *err)
 {
 	struct kverbs_region *r = kzalloc(sizeof(*r), GFP_KERNEL);
-	u64 starts[KVERBS_PIECES_MAX], at = 0;
-	struct scatterlist *sg, *first;
-	int max_pages, i, n;
-	u32 p0;
 
 	*err = -ENOMEM;
 	if (!r)
@@ -521,24 +521,91 @@ struct kverbs_region *kverbs_region_alloc(struct ib_pd *pd, const struct kvec *k
 	}
 	r->nents = ib_dma_map_sg(r->dev, r->sgt.sgl, r->sgt.orig_nents, DMA_BIDIRECTIONAL);
 	*err = -ENOMEM;
-	if (!r->nents)
-		goto fail;
+	if (!r->nents) {
+		kverbs_region_release(r);
+		return NULL;
+	}
+	return kverbs_region_mrs(r, pd, r->nents, offset, remote_read, remote_write, err);
+}
+
+struct kverbs_region *kverbs_region_of_sges(struct ib_pd *pd, const struct ib_sge *sge, u32 n,
+					    bool remote_read, bool remote_write, int *err)
+{
+	struct kverbs_region *r = kzalloc(sizeof(*r), GFP_KERNEL);
+	struct scatterlist *sg;
+	u32 i, pages = 0;
+
+	*err = -ENOMEM;
+	if (!r)
+		return NULL;
+	r->dev = pd->device;
+	for (i = 0; i < n; i++) {
+		/*
+		 * A software device takes an MR's pages from its addresses
+		 * (rxe: virt_to_page): those of linear memory only.
+		 */
+		if (ib_uses_virt_dma(r->dev) &&
+		    !virt_addr_valid((void *)(uintptr_t)sge[i].addr)) {
+			*err = -EINVAL;
+			kfree(r);
+			return NULL;
+		}
+		pages += DIV_ROUND_UP(offset_in_page(sge[i].addr) + sge[i].length, PAGE_SIZE);
+	}
+	if (!pages || sg_alloc_table(&r->sgt, pages, GFP_KERNEL)) {
+		*err = pages ? -ENOMEM : -EINVAL;
+		kfree(r);
+		return NULL;
+	}
+	/*
+	 * One entry per page the SGEs touch, as kverbs_region_sg makes them,
+	 * with their DMA addresses set: mapped already (r->nents stays 0, so
+	 * the release unmaps nothing).
+	 */
+	sg = r->sgt.sgl;
+	for (i = 0; i < n; i++) {
+		u64 addr = sge[i].addr;
+		u32 len = sge[i].length;
+
+		while (len) {
+			u32 chunk = min_t(u32, len, PAGE_SIZE - offset_in_page(addr));
+
+			sg_dma_address(sg) = addr;
+			sg_dma_len(sg) = chunk;
+			sg = sg_next(sg);
+			addr += chunk;
+			len -= chunk;
+		}
+	}
+	return kverbs_region_mrs(r, pd, pages, 0, remote_read, remote_write, err);
+}
+
+/* The MRs of a region whose @nents scatterlist entries are DMA-mapped. */
+static struct kverbs_region *kverbs_region_mrs(struct kverbs_region *r, struct ib_pd *pd,
+					       int nents, u64 offset, bool remote_read,
+					       bool remote_write, int *err)
+{
+	u64 starts[KVERBS_PIECES_MAX], at = 0;
+	struct scatterlist *sg, *first;
+	int max_pages, i, n;
+	u32 p0;
+
 	max_pages = max_t(int, r->dev->attrs.max_fast_reg_page_list_len, 1);
 	*err = -EINVAL;
-	if (DIV_ROUND_UP(r->nents, max_pages) > KVERBS_PIECES_MAX)
+	if (DIV_ROUND_UP(nents, max_pages) > KVERBS_PIECES_MAX)
 		goto fail;
 	/* Peers name byte k of the region offset + k; the iova adds delta. */
 	p0 = sg_dma_address(r->sgt.sgl) & (PAGE_SIZE - 1);
 	r->delta = (p0 - offset) & (PAGE_SIZE - 1);
 	first = r->sgt.sgl;
 	n = 0;
-	for_each_sg(r->sgt.sgl, sg, r->nents, i) {
+	for_each_sg(r->sgt.sgl, sg, nents, i) {
 		if (!n) {
 			first = sg;
 			starts[r->count] = offset + at;
 		}
 		at += sg_dma_len(sg);
-		if (++n < max_pages && i + 1 < r->nents)
+		if (++n < max_pages && i + 1 < nents)
 			continue;
 		r->mrs[r->count] = kverbs_piece_mr(r, pd, first, n,
 						   starts[r->count] + r->delta, err);

@@ -149,6 +149,12 @@ struct kverbs_region;
 struct kverbs_region *kverbs_region_alloc(struct ib_pd *pd, const struct kvec *kv,
 					  const struct bio_vec *bv, u32 count, u64 offset,
 					  bool remote_read, bool remote_write, int *err);
+/*
+ * A region of @n SGEs already DMA-mapped (a kverbs_local's, which must
+ * outlive it), at RMA address 0: its MRs only.
+ */
+struct kverbs_region *kverbs_region_of_sges(struct ib_pd *pd, const struct ib_sge *sge, u32 n,
+					    bool remote_read, bool remote_write, int *err);
 u64 kverbs_region_key(const struct kverbs_region *r);
 /*
  * The SGE of @len bytes at byte @offset of a region of one MR, for the

@@ -7,7 +7,7 @@
 
 use crate::abi;
 use crate::compat::VecExt;
-use crate::kofi::{Lent, MrMemory, Premapped};
+use crate::kofi::{Lent, LocalAt, MrMemory, Premapped};
 use crate::sockaddr::SockAddr;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -688,14 +688,6 @@ impl Drop for Mapping {
     }
 }
 
-/// Where a local buffer's bytes are, to find them in a [`LocalMap`]: a
-/// kvec's kernel virtual address, or a bio_vec's page and offset.
-#[derive(Clone, Copy)]
-pub(crate) enum LocalAt {
-    Bytes(usize),
-    Page(*mut abi::page, u32),
-}
-
 /// The C object of a [`LocalMap`], owned.
 ///
 /// # Invariants
@@ -896,6 +888,56 @@ impl Region {
             Ok(_) | Err(EINVAL) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// As [`Region::of_lent`], over lent buffers that all lie in regions
+    /// mapped once ([`LocalMap`]: their descriptors came with them): the MR
+    /// is made from those mappings, with no mapping of its own. `None` as
+    /// there, and when a buffer has no such region (or its bytes cannot be
+    /// had from it).
+    pub(crate) fn of_premapped(
+        pd: &Pd,
+        dev: Device,
+        lent: &Lent,
+        remote_read: bool,
+        remote_write: bool,
+    ) -> Result<Option<Region>> {
+        // The SGEs of a region of one MR: at most a page list's worth.
+        const MAX_SGES: usize = 256;
+        let mut m = Mapping::empty(dev, true);
+        let (mut at, len) = (0, lent.len());
+        let mut i = 0;
+        while at < len {
+            let Some((piece, n)) = lent.piece(i) else {
+                return Ok(None);
+            };
+            if n != 0 && !m.push_premapped(lent.premapped(i), piece, n, 0, MAX_SGES)? {
+                return Ok(None);
+            }
+            at += n;
+            i += 1;
+        }
+        let mut err = 0;
+        // SAFETY: `m`'s SGEs are mapped on `pd`'s device by the buffers'
+        // maps, which the lent buffers hold while the operation holds the
+        // region (it drops the region by its completion, within the loan);
+        // the PD outlives the region as in `of_lent`.
+        let r = unsafe {
+            abi::kverbs_region_of_sges(
+                pd.ptr.as_ptr(),
+                m.sges.as_ptr(),
+                m.sges.len() as u32,
+                remote_read,
+                remote_write,
+                &mut err,
+            )
+        };
+        let region = match NonNull::new(r) {
+            Some(ptr) => Region { ptr },
+            None if err == EINVAL.to_errno() => return Ok(None),
+            None => return Err(Error::from_errno(err)),
+        };
+        Ok((region.wrs() == 1).then_some(region))
     }
 
     /// The SGE of `len` bytes at byte `offset` of a region made by

@@ -1405,11 +1405,13 @@ static void rma(struct kunit *test)
 static void local_descriptors(struct kunit *test)
 {
 	struct pair *p = pair_new(test, (struct pair){});
-	struct fid_mr *local, *pages, *remote, *sendonly;
+	enum { BIG = 128 << 10 };
+	struct fid_mr *local, *pages, *remote, *sendonly, *bigmr;
 	struct fid_domain *other;
 	struct fid_mr *elsewhere;
 	struct fi_cq_data_entry e;
 	u8 *mem = vzalloc(4 * PAGE_SIZE), *region = vzalloc(PAGE_SIZE);
+	u8 *big = kunit_kmalloc(test, BIG, GFP_KERNEL), *back = vzalloc(BIG);
 	struct page *page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	struct bio_vec bv;
 	struct kvec iov[2];
@@ -1417,7 +1419,7 @@ static void local_descriptors(struct kunit *test)
 	struct fi_msg msg;
 	u64 key;
 
-	KUNIT_ASSERT_TRUE(test, mem && region && page);
+	KUNIT_ASSERT_TRUE(test, mem && region && page && big && back);
 	conf_open(test, p, 40);
 	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, mem, 4 * PAGE_SIZE,
 					FI_SEND | FI_RECV | FI_READ | FI_WRITE, 0, 0, 0, &local, NULL),
@@ -1460,6 +1462,22 @@ static void local_descriptors(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)region);
 	KUNIT_EXPECT_EQ(test, memcmp(mem + 2 * PAGE_SIZE, region + 64, 500), 0);
+
+	/*
+	 * A message past kofi_verbs' rendezvous size from linear memory with
+	 * its descriptor (the rendezvous region is made from the region's
+	 * mapping there), into a receive without one.
+	 */
+	fill(big, BIG, 11);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, big, BIG, FI_SEND, 0, 0, 0, &bigmr, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, back, BIG, NULL, 0, back), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, big, BIG, fi_mr_desc(bigmr), 0, big), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)big);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)BIG);
+	KUNIT_EXPECT_EQ(test, memcmp(back, big, BIG), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&bigmr->fid), 0);
 
 	/* Access the region does not grant. */
 	KUNIT_EXPECT_EQ(test, fi_recv(p->server.ep, mem, 100, fi_mr_desc(sendonly), 0, NULL),
@@ -1507,6 +1525,7 @@ static void local_descriptors(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_close(&local->fid), 0);
 	pair_close(test, p);
 	__free_page(page);
+	vfree(back);
 	vfree(region);
 	vfree(mem);
 }
