@@ -62,9 +62,12 @@ kofi_fragments() {
 }
 
 # The fixes kofi's kernels carry over Debian's source (upstream bugs the
-# suites met), applied in order to both kernels; one path a line.
+# suites met), applied in order: those at the top of kernel-patches/ to
+# every kernel, those in kernel-patches/$KOFI_KERNEL/ to that one only (a
+# bug only it shows); one path a line.
 kofi_kernel_patches() {
-	ls "$KOFI_ROOT"/scripts/kernel-patches/*.patch 2>/dev/null || true
+	ls "$KOFI_ROOT"/scripts/kernel-patches/*.patch \
+		"$KOFI_ROOT/scripts/kernel-patches/$KOFI_KERNEL"/*.patch 2>/dev/null || true
 }
 
 # Directory of the cached kernel tree for a profile (debug or perf). The key is
