@@ -870,12 +870,17 @@ impl Region {
     /// its completion, within the loan; its connection's domain keeps the
     /// PD until the connection's work requests are gone. `None` when the
     /// buffers need more than one MR (or do not meet at page boundaries).
+    /// Buffers in regions mapped once already are not mapped again
+    /// ([`Region::of_premapped`]).
     pub(crate) fn of_lent(
         pd: &Pd,
         lent: &Lent,
         remote_read: bool,
         remote_write: bool,
     ) -> Result<Option<Region>> {
+        if let Some(r) = Region::of_premapped(pd, lent, remote_read, remote_write)? {
+            return Ok(Some(r));
+        }
         let memory = match lent {
             Lent::Kvecs(k) => MrMemory::Kvecs(k.kvecs()),
             Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
@@ -890,21 +895,20 @@ impl Region {
         }
     }
 
-    /// As [`Region::of_lent`], over lent buffers that all lie in regions
-    /// mapped once ([`LocalMap`]: their descriptors came with them): the MR
-    /// is made from those mappings, with no mapping of its own. `None` as
-    /// there, and when a buffer has no such region (or its bytes cannot be
-    /// had from it).
-    pub(crate) fn of_premapped(
+    /// [`Region::of_lent`] over lent buffers that all lie in regions mapped
+    /// once ([`LocalMap`]: their descriptors came with them): the MR is made
+    /// from those mappings, with no mapping of its own. `None` as there,
+    /// and when a buffer has no such region (or its bytes cannot be had
+    /// from it).
+    fn of_premapped(
         pd: &Pd,
-        dev: Device,
         lent: &Lent,
         remote_read: bool,
         remote_write: bool,
     ) -> Result<Option<Region>> {
         // The SGEs of a region of one MR: at most a page list's worth.
         const MAX_SGES: usize = 256;
-        let mut m = Mapping::empty(dev, true);
+        let mut m = Mapping::empty(pd.dev, true);
         let (mut at, len) = (0, lent.len());
         let mut i = 0;
         while at < len {

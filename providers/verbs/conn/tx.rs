@@ -831,14 +831,7 @@ impl Conn {
                 let domain = g.domain.as_ref().ok_or(EINVAL)?;
                 // The region goes with the send (at its OP_FIN or the
                 // connection's close), before the consumer's loan ends.
-                // Buffers whose regions are mapped already (descriptors
-                // came with them) are not mapped again.
-                let region = domain.with_pd(|pd| {
-                    match Region::of_premapped(pd, caps.dev, l, true, false)? {
-                        Some(r) => Ok(Some(r)),
-                        None => Region::of_lent(pd, l, true, false),
-                    }
-                });
+                let region = domain.with_pd(|pd| Region::of_lent(pd, l, true, false));
                 // Buffers no region of one MR can take (a region in pieces
                 // would need its key table read first): by segments.
                 let Some(region) = region.ok().flatten() else {

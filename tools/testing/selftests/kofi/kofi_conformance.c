@@ -1469,7 +1469,8 @@ static void local_descriptors(struct kunit *test)
 	 * mapping there), into a receive without one.
 	 */
 	fill(big, BIG, 11);
-	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, big, BIG, FI_SEND, 0, 0, 0, &bigmr, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, big, BIG, FI_SEND | FI_RECV, 0, 0, 0, &bigmr,
+					NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, back, BIG, NULL, 0, back), 0);
 	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, big, BIG, fi_mr_desc(bigmr), 0, big), 0);
 	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
@@ -1477,6 +1478,15 @@ static void local_descriptors(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.len, (size_t)BIG);
 	KUNIT_EXPECT_EQ(test, memcmp(back, big, BIG), 0);
+	/* And back, into the region with its descriptor (a rendezvous READ's sink). */
+	fill(back, BIG, 12);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->client.ep, big, BIG, fi_mr_desc(bigmr), 0, big), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->server.ep, back, BIG, NULL, 0, back), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)big);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)BIG);
+	KUNIT_EXPECT_EQ(test, memcmp(big, back, BIG), 0);
 	KUNIT_EXPECT_EQ(test, fi_close(&bigmr->fid), 0);
 
 	/* Access the region does not grant. */
