@@ -922,10 +922,9 @@ impl Region {
             i += 1;
         }
         let mut err = 0;
-        // SAFETY: `m`'s SGEs are mapped on `pd`'s device by the buffers'
-        // maps, which the lent buffers hold while the operation holds the
-        // region (it drops the region by its completion, within the loan);
-        // the PD outlives the region as in `of_lent`.
+        // SAFETY: The SGEs are mapped on `pd`'s device by maps the lent
+        // buffers hold while their operation holds the region; the PD
+        // outlives the region (see `of_lent`).
         let r = unsafe {
             abi::kverbs_region_of_sges(
                 pd.ptr.as_ptr(),
