@@ -493,7 +493,7 @@ impl Drop for VerbsDomain {
 /// local buffers in it through its local mapping.
 pub(crate) struct VRegion {
     reg: Option<(Arc<VDomain>, Arc<RegState>)>,
-    local: (Arc<VDomain>, Arc<LocalMap>),
+    local: Option<(Arc<VDomain>, Arc<LocalMap>)>,
 }
 
 impl VRegion {
@@ -513,7 +513,9 @@ impl Drop for VRegion {
         if let Some((d, r)) = self.reg.take() {
             d.unregister(&r);
         }
-        self.local.0.unmap_locally(&self.local.1);
+        if let Some((d, m)) = self.local.take() {
+            d.unmap_locally(&m);
+        }
     }
 }
 
@@ -522,10 +524,14 @@ impl kofi::Domain for VerbsDomain {
     type Region = VRegion;
 
     fn mr_reg(&self, attr: &MrAttr<'_>) -> Result<(u64, VRegion)> {
-        let mut region = VRegion {
-            reg: None,
-            local: (self.inner.clone(), self.inner.map_locally(&attr.memory())?),
+        // Only a region with local access can be named by a descriptor
+        // (the core refuses the others' with -FI_EACCES): regions for
+        // peers alone (kofi_blk's, one per I/O) are not mapped for it.
+        let local = match attr.access() & (FI_SEND | FI_RECV | FI_READ | FI_WRITE) {
+            0 => None,
+            _ => Some((self.inner.clone(), self.inner.map_locally(&attr.memory())?)),
         };
+        let mut region = VRegion { reg: None, local };
         // Local access needs no registration (the PD's DMA key serves);
         // remote access its fast registration. A failure drops `region`,
         // unlisting its local mapping.
@@ -538,6 +544,9 @@ impl kofi::Domain for VerbsDomain {
     }
 
     fn premapped(region: &VRegion) -> Option<Premapped> {
-        Some(region.local.1.clone())
+        region
+            .local
+            .as_ref()
+            .map(|(_, m)| -> Premapped { m.clone() })
     }
 }
