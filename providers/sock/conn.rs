@@ -25,7 +25,7 @@ use crate::kofi::{
 };
 use crate::listener::Listener;
 use crate::ring::Ring;
-use crate::socket::{NoIo, Received, SockAddr, Socket};
+use crate::socket::{NoIo, Received, SockAddr, Socket, SocketOwner};
 use crate::tagged::{HeldMessage, HeldTagged, TaggedRecvs, Trecv};
 use crate::wire::{self, Header, Op, HEADER_LEN};
 use kernel::alloc::KVVec;
@@ -288,28 +288,17 @@ impl WorkItem for Conn {
     }
 }
 
-/// Frees the reference a socket held on its connection (see `Socket::attach`).
-fn release_conn(owner: *const core::ffi::c_void) {
-    // SAFETY: `attach` gave the socket this reference with `Arc::into_raw`.
-    drop(unsafe { Arc::from_raw(owner.cast::<Conn>()) });
-}
-
-/// Has `owner`'s progress made; called from the socket callbacks. A
-/// consumer sleeping on the endpoint's receive CQ makes it in its own
-/// thread, which the work item would only wake after making it: one
-/// hand-off (a context switch, under TCG tens of microseconds) fewer.
-///
-/// # Safety
-///
-/// `owner` is the pointer a socket was attached with, still attached.
-pub(crate) unsafe fn wake(owner: *const core::ffi::c_void) {
-    // SAFETY: The socket holds a reference until it is detached, which waits
-    // for callbacks like this one.
-    let conn = unsafe { ArcBorrow::from_raw(owner.cast::<Conn>()) };
-    // The endpoint outlives this call: its close detaches the socket,
-    // which waits for callbacks in progress.
-    if !conn.waker.request() {
-        Arc::<Conn>::from(conn).kick();
+impl SocketOwner for Conn {
+    /// Has the connection's progress made. A consumer sleeping on the
+    /// endpoint's receive CQ makes it in its own thread, which the work item
+    /// would only wake after making it: one hand-off (a context switch,
+    /// under TCG tens of microseconds) fewer.
+    fn socket_event(this: ArcBorrow<'_, Self>) {
+        // The endpoint outlives this call: its close detaches the socket,
+        // which waits for callbacks in progress.
+        if !this.waker.request() {
+            Arc::<Conn>::from(this).kick();
+        }
     }
 }
 
@@ -350,9 +339,8 @@ impl Conn {
         )?;
         {
             let mut g = conn.inner.lock();
-            let owner = Arc::into_raw(conn.clone()).cast();
             if let Some(s) = g.sock.as_mut() {
-                s.attach(owner, release_conn, false);
+                s.attach(conn.clone())?;
             }
         }
         Ok(conn)

@@ -39,16 +39,16 @@ void ksock_release(struct socket *sock)
 	sock_release(sock);
 }
 
-/* The owner, if still attached; called with sk_callback_lock held. */
+/* Wakes the owner, if still attached (ksock_detach waits for this). */
 static void ksock_wake(struct sock *sk)
 {
-	void *owner;
+	const struct ksock_waker *waker;
 
 	read_lock_bh(&sk->sk_callback_lock);
 	rcu_read_lock();
-	owner = rcu_dereference_sk_user_data(sk);
-	if (owner)
-		kofi_sock_wake(owner, sk->sk_state == TCP_LISTEN);
+	waker = rcu_dereference_sk_user_data(sk);
+	if (waker)
+		waker->wake(waker->owner);
 	rcu_read_unlock();
 	read_unlock_bh(&sk->sk_callback_lock);
 }
@@ -70,7 +70,7 @@ static void ksock_state_change(struct sock *sk)
 	ksock_wake(sk);
 }
 
-void ksock_attach(struct socket *sock, const void *owner, bool listener)
+void ksock_attach(struct socket *sock, const struct ksock_waker *waker)
 {
 	struct sock *sk = sock->sk;
 
@@ -79,10 +79,7 @@ void ksock_attach(struct socket *sock, const void *owner, bool listener)
 	 * A listener's user data must not be copied to the sockets it
 	 * accepts: they get owners of their own.
 	 */
-	if (listener)
-		__rcu_assign_sk_user_data_with_flags(sk, (void *)owner, SK_USER_DATA_NOCOPY);
-	else
-		rcu_assign_sk_user_data(sk, (void *)owner);
+	__rcu_assign_sk_user_data_with_flags(sk, (void *)waker, SK_USER_DATA_NOCOPY);
 	sk->sk_data_ready = ksock_data_ready;
 	sk->sk_write_space = ksock_write_space;
 	sk->sk_state_change = ksock_state_change;

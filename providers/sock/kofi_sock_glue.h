@@ -16,8 +16,14 @@ struct workqueue_struct;
 
 int ksock_create(int family, struct socket **res);
 void ksock_release(struct socket *sock);
-/* Callbacks of @sock call kofi_sock_wake(@owner) (defined in Rust) until detached. */
-void ksock_attach(struct socket *sock, const void *owner, bool listener);
+/* What a socket's callbacks call, with its owner: the socket's user data. */
+struct ksock_waker {
+	void (*wake)(const void *owner);
+	const void *owner;
+};
+
+/* Callbacks of @sock call @waker (which stays put) until detached. */
+void ksock_attach(struct socket *sock, const struct ksock_waker *waker);
 void ksock_detach(struct socket *sock);
 int ksock_listen(struct socket *sock, const struct sockaddr_storage *addr, int backlog);
 int ksock_accept(struct socket *sock, struct socket **res);
@@ -39,8 +45,5 @@ int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer)
 
 unsigned int ksock_noio_save(void);
 void ksock_noio_restore(unsigned int flags);
-
-/* Implemented in Rust (kofi_sock.rs). */
-void kofi_sock_wake(const void *owner, bool listener);
 
 #endif

@@ -65,24 +65,6 @@ const RMA_IOV_LIMIT: usize = 4;
 const MR_IOV_LIMIT: usize = 257;
 const CQ_DATA_SIZE: usize = 8;
 
-/// Called by the socket callbacks (softirq) with the owner of the socket.
-///
-/// # Safety
-///
-/// `owner` is the pointer the socket was attached with, still attached.
-#[no_mangle]
-pub unsafe extern "C" fn kofi_sock_wake(owner: *const core::ffi::c_void, listener: bool) {
-    if listener {
-        // SAFETY: A listening socket's owner is its `Listener`, attached
-        // (the caller's guarantee).
-        unsafe { Listener::wake(owner) };
-    } else {
-        // SAFETY: A connection's socket's owner is its `Conn`, attached
-        // (the caller's guarantee).
-        unsafe { conn::wake(owner) };
-    }
-}
-
 /// An FI_EP_MSG info with the provider's limits; `local`/`peer` become the
 /// source and destination addresses.
 pub(crate) fn msg_info(

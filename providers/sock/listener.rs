@@ -18,7 +18,7 @@ use crate::compat::Stamp;
 use crate::compat::VecExt;
 use crate::conn::Conn;
 use crate::kofi::{Info, PepRef};
-use crate::socket::{SockAddr, Socket};
+use crate::socket::{SockAddr, Socket, SocketOwner};
 use crate::timer::{Timer, TimerOwner};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
@@ -75,9 +75,12 @@ impl WorkItem for Listener {
     }
 }
 
-fn release_listener(owner: *const core::ffi::c_void) {
-    // SAFETY: `Listener::new` gave the socket this reference.
-    drop(unsafe { Arc::from_raw(owner.cast::<Listener>()) });
+impl SocketOwner for Listener {
+    /// A connection to accept (or the socket's state changed): the work
+    /// accepts it.
+    fn socket_event(this: ArcBorrow<'_, Self>) {
+        let _ = crate::workqueue::queue().enqueue(Arc::<Listener>::from(this));
+    }
 }
 
 impl TimerOwner for Listener {
@@ -111,21 +114,10 @@ impl Listener {
             }),
             GFP_KERNEL,
         )?;
-        let owner = Arc::into_raw(l.clone()).cast();
         if let Some(s) = &mut *l.sock.lock() {
-            s.attach(owner, release_listener, true);
+            s.attach(l.clone())?;
         }
         Ok(l)
-    }
-
-    /// # Safety
-    ///
-    /// `owner` is the pointer a listening socket was attached with, still attached.
-    pub(crate) unsafe fn wake(owner: *const core::ffi::c_void) {
-        // SAFETY: The socket holds a reference until detached, which waits
-        // for callbacks like this one.
-        let l: Arc<Listener> = unsafe { ArcBorrow::from_raw(owner.cast::<Listener>()) }.into();
-        let _ = crate::workqueue::queue().enqueue(l);
     }
 
     fn accept_all(self: Arc<Self>) {

@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A kernel TCP socket, through the C glue: nonblocking operations, and
-//! callbacks that wake an owner (a connection or a listener).
+//! callbacks that wake an owner (a connection or a listener) through
+//! [`SocketOwner`].
 
 use crate::abi;
 use crate::compat::VecExt;
 use crate::kofi::{Lent, PostedRecv};
 pub(crate) use crate::sockaddr::SockAddr;
+use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use kernel::alloc::{Allocator, Vec};
 use kernel::error::to_result;
 use kernel::ffi::c_uint;
 use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
 
 /// What a nonblocking receive got.
 pub(crate) enum Received {
@@ -21,20 +24,82 @@ pub(crate) enum Received {
     Eof,
 }
 
+/// What a socket's callbacks wake.
+pub(crate) trait SocketOwner: Send + Sync + Sized + 'static {
+    /// Bytes to read, room to write or a new state on the socket `this` is
+    /// attached to (softirq or process context, bottom halves off).
+    fn socket_event(this: ArcBorrow<'_, Self>);
+}
+
+/// A socket's user data: the owner its callbacks wake.
+///
+/// # Invariants
+///
+/// `raw.owner` is a reference of an `Arc<T>` this value holds, given up
+/// when it drops; `raw.wake` is [`woken::<T>`] and `release` is
+/// [`release::<T>`], for the same `T: SocketOwner`.
+struct Attachment {
+    raw: abi::ksock_waker,
+    release: unsafe fn(*const c_void),
+}
+
+impl Attachment {
+    fn new<T: SocketOwner>(owner: Arc<T>) -> Attachment {
+        // INVARIANT: The reference goes to the attachment, with `T`'s entry
+        // points.
+        Attachment {
+            raw: abi::ksock_waker {
+                wake: Some(woken::<T>),
+                owner: Arc::into_raw(owner).cast(),
+            },
+            release: release::<T>,
+        }
+    }
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        // SAFETY: The attachment's own reference, for the `T` of `release`
+        // (type invariants), given up once, here.
+        unsafe { (self.release)(self.raw.owner) };
+    }
+}
+
+/// A socket callback, for an owner of type `T`.
+///
+/// # Safety
+///
+/// Called by the socket glue with the `owner` of an [`Attachment`] for `T`
+/// that is attached: its detach waits for this call to return.
+unsafe extern "C" fn woken<T: SocketOwner>(owner: *const c_void) {
+    // SAFETY: The attachment holds a reference of this `Arc<T>` until it is
+    // detached and dropped, which waits for this call (the caller's
+    // guarantee).
+    T::socket_event(unsafe { ArcBorrow::from_raw(owner.cast::<T>()) });
+}
+
+/// Gives up an attachment's reference.
+///
+/// # Safety
+///
+/// `owner` is a reference of an `Arc<T>` from `Arc::into_raw`, not used
+/// after this.
+unsafe fn release<T: SocketOwner>(owner: *const c_void) {
+    // SAFETY: The caller's guarantee.
+    drop(unsafe { Arc::from_raw(owner.cast::<T>()) });
+}
+
 /// A kernel TCP socket.
 ///
 /// # Invariants
 ///
 /// `ptr` is a socket this value created or accepted and releases on drop;
-/// `owner`, when set, is the `Arc` raw pointer its callbacks wake, whose
-/// reference the socket holds until it is detached.
+/// `attached`, when set, is the socket's user data, which its callbacks
+/// read until it is detached.
 pub(crate) struct Socket {
     ptr: NonNull<abi::socket>,
-    owner: Option<Owner>,
+    attached: Option<Pin<KBox<Attachment>>>,
 }
-
-/// What a socket's callbacks wake, and how to let go of it.
-type Owner = (*const core::ffi::c_void, fn(*const core::ffi::c_void));
 
 // SAFETY: Socket calls may be made from any process context; the callbacks'
 // owner is reference counted.
@@ -50,7 +115,7 @@ impl Socket {
         to_result(unsafe { abi::ksock_create(family, &mut ptr) })?;
         Ok(Socket {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
-            owner: None,
+            attached: None,
         })
     }
 
@@ -58,27 +123,25 @@ impl Socket {
         self.ptr.as_ptr()
     }
 
-    /// Makes the socket's callbacks wake `owner` (an `Arc` raw pointer whose
-    /// reference the socket now holds; `release` gives it back).
-    pub(crate) fn attach(
-        &mut self,
-        owner: *const core::ffi::c_void,
-        release: fn(*const core::ffi::c_void),
-        listener: bool,
-    ) {
+    /// Makes the socket's callbacks wake `owner`, which the socket holds
+    /// until it is detached.
+    pub(crate) fn attach<T: SocketOwner>(&mut self, owner: Arc<T>) -> Result {
         self.detach();
-        // SAFETY: The socket is ours; `owner` stays valid until `detach`,
-        // which waits out callbacks in progress before releasing it.
-        unsafe { abi::ksock_attach(self.raw(), owner, listener) };
-        self.owner = Some((owner, release));
+        let attachment = KBox::pin(Attachment::new(owner), GFP_KERNEL)?;
+        // SAFETY: The socket is ours; the attachment stays where it is until
+        // `detach`, which waits out callbacks in progress before dropping it.
+        unsafe { abi::ksock_attach(self.raw(), &attachment.raw) };
+        // INVARIANT: The socket's user data is now this attachment.
+        self.attached = Some(attachment);
+        Ok(())
     }
 
     /// Stops the callbacks; once this returns none is running.
     pub(crate) fn detach(&mut self) {
-        if let Some((owner, release)) = self.owner.take() {
+        if let Some(attachment) = self.attached.take() {
             // SAFETY: The socket is ours.
             unsafe { abi::ksock_detach(self.raw()) };
-            release(owner);
+            drop(attachment);
         }
     }
 
@@ -98,7 +161,7 @@ impl Socket {
         to_result(ret)?;
         Ok(Some(Socket {
             ptr: NonNull::new(ptr).ok_or(ENOMEM)?,
-            owner: None,
+            attached: None,
         }))
     }
 
