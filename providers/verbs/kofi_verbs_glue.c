@@ -294,43 +294,58 @@ static enum dma_data_direction kverbs_dir(bool to_device)
 	return to_device ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 }
 
+/*
+ * Maps the first piece of the @len bytes at @base that the device takes at
+ * once: all of them for a device reaching memory by its kernel address
+ * (vmalloc'd or not) and for linear memory; vmalloc memory up to the end of
+ * its page. The piece's length, or -ENOMEM.
+ */
+static long kverbs_map_piece(struct ib_device *dev, void *base, size_t len,
+			     enum dma_data_direction dir, u64 *dma)
+{
+	size_t off = offset_in_page(base), piece = len;
+
+	if (ib_uses_virt_dma(dev) || !is_vmalloc_addr(base)) {
+		*dma = ib_dma_map_single(dev, base, len, dir);
+	} else {
+		piece = min_t(size_t, len, PAGE_SIZE - off);
+		*dma = ib_dma_map_page(dev, vmalloc_to_page(base), off, piece, dir);
+	}
+	return ib_dma_mapping_error(dev, *dma) ? -ENOMEM : piece;
+}
+
+/* How many pieces kverbs_map_piece() maps the @len bytes at @base in. */
+static size_t kverbs_pieces(struct ib_device *dev, const void *base, size_t len)
+{
+	if (ib_uses_virt_dma(dev) || !is_vmalloc_addr(base))
+		return 1;
+	return DIV_ROUND_UP(offset_in_page(base) + len, PAGE_SIZE);
+}
+
 int kverbs_map_kvec(struct ib_device *dev, void *base, size_t len, bool to_device, u32 lkey,
 		    struct ib_sge *sge, u32 max)
 {
 	enum dma_data_direction dir = kverbs_dir(to_device);
 	u32 n = 0;
-	u64 addr;
 
-	if (!len)
-		return 0;
 	if (len > U32_MAX)
 		return -EINVAL;
-	/* Software devices reach memory by address; linear memory maps whole. */
-	if (ib_uses_virt_dma(dev) || !is_vmalloc_addr(base)) {
-		if (!max)
-			return -E2BIG;
-		addr = ib_dma_map_single(dev, base, len, dir);
-		if (ib_dma_mapping_error(dev, addr))
-			return -ENOMEM;
-		sge[0] = (struct ib_sge){ .addr = addr, .length = len, .lkey = lkey };
-		return 1;
-	}
-	/* vmalloc (and vmap'ed stack) memory: page by page. */
 	while (len) {
-		size_t off = offset_in_page(base), chunk = min_t(size_t, len, PAGE_SIZE - off);
+		long piece;
+		u64 addr;
 
 		if (n == max) {
 			kverbs_unmap(dev, sge, n, to_device);
 			return -E2BIG;
 		}
-		addr = ib_dma_map_page(dev, vmalloc_to_page(base), off, chunk, dir);
-		if (ib_dma_mapping_error(dev, addr)) {
+		piece = kverbs_map_piece(dev, base, len, dir, &addr);
+		if (piece < 0) {
 			kverbs_unmap(dev, sge, n, to_device);
-			return -ENOMEM;
+			return piece;
 		}
-		sge[n++] = (struct ib_sge){ .addr = addr, .length = chunk, .lkey = lkey };
-		base += chunk;
-		len -= chunk;
+		sge[n++] = (struct ib_sge){ .addr = addr, .length = piece, .lkey = lkey };
+		base += piece;
+		len -= piece;
 	}
 	return n;
 }
@@ -704,21 +719,14 @@ static void kverbs_local_unmap(struct kverbs_local *l)
 		ib_dma_unmap_page(l->dev, l->chunk[i].dma, l->chunk[i].len, DMA_BIDIRECTIONAL);
 }
 
-static int kverbs_local_add(struct kverbs_local *l, struct page *page, u32 off, u32 len,
-			    u64 start)
+static void kverbs_local_push(struct kverbs_local *l, u64 start, u64 dma, u32 len)
 {
-	u64 dma = ib_dma_map_page(l->dev, page, off, len, DMA_BIDIRECTIONAL);
-
-	if (ib_dma_mapping_error(l->dev, dma))
-		return -ENOMEM;
 	l->chunk[l->count++] = (struct kverbs_chunk){ .start = start, .dma = dma, .len = len };
-	return 0;
 }
 
 struct kverbs_local *kverbs_local_alloc(struct ib_device *dev, const struct kvec *kv,
 					const struct bio_vec *bv, u32 count, int *err)
 {
-	bool virt = ib_uses_virt_dma(dev);
 	struct kverbs_local *l;
 	size_t chunks = 0;
 	u32 i;
@@ -729,10 +737,7 @@ struct kverbs_local *kverbs_local_alloc(struct ib_device *dev, const struct kvec
 		*err = -EINVAL;
 		if (len > U32_MAX)
 			return NULL;
-		if (kv && is_vmalloc_addr(kv[i].iov_base) && !virt)
-			chunks += DIV_ROUND_UP(offset_in_page(kv[i].iov_base) + len, PAGE_SIZE);
-		else
-			chunks++;
+		chunks += kv ? kverbs_pieces(dev, kv[i].iov_base, len) : 1;
 	}
 	*err = -ENOMEM;
 	l = kvzalloc(struct_size(l, chunk, chunks), GFP_KERNEL);
@@ -741,52 +746,37 @@ struct kverbs_local *kverbs_local_alloc(struct ib_device *dev, const struct kvec
 	l->dev = dev;
 	l->pages = !kv;
 	for (i = 0; i < count; i++) {
-		if (!kv) {
-			if (!bv[i].bv_len)
-				continue;
-			*err = kverbs_local_add(l, bv[i].bv_page, bv[i].bv_offset, bv[i].bv_len,
-						page_to_phys(bv[i].bv_page) + bv[i].bv_offset);
-		} else if (!kv[i].iov_len) {
-			continue;
-		} else if (virt) {
-			/* Software devices reach memory by its kernel address. */
-			u64 dma = ib_dma_map_single(dev, kv[i].iov_base, kv[i].iov_len,
-						    DMA_BIDIRECTIONAL);
+		u64 dma;
 
-			*err = ib_dma_mapping_error(dev, dma) ? -ENOMEM : 0;
-			if (!*err)
-				l->chunk[l->count++] = (struct kverbs_chunk){
-					.start = (uintptr_t)kv[i].iov_base, .dma = dma,
-					.len = kv[i].iov_len };
-		} else if (!is_vmalloc_addr(kv[i].iov_base)) {
-			/* Linear memory is contiguous: one chunk. */
-			*err = kverbs_local_add(l, virt_to_page(kv[i].iov_base),
-						offset_in_page(kv[i].iov_base), kv[i].iov_len,
-						(uintptr_t)kv[i].iov_base);
-		} else {
-			const u8 *base = kv[i].iov_base;
+		if (kv) {
+			u8 *base = kv[i].iov_base;
 			size_t len = kv[i].iov_len;
 
-			*err = 0;
-			while (len && !*err) {
-				size_t off = offset_in_page(base);
-				size_t chunk = min_t(size_t, len, PAGE_SIZE - off);
+			while (len) {
+				long piece = kverbs_map_piece(dev, base, len, DMA_BIDIRECTIONAL, &dma);
 
-				*err = kverbs_local_add(l, vmalloc_to_page(base), off, chunk,
-							(uintptr_t)base);
-				base += chunk;
-				len -= chunk;
+				if (piece < 0)
+					goto fail;
+				kverbs_local_push(l, (uintptr_t)base, dma, piece);
+				base += piece;
+				len -= piece;
 			}
-		}
-		if (*err) {
-			kverbs_local_unmap(l);
-			kvfree(l);
-			return NULL;
+		} else if (bv[i].bv_len) {
+			dma = ib_dma_map_page(dev, bv[i].bv_page, bv[i].bv_offset, bv[i].bv_len,
+					      DMA_BIDIRECTIONAL);
+			if (ib_dma_mapping_error(dev, dma))
+				goto fail;
+			kverbs_local_push(l, page_to_phys(bv[i].bv_page) + bv[i].bv_offset, dma,
+					  bv[i].bv_len);
 		}
 	}
 	sort(l->chunk, l->count, sizeof(l->chunk[0]), kverbs_chunk_cmp, NULL);
 	*err = 0;
 	return l;
+fail:
+	kverbs_local_unmap(l);
+	kvfree(l);
+	return NULL;
 }
 
 int kverbs_local_sges(const struct kverbs_local *l, const void *addr, struct page *page,

@@ -10,6 +10,7 @@ use crate::compat::VecExt;
 use crate::kofi::{Lent, LocalAt, MrMemory, Premapped};
 use crate::sockaddr::SockAddr;
 use core::marker::PhantomData;
+use core::ops::Range;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::error::to_result;
@@ -412,18 +413,18 @@ impl<T: Completion> Slots<T> {
 ///
 /// # Invariants
 ///
-/// Without `region`, each of `sges` that `owned` marks was mapped on `dev`
-/// in direction `to_device` and is unmapped once, on drop; the others lie
-/// in the premapped regions `held` keeps mapped. With `region`, they lie in
-/// the region, which the mapping keeps registered while a work request may
-/// use them.
+/// Without `region`, the SGEs in a range of `held` lie in that entry's
+/// premapped region, which it keeps mapped; every other SGE was mapped on
+/// `dev` in direction `to_device` and is unmapped once, on drop. The ranges
+/// are in order and do not overlap. With `region`, every SGE lies in the
+/// region, which the mapping keeps registered while a work request may use
+/// them.
 pub(crate) struct Mapping {
     dev: Device,
     sges: KVec<abi::ib_sge>,
-    owned: KVec<bool>,
     to_device: bool,
     region: Option<Arc<Region>>,
-    held: KVec<Premapped>,
+    held: KVec<(Premapped, Range<usize>)>,
 }
 
 // SAFETY: DMA addresses are plain numbers.
@@ -436,21 +437,16 @@ impl Mapping {
         Mapping {
             dev,
             sges: KVec::new(),
-            owned: KVec::new(),
             to_device,
             region: None,
             held: KVec::new(),
         }
     }
 
-    /// Appends `sges`, mapped by this mapping (`owned`) or not.
-    fn push_sges(&mut self, sges: &[abi::ib_sge], owned: bool) -> Result {
-        self.sges.reserve(sges.len(), GFP_KERNEL)?;
-        self.owned.reserve(sges.len(), GFP_KERNEL)?;
-        for sge in sges {
-            self.sges.push(*sge, GFP_KERNEL)?;
-            self.owned.push(owned, GFP_KERNEL)?;
-        }
+    /// Appends `sges` (the caller keeps the invariants: see `push_raw`,
+    /// `push_premapped` and `in_region`).
+    fn push_sges(&mut self, sges: &[abi::ib_sge]) -> Result {
+        self.sges.extend_from_slice(sges, GFP_KERNEL)?;
         Ok(())
     }
 
@@ -476,8 +472,12 @@ impl Mapping {
         let Some(sges) = map.sges(at, len, self.to_device, lkey, room)? else {
             return Ok(false);
         };
-        self.held.push(p.clone(), GFP_KERNEL)?;
-        self.push_sges(&sges, false)?;
+        let start = self.sges.len();
+        self.held.reserve(1, GFP_KERNEL)?;
+        self.push_sges(&sges)?;
+        // INVARIANT: The new SGEs lie in `p`'s region, held with them.
+        self.held
+            .push((p.clone(), start..self.sges.len()), GFP_KERNEL)?;
         Ok(true)
     }
 
@@ -491,7 +491,7 @@ impl Mapping {
         len: usize,
     ) -> Result<Mapping> {
         let mut m = Mapping::empty(dev, false);
-        m.push_sges(&[region.sge(offset, len)?], false)?;
+        m.push_sges(&[region.sge(offset, len)?])?;
         // INVARIANT: The SGE lies in the region, held with it.
         m.region = Some(region.clone());
         Ok(m)
@@ -501,9 +501,9 @@ impl Mapping {
     /// which stays valid until the mapping is dropped).
     fn push_raw(&mut self, base: *mut c_void, len: usize, lkey: u32, max: usize) -> Result {
         let room = max.checked_sub(self.sges.len()).ok_or(EINVAL)?;
-        let mut tmp = KVec::with_capacity(room, GFP_KERNEL)?;
-        // SAFETY: `tmp` has room for `room` SGEs; the memory is valid (the
-        // caller's guarantee, by the types below).
+        self.sges.reserve(room, GFP_KERNEL)?;
+        // SAFETY: `sges` has room for `room` more SGEs past its length; the
+        // memory is valid (the caller's guarantee, by the types below).
         let n = unsafe {
             abi::kverbs_map_kvec(
                 self.dev.ptr.as_ptr(),
@@ -511,7 +511,7 @@ impl Mapping {
                 len,
                 self.to_device,
                 lkey,
-                tmp.as_mut_ptr(),
+                self.sges.as_mut_ptr().add(self.sges.len()),
                 room as u32,
             )
         };
@@ -522,10 +522,10 @@ impl Mapping {
                 Error::from_errno(n)
             });
         }
-        // SAFETY: The helper initialised `n <= room` SGEs.
-        unsafe { tmp.grow_len(n as usize) };
-        // INVARIANT: Mapped here: owned.
-        self.push_sges(&tmp, true)
+        // SAFETY: The helper initialised `n <= room` SGEs past the length.
+        // INVARIANT: Mapped here, in no range of `held`.
+        unsafe { self.sges.grow_len(n as usize) };
+        Ok(())
     }
 
     /// Maps a provider buffer (which outlives the mapping: the caller keeps
@@ -613,8 +613,8 @@ impl Mapping {
                         }
                         .min(0),
                     )?;
-                    // INVARIANT: Mapped here: owned.
-                    m.push_sges(&[sge], true)?;
+                    // INVARIANT: Mapped here, in no range of `held`.
+                    m.push_sges(&[sge])?;
                     skip = 0;
                     left -= n;
                 }
@@ -667,8 +667,10 @@ impl Drop for Mapping {
             // The region's SGEs are the region's to unmap.
             return;
         }
-        for (sge, &owned) in self.sges.iter().zip(self.owned.iter()) {
-            if owned {
+        let mut held = self.held.iter().map(|(_, r)| r).peekable();
+        for (i, sge) in self.sges.iter().enumerate() {
+            while held.next_if(|r| r.end <= i).is_some() {}
+            if !held.peek().is_some_and(|r| r.contains(&i)) {
                 // SAFETY: Mapped by us (type invariants), unmapped once.
                 unsafe { abi::kverbs_unmap(self.dev.ptr.as_ptr(), sge, 1, self.to_device) };
             } else if !self.to_device {
