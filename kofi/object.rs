@@ -325,9 +325,40 @@ impl Endpoint {
         }
     }
 
+    /// Asks a consumer sleeping on the endpoint's receive CQ (or that
+    /// queue's owner) to make its progress: see [`Cq::request_progress`].
+    pub(crate) fn request_progress(&self) -> bool {
+        let Some(cq) = self.bindings.lock().rx_cq.clone() else {
+            return false;
+        };
+        cq.request_progress(self, || {
+            // SAFETY: Endpoints are published; one asking for progress is
+            // open (a provider asks only before its close op returns, the
+            // RDM layer only while its internal queues are open, which its
+            // close op closes), so the consumer's reference is alive.
+            unsafe { arc_of(self) }
+        })
+    }
+
     /// Calls the provider's progress op (in a consumer's thread, asked for
-    /// by `kofi_ep_progress_request`), unless fi_close has begun.
+    /// by [`Endpoint::request_progress`]), unless fi_close has begun.
     pub(crate) fn make_progress(&self) {
+        if self.is_rdm() {
+            // The core's own layer: the gate only decides whether it is still
+            // open, as its progress makes that of its MSG endpoints, each
+            // under a gate of its own (of this lock's class).
+            let rdm = {
+                let open = self.progress_gate.lock();
+                if !*open {
+                    return;
+                }
+                crate::rdm::of_endpoint(self)
+            };
+            if let Some(rdm) = rdm {
+                rdm.progress();
+            }
+            return;
+        }
         let open = self.progress_gate.lock();
         if let (true, Some(progress)) = (*open, self.progress_op()) {
             // SAFETY: The provider's open endpoint: fi_close clears the gate,

@@ -16,6 +16,7 @@ use crate::lock::{new_bh_spinlock, BhSpinLock, BhSpinLockBackend};
 use crate::object::{fid_head, Domain, Endpoint, Fabric, Object, Users};
 use crate::ring::{CompletionRing, Overrun, Slot};
 use core::ptr;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::lock::Guard;
@@ -151,6 +152,9 @@ pub(crate) struct Cq {
     /// fi_cq_sread waits for `cond` entries (FI_CQ_COND_THRESHOLD).
     threshold_cond: bool,
     handler: abi::kofi_cq_handler_t,
+    /// The queue's owner makes the progress providers ask for, told by the
+    /// handler (see [`Cq::owner_makes_progress`]).
+    owner_progress: AtomicBool,
     #[pin]
     state: BhSpinLock<CqState>,
     #[pin]
@@ -203,6 +207,7 @@ impl Cq {
             can_wait,
             threshold_cond,
             handler,
+            owner_progress: AtomicBool::new(false),
             state <- new_bh_spinlock!(
                 CqState {
                     ring,
@@ -282,12 +287,31 @@ impl Cq {
     pub(crate) fn post(&self, slot: CqSlot) -> Result {
         let result = self.state.lock().ring.post(slot);
         self.waiters.notify_all();
+        self.call_handler();
+        result.map_err(|(Overrun, _lost)| errno::eoverrun())
+    }
+
+    fn call_handler(&self) {
         if let Some(handler) = self.handler {
             // SAFETY: The consumer gave this handler for this queue; it is
             // documented to run in the poster's context.
             unsafe { handler(self.public()) };
         }
-        result.map_err(|(Overrun, _lost)| errno::eoverrun())
+    }
+
+    /// From now on the queue's owner, told by its handler, makes the
+    /// progress providers ask of the queue (see [`Cq::request_progress`]),
+    /// taking each endpoint from [`Cq::next_progress_request`]: the core's
+    /// RDM layer, whose internal queue nobody sleeps on, does so.
+    pub(crate) fn owner_makes_progress(&self) {
+        if self.handler.is_some() {
+            self.owner_progress.store(true, Ordering::Release);
+        }
+    }
+
+    /// An endpoint whose progress was asked of the queue's owner.
+    pub(crate) fn next_progress_request(&self) -> Option<Arc<Endpoint>> {
+        self.state.lock().next_progress()
     }
 
     /// fi_cq_read: up to `count` entries into `buf`.
@@ -442,18 +466,20 @@ impl Cq {
         self.state.lock()
     }
 
-    /// Asks a consumer sleeping in fi_cq_sread to make `ep`'s progress (see
-    /// `kofi_ep_progress_request`): false when none sleeps, or the queue of
-    /// such requests is full. `arc` gives a reference to keep, taken only
-    /// when one is queued (the common case, nobody asleep, costs one lock).
-    /// Any context but hardirq.
+    /// Asks a consumer sleeping in fi_cq_sread, or the queue's owner (see
+    /// [`Cq::owner_makes_progress`]), to make `ep`'s progress (see
+    /// `kofi_ep_progress_request`): false when none sleeps and the owner
+    /// does not, or the queue of such requests is full. `arc` gives a
+    /// reference to keep, taken only when one is queued (the common case,
+    /// nobody asleep, costs one lock). Any context but hardirq.
     pub(crate) fn request_progress(
         &self,
         ep: &Endpoint,
         arc: impl FnOnce() -> Arc<Endpoint>,
     ) -> bool {
+        let by_owner = self.owner_progress.load(Ordering::Acquire);
         let mut state = self.state.lock();
-        if state.sleepers == 0 {
+        if state.sleepers == 0 && !by_owner {
             return false;
         }
         let queued = state.progress.iter().flatten().any(|e| ptr::eq(&**e, ep));
@@ -465,6 +491,9 @@ impl Cq {
         }
         drop(state);
         self.waiters.notify_all();
+        if by_owner {
+            self.call_handler();
+        }
         true
     }
 

@@ -6,8 +6,11 @@
 //! An RDM endpoint listens on a passive endpoint of its own (its name is the
 //! listener's address) and keeps one MSG connection per peer, made on the
 //! first send and reused. It is a consumer of the public calls: its MSG
-//! endpoints report to an internal CQ and EQ whose handlers queue the
-//! endpoint's work item, which reads them in process context.
+//! endpoints report to an internal CQ and EQ whose handlers have the
+//! endpoint's progress made (by a data call running, a consumer asleep on
+//! its receive CQ, else its work item), which reads them in process
+//! context; the providers ask that progress for the MSG endpoints' own
+//! progress too.
 //!
 //! - Sends queue per peer and go out, in order, on the peer's connection
 //!   once it is up: send-after-send ordering per peer (FI_ORDER_SAS).
@@ -34,10 +37,12 @@ use crate::abi;
 use crate::addr::Name;
 use crate::errno;
 use crate::flags::*;
-use crate::object::Endpoint;
+use crate::object::{Endpoint, Object};
+use crate::queue::Cq;
 // `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
 #[allow(unused_imports)]
 use crate::compat::VecExt;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use handle::{Handle, InfoBox};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
@@ -62,8 +67,8 @@ const MIN_MULTI_RECV_DEFAULT: usize = 16 * 1024;
 /// Tells of a peer that broke the protocol or lied about its name; a peer
 /// can repeat that at will, so only the first few times are said.
 pub(crate) fn log_bad_peer(what: core::fmt::Arguments<'_>) {
-    static SAID: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
-    if SAID.fetch_add(1, core::sync::atomic::Ordering::Relaxed) < 16 {
+    static SAID: AtomicU32 = AtomicU32::new(0);
+    if SAID.fetch_add(1, Ordering::Relaxed) < 16 {
         pr_warn!("rdm: {}", what);
     }
 }
@@ -474,6 +479,8 @@ pub(crate) struct State {
     pub(crate) pep: Option<Handle<abi::fid_pep>>,
     pub(crate) cq: Option<Handle<abi::fid_cq>>,
     pub(crate) eq: Option<Handle<abi::fid_eq>>,
+    /// The queue behind `cq`, which the MSG endpoints ask for progress.
+    pub(crate) internal_cq: Option<Arc<Cq>>,
 }
 
 // SAFETY: The raw pointers are the consumer's cookies and buffers, handed
@@ -591,6 +598,10 @@ pub(crate) struct Rdm {
     max_msg: usize,
     /// The endpoint's own directed-receive capability.
     directed: bool,
+    /// Data calls running (see [`Rdm::call`]).
+    calls: AtomicUsize,
+    /// A handler left its progress to the data calls running.
+    left_to_calls: AtomicBool,
     #[pin]
     pub(crate) state: Mutex<State>,
 }
@@ -614,8 +625,7 @@ impl WorkItem for Rdm {
 }
 
 /// The core's workqueue for RDM progress, for the module's lifetime.
-static WQ: core::sync::atomic::AtomicPtr<abi::workqueue_struct> =
-    core::sync::atomic::AtomicPtr::new(core::ptr::null_mut());
+static WQ: AtomicPtr<abi::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
 
 /// Allocates the workqueue; at module load.
 pub(crate) fn init() -> Result {
@@ -624,13 +634,13 @@ pub(crate) fn init() -> Result {
     if wq.is_null() {
         return Err(ENOMEM);
     }
-    WQ.store(wq, core::sync::atomic::Ordering::Release);
+    WQ.store(wq, Ordering::Release);
     Ok(())
 }
 
 /// Destroys the workqueue (running what is queued); at module unload.
 pub(crate) fn exit() {
-    let wq = WQ.swap(core::ptr::null_mut(), core::sync::atomic::Ordering::AcqRel);
+    let wq = WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
     if !wq.is_null() {
         // SAFETY: Allocated in `init`; nothing queues after every endpoint
         // is closed, which module unload implies.
@@ -641,7 +651,7 @@ pub(crate) fn exit() {
 impl Rdm {
     /// Queues the progress work.
     fn kick(self: Arc<Self>) {
-        let wq = WQ.load(core::sync::atomic::Ordering::Acquire);
+        let wq = WQ.load(Ordering::Acquire);
         // SAFETY: The workqueue lives from `init` to `exit`, and endpoints
         // exist only in between.
         let queue = unsafe { workqueue::Queue::from_raw(wq.cast()) };
@@ -658,8 +668,32 @@ impl Rdm {
         unsafe { &*self.ep }
     }
 
-    /// Reads the internal CQ and EQ until both are empty.
-    fn progress(&self) {
+    /// Runs a data call, then the progress the handlers left to it (see
+    /// [`wake`]) in the caller's thread.
+    fn call<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let result = f();
+        self.calls.fetch_sub(1, Ordering::SeqCst);
+        // A handler that saw this call running said so before it looked;
+        // one that looks after the decrement wakes as usual.
+        if self.left_to_calls.swap(false, Ordering::SeqCst) {
+            self.progress();
+        }
+        result
+    }
+
+    /// Makes the progress the MSG endpoints' providers asked of the
+    /// endpoint, then reads the internal CQ and EQ until both are empty (in
+    /// the work item, or in a consumer's thread: see [`wake`]).
+    pub(crate) fn progress(&self) {
+        let internal = self.state.lock().internal_cq.clone();
+        if let Some(cq) = internal {
+            // Without the state lock: a provider's progress reports to the
+            // internal CQ, whose handler wakes us again.
+            while let Some(ep) = cq.next_progress_request() {
+                ep.make_progress();
+            }
+        }
         let mut s = self.state.lock();
         loop {
             if s.closing {
@@ -676,16 +710,37 @@ impl Rdm {
     }
 }
 
-/// The internal CQ's handler: may run in softirq context.
+/// There is progress to make: a data call running makes it before it
+/// returns (a send's own completion, say, which TCP's taking the bytes
+/// reported inside the call), else a consumer asleep on the endpoint's
+/// receive CQ in its own thread, else the work item: a hand-off and a
+/// context switch fewer per message. Any context but hardirq.
+fn wake(rdm: ArcBorrow<'_, Rdm>) {
+    // Said before looking at the calls: a call that ends after this look
+    // sees it (see `Rdm::call`).
+    rdm.left_to_calls.store(true, Ordering::SeqCst);
+    if rdm.calls.load(Ordering::SeqCst) != 0 {
+        return;
+    }
+    // SAFETY: Called by the internal queues' handlers, which run only while
+    // the queues are open; `rdm_close` closes them before it returns, and
+    // the endpoint lives until then.
+    let ep = unsafe { &*rdm.ep };
+    if !ep.request_progress() {
+        Arc::from(rdm).kick();
+    }
+}
+
+/// The internal CQ's handler (an entry, or progress asked of us): may run
+/// in softirq context.
 ///
 /// # Safety
 ///
 /// `cq` is an internal CQ opened by `cm::listen`.
 unsafe extern "C" fn cq_handler(cq: *mut abi::fid_cq) {
-    // SAFETY: The CQ's context is its endpoint's `Rdm` (see `open_queues`),
+    // SAFETY: The CQ's context is its endpoint's `Rdm` (see `cm::listen`),
     // alive while the CQ is open.
-    let rdm = unsafe { ArcBorrow::from_raw((*cq.cast::<abi::fid>()).context.cast::<Rdm>()) };
-    Arc::from(rdm).kick();
+    wake(unsafe { ArcBorrow::from_raw((*cq.cast::<abi::fid>()).context.cast::<Rdm>()) });
 }
 
 /// The internal EQ's handler.
@@ -694,9 +749,23 @@ unsafe extern "C" fn cq_handler(cq: *mut abi::fid_cq) {
 ///
 /// `eq` is an internal EQ opened by `cm::listen`.
 unsafe extern "C" fn eq_handler(eq: *mut abi::fid_eq) {
-    // SAFETY: As in `cq_handler`.
-    let rdm = unsafe { ArcBorrow::from_raw((*eq.cast::<abi::fid>()).context.cast::<Rdm>()) };
-    Arc::from(rdm).kick();
+    // SAFETY: The EQ's context is its endpoint's `Rdm` (see `cm::listen`),
+    // alive while the EQ is open.
+    wake(unsafe { ArcBorrow::from_raw((*eq.cast::<abi::fid>()).context.cast::<Rdm>()) });
+}
+
+/// The `Rdm` of `ep`, an FI_EP_RDM endpoint whose fi_close has not begun
+/// (the caller holds its progress gate open); `None` before its open op
+/// set it.
+pub(crate) fn of_endpoint(ep: &Endpoint) -> Option<Arc<Rdm>> {
+    // SAFETY: The endpoint's head; `prov_data` is null or the reference
+    // `open` stored, which only `rdm_close` takes back, after fi_close began.
+    let raw = unsafe { (*ep.public().cast::<abi::fid>()).prov_data };
+    if raw.is_null() {
+        return None;
+    }
+    // SAFETY: As above: a live `Arc<Rdm>` reference.
+    Some(unsafe { ArcBorrow::from_raw(raw.cast::<Rdm>()) }.into())
 }
 
 /// The MSG info an RDM info was made from (see `info::rdm_twin`).
@@ -723,6 +792,8 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
             domain,
             max_msg: e.limits.max_msg_size,
             directed: e.limits.caps & FI_DIRECTED_RECV != 0,
+            calls: AtomicUsize::new(0),
+            left_to_calls: AtomicBool::new(false),
             state <- new_mutex!(
                 State {
                     closing: false,
@@ -744,6 +815,7 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
                     pep: None,
                     cq: None,
                     eq: None,
+                    internal_cq: None,
                 },
                 "kofi_rdm_state"
             ),
@@ -756,6 +828,7 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
         if let Err(err) = cm::listen(&rdm, raw, &mut s) {
             s.closing = true;
             s.pep = None;
+            s.internal_cq = None;
             s.cq = None;
             s.eq = None;
             return Err(err);
@@ -814,6 +887,7 @@ unsafe extern "C" fn rdm_close(ep: *mut abi::fid_ep) {
         s.multis.clear();
         s.inbound.clear();
         let conns = core::mem::take(&mut s.conns);
+        s.internal_cq = None;
         (conns, s.pep.take(), s.cq.take(), s.eq.take())
     };
     // Endpoints, then the listener, then the queues they were bound to.
@@ -874,7 +948,10 @@ unsafe extern "C" fn rdm_sendmsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the message.
     let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(tx::sendmsg(&rdm, m.into(), None, flags).map(|()| 0))
+    errno::to_c_ssize(
+        rdm.call(|| tx::sendmsg(&rdm, m.into(), None, flags))
+            .map(|()| 0),
+    )
 }
 
 /// # Safety
@@ -887,7 +964,7 @@ unsafe extern "C" fn rdm_recvmsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the message.
     let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(rx::recvmsg(&rdm, m.into(), flags).map(|()| 0))
+    errno::to_c_ssize(rdm.call(|| rx::recvmsg(&rdm, m.into(), flags)).map(|()| 0))
 }
 
 /// # Safety
@@ -900,7 +977,10 @@ unsafe extern "C" fn rdm_tsendmsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the message.
     let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(tx::sendmsg(&rdm, m.into(), Some(m.tag), flags).map(|()| 0))
+    errno::to_c_ssize(
+        rdm.call(|| tx::sendmsg(&rdm, m.into(), Some(m.tag), flags))
+            .map(|()| 0),
+    )
 }
 
 /// # Safety
@@ -913,7 +993,7 @@ unsafe extern "C" fn rdm_trecvmsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the message.
     let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(rx::trecvmsg(&rdm, m, flags).map(|()| 0))
+    errno::to_c_ssize(rdm.call(|| rx::trecvmsg(&rdm, m, flags)).map(|()| 0))
 }
 
 /// # Safety
@@ -926,7 +1006,7 @@ unsafe extern "C" fn rdm_readmsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the message.
     let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(tx::rma(&rdm, m, flags, true).map(|()| 0))
+    errno::to_c_ssize(rdm.call(|| tx::rma(&rdm, m, flags, true)).map(|()| 0))
 }
 
 /// # Safety
@@ -939,7 +1019,7 @@ unsafe extern "C" fn rdm_writemsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the message.
     let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(tx::rma(&rdm, m, flags, false).map(|()| 0))
+    errno::to_c_ssize(rdm.call(|| tx::rma(&rdm, m, flags, false)).map(|()| 0))
 }
 
 /// # Safety
@@ -952,7 +1032,7 @@ unsafe extern "C" fn rdm_atomicmsg(
 ) -> isize {
     // SAFETY: The core checked the endpoint and the operation's arrays.
     let (rdm, a) = unsafe { (rdm_of(ep), &*atomic) };
-    errno::to_c_ssize(tx::atomic(&rdm, a, flags).map(|()| 0))
+    errno::to_c_ssize(rdm.call(|| tx::atomic(&rdm, a, flags)).map(|()| 0))
 }
 
 /// # Safety
@@ -961,7 +1041,7 @@ unsafe extern "C" fn rdm_atomicmsg(
 unsafe extern "C" fn rdm_cancel(ep: *mut abi::fid_ep, context: *mut c_void) -> isize {
     // SAFETY: The core passes an open, enabled endpoint.
     let rdm = unsafe { rdm_of(ep) };
-    errno::to_c_ssize(rx::cancel(&rdm, context).map(|()| 0))
+    errno::to_c_ssize(rdm.call(|| rx::cancel(&rdm, context)).map(|()| 0))
 }
 
 /// # Safety

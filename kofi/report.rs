@@ -145,18 +145,7 @@ pub(crate) extern "C" fn kofi_ep_complete_error(
 #[no_mangle]
 pub(crate) extern "C" fn kofi_ep_progress_request(ep: *mut abi::fid_ep) -> bool {
     // SAFETY: The provider passes its live endpoint.
-    let Ok(e) = (unsafe { lookup::<Endpoint>(ep) }) else {
-        return false;
-    };
-    let Some(cq) = e.bindings.lock().rx_cq.clone() else {
-        return false;
-    };
-    cq.request_progress(e, || {
-        // SAFETY: Endpoints are published; the provider's is open (it asks
-        // only before its close op returns), so the consumer's reference is
-        // alive.
-        unsafe { arc_of(e) }
-    })
+    unsafe { lookup::<Endpoint>(ep) }.is_ok_and(|e| e.request_progress())
 }
 
 /// The bytes of a CM entry's head.

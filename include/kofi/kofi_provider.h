@@ -123,7 +123,9 @@ struct kofi_ep_ops {
 	 * receives, report them, send what is queued). The core calls it in a
 	 * consumer's thread sleeping in fi_cq_sread() of the CQ @ep reports
 	 * receives to, after the provider asked with
-	 * kofi_ep_progress_request(), and never after the close op began.
+	 * kofi_ep_progress_request(), and never after the close op began. (For
+	 * the core's RDM endpoints' MSG endpoints, the thread may be the RDM
+	 * endpoint's work item when no consumer sleeps.)
 	 */
 	void (*progress)(struct fid_ep *ep);
 };

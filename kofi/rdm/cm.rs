@@ -14,8 +14,8 @@ use crate::api_objects::{
 use crate::api_queues::{fi_eq_read, fi_eq_readerr};
 use crate::errno;
 use crate::flags::*;
-use crate::object::Object;
-use crate::queue::EQ_ENTRY_MAX;
+use crate::object::{arc_of, lookup, Object};
+use crate::queue::{Cq, EQ_ENTRY_MAX};
 use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
@@ -64,6 +64,14 @@ pub(super) fn listen(rdm: &Rdm, raw: *const Rdm, s: &mut State) -> Result {
     check(fi_cq_open(rdm.domain, &mut cq_attr, &mut cq, ctx))?;
     // SAFETY: As above.
     s.cq = unsafe { Handle::new(cq) };
+    // SAFETY: Just opened by the core, so a published `Cq`, open until
+    // `s.cq` closes it; the `Arc` taken goes in the same close.
+    let internal = unsafe { arc_of(lookup::<Cq>(cq)?) };
+    // Progress the providers ask of the MSG endpoints is the endpoint's
+    // progress to make (`Rdm::progress`), in the consumer's thread when one
+    // sleeps: no work item between the socket and the consumer.
+    internal.owner_makes_progress();
+    s.internal_cq = Some(internal);
     let mut pep = ptr::null_mut();
     check(fi_passive_ep(
         fabric,

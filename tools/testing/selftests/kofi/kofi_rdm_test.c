@@ -11,6 +11,7 @@
 #include <linux/delay.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include "kofi_test_pair.h"
@@ -47,6 +48,8 @@ struct net {
 	struct fid_cntr *cntr[EPS_MAX];
 	/* The CQs' format: FI_CQ_FORMAT_DATA unless set. */
 	enum fi_cq_format cq_format;
+	/* The CQs' handler, when set. */
+	kofi_cq_handler_t cq_handler;
 };
 
 static struct fi_info *rdm_info(struct kunit *test)
@@ -70,7 +73,8 @@ static struct fi_info *rdm_info(struct kunit *test)
 
 static void ep_open(struct kunit *test, struct net *t, int i)
 {
-	struct fi_cq_attr cq_attr = { .format = t->cq_format ?: FI_CQ_FORMAT_DATA, .size = 1024 };
+	struct fi_cq_attr cq_attr = { .format = t->cq_format ?: FI_CQ_FORMAT_DATA, .size = 1024,
+				      .comp_handler = t->cq_handler };
 	u8 name[128];
 	size_t len = sizeof(name);
 
@@ -93,9 +97,12 @@ static void net_open_format(struct kunit *test, struct net *t, int n, enum fi_av
 			    enum fi_cq_format format)
 {
 	struct fi_av_attr av_attr = { .type = type };
+	kofi_cq_handler_t cq_handler = t->cq_handler;
 	int i;
 
 	memset(t, 0, sizeof(*t));
+	/* Set by the case before, if it wants one. */
+	t->cq_handler = cq_handler;
 	t->cq_format = format;
 	t->info = rdm_info(test);
 	KUNIT_ASSERT_EQ(test, fi_fabric(t->info->fabric_attr, &t->fabric, NULL), 0);
@@ -527,6 +534,114 @@ static void directed_receive(struct kunit *test)
 	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)from2);
 	KUNIT_EXPECT_EQ(test, src, t->addr[2]);
 	KUNIT_EXPECT_TRUE(test, check_msg(from2, 50, 2, 0));
+	net_close(test, t);
+}
+
+static struct fid_cq *watched_cq;
+static struct task_struct *completion_poster;
+
+/* Every CQ's handler: notes who posted to the watched one. */
+static void note_poster(struct fid_cq *cq)
+{
+	if (cq == READ_ONCE(watched_cq))
+		WRITE_ONCE(completion_poster, current);
+}
+
+struct late_send {
+	struct net *t;
+	const void *buf;
+	size_t len;
+	ssize_t ret;
+	struct completion done;
+};
+
+/* Endpoint 0 sends to endpoint 1 once endpoint 1's thread sleeps, and waits. */
+static int send_late(void *arg)
+{
+	struct late_send *l = arg;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+
+	/* Long enough for the receiver to be asleep in fi_cq_sread. */
+	msleep(200);
+	l->ret = fi_sendto(l->t->ep[0], l->buf, l->len, NULL, l->t->addr[1], NULL);
+	if (!l->ret)
+		l->ret = next(l->t->cq[0], &e, &src, &err) == 1 ? 0 : -EIO;
+	complete(&l->done);
+	return 0;
+}
+
+/*
+ * A message that arrives while its receiver sleeps in fi_cq_sread reaches
+ * the receive, and its completion is posted, in the receiver's own thread
+ * (the internal queues' handlers and the provider's progress request wake
+ * it), not in the endpoint's work item; with nobody asleep, the work item
+ * does it. Messages of one segment and of several (64 KiB: five).
+ */
+static void progress_made_by_the_sleeper(struct kunit *test)
+{
+	static const size_t lens[] = { 6000, 65536 };
+	struct net *t = test->priv;
+	struct late_send l = { .t = t };
+	struct task_struct *thread, *poster;
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	u8 *out, *in;
+	ssize_t ret;
+	int i, k;
+
+	t->cq_handler = note_poster;
+	net_open_format(test, t, 2, FI_AV_TABLE, FI_CQ_FORMAT_DATA);
+	/* The receiver's: the sender's completions are posted elsewhere. */
+	WRITE_ONCE(watched_cq, t->cq[1]);
+	out = kunit_kmalloc(test, 65536, GFP_KERNEL);
+	in = kunit_kmalloc(test, 65536, GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, out && in);
+	l.buf = out;
+	/* The connection first. */
+	fill_msg(out, 64, 0, 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], in, 64, NULL, FI_ADDR_UNSPEC, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[0], out, 64, NULL, t->addr[1], NULL), 0);
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
+	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
+	for (k = 0; k < ARRAY_SIZE(lens); k++) {
+		for (i = 1; i <= 3; i++) {
+			l.len = lens[k];
+			fill_msg(out, l.len, 0, i);
+			memset(in, 0, l.len);
+			init_completion(&l.done);
+			KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], in, l.len, NULL, FI_ADDR_UNSPEC,
+						      NULL), 0);
+			WRITE_ONCE(completion_poster, NULL);
+			thread = kthread_run(send_late, &l, "kofi_rdm_late_send");
+			KUNIT_ASSERT_FALSE(test, IS_ERR(thread));
+			ret = next(t->cq[1], &e, &src, &err);
+			poster = READ_ONCE(completion_poster);
+			/* The sender uses the net: it is done before any assertion. */
+			wait_for_completion(&l.done);
+			KUNIT_ASSERT_EQ(test, ret, 1);
+			KUNIT_ASSERT_EQ(test, l.ret, 0);
+			KUNIT_EXPECT_PTR_EQ(test, poster, current);
+			KUNIT_EXPECT_EQ(test, e.len, l.len);
+			KUNIT_EXPECT_TRUE(test, check_msg(in, l.len, 0, i));
+		}
+	}
+	/* Nobody asleep on the CQ: the endpoint's work item delivers. */
+	fill_msg(out, 6000, 0, 9);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[1], in, 6000, NULL, FI_ADDR_UNSPEC, NULL), 0);
+	WRITE_ONCE(completion_poster, NULL);
+	KUNIT_ASSERT_EQ(test, fi_sendto(t->ep[0], out, 6000, NULL, t->addr[1], NULL), 0);
+	for (i = 0; i < 250 && !READ_ONCE(completion_poster); i++)
+		msleep(20);
+	poster = READ_ONCE(completion_poster);
+	KUNIT_EXPECT_NOT_NULL(test, poster);
+	KUNIT_EXPECT_PTR_NE(test, poster, current);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(t->cq[1], &e, 1), 1);
+	KUNIT_EXPECT_TRUE(test, check_msg(in, 6000, 0, 9));
+	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
+	WRITE_ONCE(watched_cq, NULL);
 	net_close(test, t);
 }
 
@@ -2056,6 +2171,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(send_recv_two),
 	KUNIT_CASE(send_recv_eight),
 	KUNIT_CASE(directed_receive),
+	KUNIT_CASE(progress_made_by_the_sleeper),
 	KUNIT_CASE(simultaneous_first_sends),
 	KUNIT_CASE(vectors_and_pages),
 	KUNIT_CASE(inject_data_truncation),
