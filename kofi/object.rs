@@ -331,11 +331,11 @@ impl Endpoint {
         let Some(cq) = self.bindings.lock().rx_cq.clone() else {
             return false;
         };
+        // An endpoint asking for progress is open: a provider asks only
+        // before its close op returns, the RDM layer only while its internal
+        // queues are open, which its close op closes.
         cq.request_progress(self, || {
-            // SAFETY: Endpoints are published; one asking for progress is
-            // open (a provider asks only before its close op returns, the
-            // RDM layer only while its internal queues are open, which its
-            // close op closes), so the consumer's reference is alive.
+            // SAFETY: A published endpoint, open (above): its reference lives.
             unsafe { arc_of(self) }
         })
     }
