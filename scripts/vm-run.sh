@@ -93,6 +93,12 @@ if [ -n "$extra" ]; then
 	find "$extra" -maxdepth 1 -name '*.sh' -print | xargs -r cp -t "$root/kofi/tests"
 fi
 
+# The judge of the run's logs; the guest gets its splat markers.
+vmlog=("$KOFI_ROOT/target/release/kofi-vmlog")
+# Built every time (a no-op when current): a stale binary would lack flags.
+cargo build -q --release --manifest-path "$KOFI_ROOT/Cargo.toml" -p kofi-vmlog || exit 2
+"${vmlog[@]}" --markers >"$root/kofi/splat-markers" || exit 2
+
 # The guest command line, quoted for the init script, and the settings the
 # host passes on (the fault run's replay key and length).
 guest_cmd=$(printf '%q ' "$@")
@@ -140,6 +146,13 @@ done
 # (240 s): a hang fails the run about four minutes after it begins.
 f=/proc/sys/kernel/hung_task_check_interval_secs
 [ -e \$f ] && echo 30 >\$f
+# A kernel that splatted while booting (see boot_vms's caller) runs
+# nothing: it is booted again at once, not after a whole run.
+if dmesg | grep -qF -f /kofi/splat-markers; then
+	echo "kofi-guest: the kernel splatted while booting; the run is skipped" >/dev/console
+	echo KOFI-GUEST-DONE >/dev/ttyS1
+	reboot -f
+fi
 echo "kofi-guest: running $guest_cmd" >/dev/console
 cd /kofi
 $guest_cmd >/dev/ttyS1 2>/dev/console
@@ -184,10 +197,6 @@ boot_vms() {
 	done
 	for p in "${pids[@]}"; do wait "$p"; done
 }
-
-vmlog=("$KOFI_ROOT/target/release/kofi-vmlog")
-# Built every time (a no-op when current): a stale binary would lack flags.
-cargo build -q --release --manifest-path "$KOFI_ROOT/Cargo.toml" -p kofi-vmlog || exit 2
 
 # A splat before the guest's first line is a failed boot (a kernel race under
 # TCG, seen as a KASAN report in handle_edge_irq during identify_cpu), not a

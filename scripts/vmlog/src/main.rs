@@ -1,4 +1,5 @@
-//! `kofi-vmlog <run dir>...` | `kofi-vmlog --boot-splat <console.log>`
+//! `kofi-vmlog <run dir>...` | `kofi-vmlog --boot-splat <console.log>` |
+//! `kofi-vmlog --markers`
 //!
 //! Each run directory holds what one VM left: `console.log` (kernel console),
 //! `results.ktap` (the guest's results channel) and, when the runner had to
@@ -9,6 +10,9 @@
 //!
 //! `--boot-splat` exits 0 (and prints the line) when the kernel splatted
 //! before the guest started: a failed boot, which the runner retries.
+//!
+//! `--markers` prints the splat markers, one a line (`grep -F -f` takes
+//! them): the guest looks for them before it runs anything.
 
 use kofi_vmlog::{splat, RunVerdict};
 use std::path::Path;
@@ -22,6 +26,12 @@ fn read(path: &Path) -> String {
 
 fn main() -> ExitCode {
     let dirs: Vec<String> = std::env::args().skip(1).collect();
+    if dirs == ["--markers"] {
+        for m in splat::MARKERS {
+            println!("{m}");
+        }
+        return ExitCode::SUCCESS;
+    }
     if let [flag, console] = dirs.as_slice() {
         if flag == "--boot-splat" {
             return match splat::boot_splat(&read(Path::new(console))) {

@@ -2,7 +2,7 @@
 
 /// Markers of a kernel report that fails a run. Each is matched as a
 /// substring of a console line.
-const MARKERS: &[&str] = &[
+pub const MARKERS: &[&str] = &[
     "BUG:",
     "kernel BUG at",
     "WARNING:",
