@@ -226,12 +226,16 @@ static int serve(struct stream *st)
 		}
 		if (!ret)
 			ret = check_slots(e.buf, "server");
-		/* Tell the client everything arrived. */
-		if (!ret)
-			ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
-		if (!ret)
-			ret = sample_wait_cq(e.cq, WAIT_MS);
 	}
+	/* Tell the client everything arrived, then close only after it has:
+	 * a send's completion may mean no more than that the transport took it
+	 * (iWARP), and closing first could flush the client's receive. */
+	if (!ret)
+		ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
+	if (!ret)
+		ret = sample_wait_cq(e.cq, WAIT_MS);
+	if (!ret)
+		ret = sample_wait_cm(e.eq, FI_SHUTDOWN, &ev, WAIT_MS);
 	if (ret)
 		pr_err("kofi_bw: server: %s (%d)\n", fi_strerror(ret), ret);
 	close_end(&e);
@@ -270,7 +274,7 @@ static int client(struct stream *st)
 		ret = sample_wait_cm(e.eq, FI_CONNECTED, &ev, WAIT_MS);
 	if (!ret && is_rma())
 		memcpy(&rd, ev.data, sizeof(rd));
-	if (!ret && !is_rma())
+	if (!ret)
 		ret = fi_recv(e.ep, &ack, 1, NULL, 0, &ack);
 	/* What messages and writes carry (reads bring the server's). */
 	if (!ret && strcmp(test, "read"))
@@ -292,8 +296,11 @@ static int client(struct stream *st)
 	st->end = ktime_get();
 	if (!ret && !strcmp(test, "read"))
 		ret = check_slots(e.buf, "client");
+	/* RMA: release the server, and wait for its word that it checked. */
 	if (!ret && is_rma()) {
 		ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
+		if (!ret)
+			ret = sample_wait_cq(e.cq, WAIT_MS);
 		if (!ret)
 			ret = sample_wait_cq(e.cq, WAIT_MS);
 	}
