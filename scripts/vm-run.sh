@@ -105,6 +105,9 @@ cargo build -q --release --manifest-path "$KOFI_ROOT/Cargo.toml" -p kofi-vmlog |
 # keeps Ethernet's 1500 (rxe: 1024), so the suites see both.
 if [ "$vms" -gt 1 ]; then mtu=${KOFI_VM_MTU:-9000}; else mtu=${KOFI_VM_MTU:-1500}; fi
 
+# What a guest whose boot splatted prints instead of running.
+skipped_line="kofi-guest: the kernel splatted while booting; the run is skipped"
+
 # The guest command line, quoted for the init script, and the settings the
 # host passes on (the fault run's replay key and length).
 guest_cmd=$(printf '%q ' "$@")
@@ -155,7 +158,7 @@ f=/proc/sys/kernel/hung_task_check_interval_secs
 # A kernel that splatted while booting (see boot_vms's caller) runs
 # nothing: it is booted again at once, not after a whole run.
 if dmesg | grep -qF -f /kofi/splat-markers; then
-	echo "kofi-guest: the kernel splatted while booting; the run is skipped" >/dev/console
+	echo "$skipped_line" >/dev/console
 	echo KOFI-GUEST-DONE >/dev/ttyS1
 	reboot -f
 fi
@@ -195,13 +198,34 @@ boot_vms() {
 				-kernel "$kernel" -initrd "$out/initramfs.cpio" \
 				-append "console=ttyS0 panic=-1 acpi=noirq kofi_node=$i kofi_vms=$vms" \
 				-serial "file:$dir/console.log" -serial "file:$dir/results.ktap" \
-				"${net[@]}" >"$dir/qemu.out" 2>&1 || rc=$?
+				-pidfile "$dir/qemu.pid" "${net[@]}" >"$dir/qemu.out" 2>&1 || rc=$?
 			[ $rc != 124 ] && [ $rc != 137 ] || touch "$dir/timed-out"
 			echo $rc >"$dir/qemu.rc"
 		) &
 		pids+=($!)
 	done
+	# A guest that skipped its run stops the others: its peer would wait
+	# for it test by test, up to the timeout.
+	while [ "$vms" -gt 1 ] && running "${pids[@]}"; do
+		if grep -qsF "$skipped_line" "$out"/vm*/console.log; then
+			for i in $(seq 0 $((vms - 1))); do
+				# (A guest gone already took its pid file with it.)
+				kill "$(cat "$out/vm$i/qemu.pid" 2>/dev/null)" 2>/dev/null || true
+			done
+			break
+		fi
+		sleep 2
+	done
 	for p in "${pids[@]}"; do wait "$p"; done
+}
+
+# running PID...: whether any of them is.
+running() {
+	local p
+	for p in "$@"; do
+		kill -0 "$p" 2>/dev/null && return 0
+	done
+	return 1
 }
 
 # A splat before the guest's first line is a failed boot (a kernel race under
@@ -219,7 +243,7 @@ for attempt in 1 2 3; do
 	echo "vm-run: the kernel reported a splat before the guest started on$failed_boot (boot $attempt); booting again" >&2
 	for i in $(seq 0 $((vms - 1))); do
 		mv "$out/vm$i/console.log" "$out/vm$i/console.failed-boot-$attempt.log"
-		rm -f "$out/vm$i/results.ktap" "$out/vm$i/timed-out"
+		rm -f "$out/vm$i/results.ktap" "$out/vm$i/timed-out" "$out/vm$i/qemu.pid"
 	done
 done
 
