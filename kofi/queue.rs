@@ -48,7 +48,42 @@ pub(crate) struct CqError(pub(crate) abi::fi_cq_err_entry);
 // SAFETY: As for `Completion`: opaque cookies only.
 unsafe impl Send for CqError {}
 
+impl Completion {
+    /// No completion (a reader's buffer before [`Cq::take`] fills it).
+    pub(crate) const NONE: Completion = Completion {
+        op_context: ptr::null_mut(),
+        flags: 0,
+        len: 0,
+        buf: ptr::null_mut(),
+        data: 0,
+        tag: 0,
+        src: 0,
+    };
+}
+
 type CqSlot = Slot<Completion, CqError>;
+
+/// What [`Cq::take`] found at the head of a queue.
+pub(crate) enum Taken {
+    /// This many completions, at the front of the reader's buffer.
+    Done(usize),
+    /// An error entry (an overrun reads as one with FI_EOVERRUN).
+    Failed(abi::fi_cq_err_entry),
+    Empty,
+}
+
+/// The error entry a popped error or overrun slot reads as.
+fn error_entry(slot: CqSlot) -> Option<abi::fi_cq_err_entry> {
+    match slot {
+        Slot::Failed(e) => Some(e.0),
+        Slot::Overrun { lost } => Some(abi::fi_cq_err_entry {
+            err: abi::FI_EOVERRUN as i32,
+            data: lost,
+            ..Default::default()
+        }),
+        Slot::Done(_) => None,
+    }
+}
 
 /// A queue's size from its attr: 0 for the default, at most `max`.
 fn queue_size(asked: usize, default: u32, max: u32) -> Result<usize> {
@@ -372,18 +407,33 @@ impl Cq {
 
     /// fi_cq_readerr: the error entry at the head.
     pub(crate) fn read_error(&self, out: &mut abi::fi_cq_err_entry) -> Result<usize> {
-        match self.state.lock().ring.pop_error() {
-            Some(Slot::Failed(e)) => *out = e.0,
-            Some(Slot::Overrun { lost }) => {
-                *out = abi::fi_cq_err_entry {
-                    err: abi::FI_EOVERRUN as i32,
-                    data: lost,
-                    ..Default::default()
-                }
-            }
-            _ => return Err(errno::eagain()),
-        }
+        let taken = self.state.lock().ring.pop_error();
+        *out = taken.and_then(error_entry).ok_or_else(errno::eagain)?;
         Ok(1)
+    }
+
+    /// Takes what the head holds for a reader inside kofi (the RDM layer's
+    /// internal queue): completions into `out`, as many as fit, or the
+    /// error entry.
+    pub(crate) fn take(&self, out: &mut [Completion]) -> Taken {
+        let mut state = self.state.lock();
+        if state.ring.error_at_head() {
+            return match state.ring.pop_error().and_then(error_entry) {
+                Some(e) => Taken::Failed(e),
+                None => Taken::Empty,
+            };
+        }
+        let mut slots = out.iter_mut();
+        let n = state.ring.pop_done(slots.len(), |c| {
+            if let Some(slot) = slots.next() {
+                *slot = c;
+            }
+        });
+        if n == 0 {
+            Taken::Empty
+        } else {
+            Taken::Done(n)
+        }
     }
 
     /// fi_cq_sread. On a queue opened with FI_CQ_COND_THRESHOLD, `cond` is
@@ -531,6 +581,29 @@ pub(crate) struct EqEvent {
 // SAFETY: The info is owned by the event; the other pointers are cookies.
 unsafe impl Send for EqEvent {}
 
+impl EqEvent {
+    pub(crate) fn event(&self) -> u32 {
+        self.event
+    }
+
+    /// The object a CM event is about.
+    pub(crate) fn fid(&self) -> *const abi::fid {
+        self.fid
+    }
+
+    /// A CM event's private data: what follows its `fi_eq_cm_entry`.
+    pub(crate) fn cm_data(&self) -> &[u8] {
+        self.bytes
+            .get(core::mem::size_of::<abi::fi_eq_cm_entry>()..)
+            .unwrap_or(&[])
+    }
+
+    /// An FI_CONNREQ's info, now the caller's (null for other events).
+    pub(crate) fn take_info(&mut self) -> *mut abi::fi_info {
+        core::mem::replace(&mut self.info, ptr::null_mut())
+    }
+}
+
 impl Drop for EqEvent {
     fn drop(&mut self) {
         // An unread FI_CONNREQ's info dies with it.
@@ -555,6 +628,24 @@ pub(crate) enum ErrData<'a> {
 }
 
 type EqSlot = Slot<EqEvent, EqError>;
+
+/// The error entry an overrun of `lost` events reads as.
+fn eq_overrun(lost: u64) -> abi::fi_eq_err_entry {
+    abi::fi_eq_err_entry {
+        err: abi::FI_EOVERRUN as i32,
+        data: lost,
+        ..Default::default()
+    }
+}
+
+/// What [`Eq::take`] found at the head of a queue.
+pub(crate) enum EqTaken {
+    Event(EqEvent),
+    /// An error entry, without its data (an overrun reads as one with
+    /// FI_EOVERRUN).
+    Failed(abi::fi_eq_err_entry),
+    Empty,
+}
 
 struct EqState {
     ring: CompletionRing<EqEvent, EqError, KVVec<Option<EqSlot>>>,
@@ -809,15 +900,25 @@ impl Eq {
                     ErrData::Queue => {}
                 }
             }
-            Some(Slot::Overrun { lost }) => {
-                *out = abi::fi_eq_err_entry {
-                    err: abi::FI_EOVERRUN as i32,
-                    data: lost,
-                    ..Default::default()
-                }
-            }
+            Some(Slot::Overrun { lost }) => *out = eq_overrun(lost),
             _ => return Err(errno::eagain()),
         }
         Ok(core::mem::size_of::<abi::fi_eq_err_entry>())
+    }
+
+    /// Takes the entry at the head for a reader inside kofi (the RDM
+    /// layer's internal queue).
+    pub(crate) fn take(&self) -> EqTaken {
+        let mut state = self.state.lock();
+        if state.ring.error_at_head() {
+            return match state.ring.pop_error() {
+                Some(Slot::Failed(e)) => EqTaken::Failed(e.entry),
+                Some(Slot::Overrun { lost }) => EqTaken::Failed(eq_overrun(lost)),
+                _ => EqTaken::Empty,
+            };
+        }
+        let mut taken = None;
+        state.ring.pop_done(1, |ev| taken = Some(ev));
+        taken.map_or(EqTaken::Empty, EqTaken::Event)
     }
 }

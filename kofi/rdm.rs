@@ -38,7 +38,7 @@ use crate::addr::Name;
 use crate::errno;
 use crate::flags::*;
 use crate::object::{Endpoint, Object};
-use crate::queue::Cq;
+use crate::queue::{Cq, Eq};
 // `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
 #[allow(unused_imports)]
 use crate::compat::VecExt;
@@ -481,6 +481,8 @@ pub(crate) struct State {
     pub(crate) eq: Option<Handle<abi::fid_eq>>,
     /// The queue behind `cq`, which the MSG endpoints ask for progress.
     pub(crate) internal_cq: Option<Arc<Cq>>,
+    /// The queue behind `eq`.
+    pub(crate) internal_eq: Option<Arc<Eq>>,
 }
 
 // SAFETY: The raw pointers are the consumer's cookies and buffers, handed
@@ -816,6 +818,7 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
                     cq: None,
                     eq: None,
                     internal_cq: None,
+                    internal_eq: None,
                 },
                 "kofi_rdm_state"
             ),
@@ -829,6 +832,7 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
             s.closing = true;
             s.pep = None;
             s.internal_cq = None;
+            s.internal_eq = None;
             s.cq = None;
             s.eq = None;
             return Err(err);
@@ -888,6 +892,7 @@ unsafe extern "C" fn rdm_close(ep: *mut abi::fid_ep) {
         s.inbound.clear();
         let conns = core::mem::take(&mut s.conns);
         s.internal_cq = None;
+        s.internal_eq = None;
         (conns, s.pep.take(), s.cq.take(), s.eq.take())
     };
     // Endpoints, then the listener, then the queues they were bound to.

@@ -11,11 +11,10 @@ use crate::api_cm::{fi_accept, fi_connect, fi_getname, fi_listen, fi_reject};
 use crate::api_objects::{
     fi_cq_open, fi_enable, fi_endpoint, fi_ep_bind, fi_eq_open, fi_passive_ep, fi_pep_bind,
 };
-use crate::api_queues::{fi_eq_read, fi_eq_readerr};
 use crate::errno;
 use crate::flags::*;
 use crate::object::{arc_of, lookup, Object};
-use crate::queue::{Cq, EQ_ENTRY_MAX};
+use crate::queue::{Cq, Eq, EqTaken};
 use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
@@ -54,6 +53,9 @@ pub(super) fn listen(rdm: &Rdm, raw: *const Rdm, s: &mut State) -> Result {
     check(fi_eq_open(fabric, &mut eq_attr, &mut eq, ctx))?;
     // SAFETY: Just opened; ours to close.
     s.eq = unsafe { Handle::new(eq) };
+    // SAFETY: Just opened by the core, so a published `Eq`, open until
+    // `s.eq` closes it; the `Arc` taken goes in the same close.
+    s.internal_eq = Some(unsafe { arc_of(lookup::<Eq>(eq)?) });
     let mut cq_attr = abi::fi_cq_attr {
         size: CQ_SIZE,
         format: abi::fi_cq_format_FI_CQ_FORMAT_DATA,
@@ -199,49 +201,49 @@ fn post_buffers(s: &mut State, slot: usize) -> Result {
 /// Reads one event of the internal EQ and acts on it; false when empty.
 impl Rdm {
     pub(super) fn one_event(&self, s: &mut State) -> bool {
-        let mut buf = [0u8; EQ_ENTRY_MAX];
-        let mut event = 0u32;
-        let n = fi_eq_read(s.eq(), &mut event, buf.as_mut_ptr().cast(), buf.len(), 0);
-        if n == errno::eavail().to_errno() as isize {
-            let mut err = abi::fi_eq_err_entry::default();
-            let entry = core::mem::size_of::<abi::fi_eq_err_entry>() as isize;
-            if fi_eq_readerr(s.eq(), &mut err, 0) == entry && !err.fid.is_null() {
-                // SAFETY: An EQ entry's fid is the endpoint it is about, whose
-                // context we set.
-                let ctx = unsafe { (*err.fid).context };
-                if let Some(Token::Conn { slot, gen }) = Token::decode(ctx) {
+        let Some(eq) = s.internal_eq.clone() else {
+            return false;
+        };
+        let conn_of = |fid: *const abi::fid| {
+            if fid.is_null() {
+                return None;
+            }
+            // SAFETY: An internal EQ entry's fid is one of our MSG endpoints
+            // (their events are purged as they close), whose context we set.
+            match Token::decode(unsafe { (*fid).context }) {
+                Some(Token::Conn { slot, gen }) => Some((slot, gen)),
+                _ => None,
+            }
+        };
+        match eq.take() {
+            EqTaken::Empty => false,
+            EqTaken::Failed(err) => {
+                if let Some((slot, gen)) = conn_of(err.fid) {
                     self.conn_lost(s, slot, gen, err.err);
                 }
+                true
             }
-            return true;
-        }
-        if n < 0 {
-            return false;
-        }
-        let head = core::mem::size_of::<abi::fi_eq_cm_entry>();
-        if (n as usize) < head {
-            return true;
-        }
-        // SAFETY: A CM entry (the only events MSG endpoints report) starts
-        // the buffer; read unaligned from the byte array.
-        let entry = unsafe { ptr::read_unaligned(buf.as_ptr().cast::<abi::fi_eq_cm_entry>()) };
-        let data = &buf[head..n as usize];
-        match event {
-            abi::FI_CONNREQ => self.requested(s, entry.info, data),
-            abi::FI_CONNECTED | abi::FI_SHUTDOWN => {
-                // SAFETY: The entry's fid is one of our MSG endpoints.
-                let ctx = unsafe { (*entry.fid).context };
-                if let Some(Token::Conn { slot, gen }) = Token::decode(ctx) {
-                    if event == abi::FI_CONNECTED {
-                        self.connected(s, slot, gen);
-                    } else {
-                        self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
+            EqTaken::Event(mut ev) => {
+                match ev.event() {
+                    abi::FI_CONNREQ => {
+                        let info = ev.take_info();
+                        self.requested(s, info, ev.cm_data());
                     }
+                    abi::FI_CONNECTED => {
+                        if let Some((slot, gen)) = conn_of(ev.fid()) {
+                            self.connected(s, slot, gen);
+                        }
+                    }
+                    abi::FI_SHUTDOWN => {
+                        if let Some((slot, gen)) = conn_of(ev.fid()) {
+                            self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
+                        }
+                    }
+                    _ => {}
                 }
+                true
             }
-            _ => {}
         }
-        true
     }
 
     /// A peer's connection request: accepted when it names a peer.

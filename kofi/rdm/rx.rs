@@ -12,11 +12,10 @@ use super::{
 use crate::abi;
 use crate::addr::Name;
 use crate::api_data::fi_recv;
-use crate::api_queues::{fi_cq_read, fi_cq_readerr};
 use crate::compat::VecExt;
 use crate::errno;
 use crate::flags::*;
-use crate::queue::Completion;
+use crate::queue::{Completion, Taken};
 use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
@@ -422,33 +421,32 @@ pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
 impl Rdm {
     /// Reads the internal CQ; the number of entries handled.
     pub(super) fn drain_cq(&self, s: &mut State) -> usize {
+        let Some(cq) = s.internal_cq.clone() else {
+            return 0;
+        };
         let mut handled = 0;
+        let mut entries = [Completion::NONE; 16];
         loop {
-            let mut entries = [abi::fi_cq_data_entry::default(); 16];
-            let n = fi_cq_read(s.cq(), entries.as_mut_ptr().cast(), entries.len());
-            if n == errno::eavail().to_errno() as isize {
-                let mut err = abi::fi_cq_err_entry::default();
-                if fi_cq_readerr(s.cq(), &mut err, 0) != 1 {
-                    return handled;
+            match cq.take(&mut entries) {
+                Taken::Done(n) => {
+                    for e in &entries[..n] {
+                        self.completed(s, e.op_context, e.flags, e.len, e.data, 0);
+                    }
+                    handled += n;
                 }
-                handled += 1;
-                self.completed(
-                    s,
-                    err.op_context,
-                    err.flags,
-                    err.len,
-                    err.data,
-                    err.err.max(1),
-                );
-                continue;
+                Taken::Failed(err) => {
+                    handled += 1;
+                    self.completed(
+                        s,
+                        err.op_context,
+                        err.flags,
+                        err.len,
+                        err.data,
+                        err.err.max(1),
+                    );
+                }
+                Taken::Empty => return handled,
             }
-            if n <= 0 {
-                return handled;
-            }
-            for e in &entries[..n as usize] {
-                self.completed(s, e.op_context, e.flags, e.len, e.data, 0);
-            }
-            handled += n as usize;
         }
     }
 
