@@ -417,11 +417,8 @@ impl Cq {
     /// error entry.
     pub(crate) fn take(&self, out: &mut [Completion]) -> Taken {
         let mut state = self.state.lock();
-        if state.ring.error_at_head() {
-            return match state.ring.pop_error().and_then(error_entry) {
-                Some(e) => Taken::Failed(e),
-                None => Taken::Empty,
-            };
+        if let Some(e) = state.ring.pop_error().and_then(error_entry) {
+            return Taken::Failed(e);
         }
         let mut slots = out.iter_mut();
         let n = state.ring.pop_done(slots.len(), |c| {
@@ -910,12 +907,10 @@ impl Eq {
     /// layer's internal queue).
     pub(crate) fn take(&self) -> EqTaken {
         let mut state = self.state.lock();
-        if state.ring.error_at_head() {
-            return match state.ring.pop_error() {
-                Some(Slot::Failed(e)) => EqTaken::Failed(e.entry),
-                Some(Slot::Overrun { lost }) => EqTaken::Failed(eq_overrun(lost)),
-                _ => EqTaken::Empty,
-            };
+        match state.ring.pop_error() {
+            Some(Slot::Failed(e)) => return EqTaken::Failed(e.entry),
+            Some(Slot::Overrun { lost }) => return EqTaken::Failed(eq_overrun(lost)),
+            _ => {}
         }
         let mut taken = None;
         state.ring.pop_done(1, |ev| taken = Some(ev));
