@@ -7,10 +7,11 @@
 //! (rdm/atomic.rs): fi_query_atomic and the fi_*atomicvalid calls say it.
 
 use crate::abi;
-use crate::api_data::{completion, op_posted, ready};
+use crate::ep_data::{op_posted, ready};
 use crate::errno::{self, to_c, to_c_ssize};
 use crate::flags::*;
-use crate::mr::{check_desc, LocalBuffer};
+use crate::iov::Buffer;
+use crate::mr::check_desc;
 use crate::object::{lookup, Domain, Endpoint};
 use crate::rdm::atomic::{self, Kind};
 use core::ptr;
@@ -117,7 +118,7 @@ unsafe fn check_ioc_descs(
             iov_len: v.count.checked_mul(size).ok_or(EINVAL)?,
         };
         // SAFETY: The caller's guarantee.
-        unsafe { check_desc(&e.domain, desc, &LocalBuffer::Bytes(bytes), access) }?;
+        unsafe { check_desc(&e.domain, desc, &Buffer::Bytes(bytes), access) }?;
     }
     Ok(())
 }
@@ -185,7 +186,7 @@ fn atomicmsg(
     }
     let op = e.atomic_op().ok_or_else(errno::eopnotsupp)?;
     // SAFETY: The provider's endpoint; the operation is the consumer's.
-    op_posted(unsafe { op(ep, a, flags) })
+    op_posted(unsafe { op(ep, a, flags) }).map(|()| 0)
 }
 
 /// One operation's arrays, as the provider gets them.
@@ -210,8 +211,7 @@ fn bundle(
 fn with_completion(ep: *mut abi::fid_ep, flags: Option<u64>) -> Result<u64> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
     let e = unsafe { lookup::<Endpoint>(ep) }?;
-    let asked = flags.unwrap_or(e.limits.tx_op_flags);
-    Ok((asked & !FI_COMPLETION) | completion(e, false, asked))
+    Ok(e.call_flags(false, flags.unwrap_or(e.limits.tx_op_flags)))
 }
 
 /// An operation of one local buffer (fi_atomic, fi_fetch_atomic, ...).

@@ -5,11 +5,11 @@
 //! one op each way: tsendmsg and trecvmsg.
 
 use crate::abi;
-use crate::api_data::{
-    check_recv, check_send, completion, local_of, one_kvec, op_posted, plain, ready,
-};
+use crate::api_data::{one_kvec, plain};
+use crate::ep_data::{op_posted, ready};
 use crate::errno::{self, to_c_ssize};
 use crate::flags::*;
+use crate::iov::local_of;
 use crate::object::{lookup, Endpoint};
 use core::ptr;
 use kernel::ffi::c_void;
@@ -23,10 +23,12 @@ fn tsendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) ->
     let e = unsafe { ready(ep, FI_TAGGED, FI_SEND) }?;
     // SAFETY: `msg` is null or valid (ABI).
     let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
-    check_send(e, &local_of!(m), flags)?;
+    // SAFETY: The message's arrays hold their counts, its descriptors are
+    // null or open regions' (ABI).
+    unsafe { e.check_send(&local_of!(m)?, flags) }?;
     let op = e.tagged_ops().0.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
-    op_posted(unsafe { op(ep, msg, flags) })
+    op_posted(unsafe { op(ep, msg, flags) }).map(|()| 0)
 }
 
 fn trecvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) -> Result<usize> {
@@ -46,18 +48,19 @@ fn trecvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) ->
         return Err(EINVAL);
     }
     if flags & FI_DISCARD == 0 {
-        check_recv(e, &local_of!(m))?;
+        // SAFETY: As in `tsendmsg`.
+        unsafe { e.check_recv(&local_of!(m)?) }?;
     }
     let op = e.tagged_ops().1.ok_or_else(errno::enosys)?;
     // SAFETY: The provider's endpoint; the message is the consumer's.
-    op_posted(unsafe { op(ep, msg, flags) })
+    op_posted(unsafe { op(ep, msg, flags) }).map(|()| 0)
 }
 
 /// A completion flag for a `*msg` call, as `fi_sendmsg`/`fi_recvmsg` do.
 fn with_completion(ep: *mut abi::fid_ep, rx: bool, flags: u64) -> Result<u64> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
     let e = unsafe { lookup::<Endpoint>(ep) }?;
-    Ok((flags & !FI_COMPLETION) | completion(e, rx, flags))
+    Ok(e.call_flags(rx, flags))
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -15,6 +15,7 @@ use crate::info_match::{self, InfoView};
 use crate::object;
 use crate::registry::{ModuleRef, Provider, Registry};
 use core::ptr;
+use core::ptr::NonNull;
 use kernel::ffi::{c_char, c_int, c_void};
 use kernel::prelude::*;
 
@@ -199,16 +200,111 @@ pub(crate) extern "C" fn fi_dupinfo(info: *const abi::fi_info) -> *mut abi::fi_i
     unsafe { dup_one(info) }.unwrap_or(ptr::null_mut())
 }
 
-/// `fi_freeinfo()`: frees a list of infos. NULL is a no-op.
-#[no_mangle]
-pub(crate) extern "C" fn fi_freeinfo(info: *mut abi::fi_info) {
+/// Frees a list of infos.
+///
+/// # Safety
+///
+/// `info` is null or a list of infos built by this module that the caller
+/// gives up.
+unsafe fn free_list(info: *mut abi::fi_info) {
     let mut cur = info;
     while !cur.is_null() {
-        // SAFETY: `cur` is a valid info of the list the caller owns.
+        // SAFETY: `cur` is a valid info of the list the caller gives up.
         let next = unsafe { (*cur).next };
         // SAFETY: As above; it is not used after.
         unsafe { free_one(cur) };
         cur = next;
+    }
+}
+
+/// `fi_freeinfo()`: frees a list of infos. NULL is a no-op.
+#[no_mangle]
+pub(crate) extern "C" fn fi_freeinfo(info: *mut abi::fi_info) {
+    // SAFETY: The consumer gives up a list fi_getinfo or fi_dupinfo gave.
+    unsafe { free_list(info) }
+}
+
+/// An info (or a list of them) the core holds, freed when dropped.
+///
+/// # Invariants
+///
+/// `0` is an info list built by this module, freed only here.
+pub(crate) struct InfoBox(NonNull<abi::fi_info>);
+
+// SAFETY: An info is plain memory; its request handle is counted.
+unsafe impl Send for InfoBox {}
+
+impl InfoBox {
+    /// Takes ownership of an info list.
+    ///
+    /// # Safety
+    ///
+    /// `p` is null or an info list built by this module that the caller
+    /// gives up.
+    pub(crate) unsafe fn from_raw(p: *mut abi::fi_info) -> Option<InfoBox> {
+        // INVARIANT: The caller's guarantee.
+        NonNull::new(p).map(InfoBox)
+    }
+
+    /// A deep copy of one info.
+    ///
+    /// # Safety
+    ///
+    /// `info` is a valid info.
+    pub(crate) unsafe fn copy_of(info: *const abi::fi_info) -> Result<InfoBox> {
+        // SAFETY: The caller's guarantee.
+        let p = unsafe { dup_one(info) }?;
+        // SAFETY: Just built, ours.
+        unsafe { InfoBox::from_raw(p) }.ok_or(ENOMEM)
+    }
+
+    /// A deep copy of the first info.
+    pub(crate) fn dup(&self) -> Result<InfoBox> {
+        // SAFETY: The info is valid (the type invariant).
+        unsafe { InfoBox::copy_of(self.as_ptr()) }
+    }
+
+    /// The info, for the calls that take one (a provider may write it).
+    pub(crate) fn as_ptr(&self) -> *mut abi::fi_info {
+        self.0.as_ptr()
+    }
+
+    fn get(&self) -> &abi::fi_info {
+        // SAFETY: Valid until dropped (the type invariant).
+        unsafe { self.0.as_ref() }
+    }
+
+    /// The connection request the info carries (an FI_CONNREQ event's).
+    pub(crate) fn conn_req(&self) -> Result<&object::ConnReq> {
+        // SAFETY: The handle is null or a request of kofi's, which the info
+        // holds a reference of until it is freed.
+        unsafe { object::lookup::<object::ConnReq>(self.get().handle) }
+    }
+
+    /// The destination address: a request's is the requester's.
+    pub(crate) fn dest_addr(&self) -> Option<&[u8]> {
+        let i = self.get();
+        // SAFETY: A valid info's dest_addr holds dest_addrlen bytes.
+        (!i.dest_addr.is_null())
+            .then(|| unsafe { core::slice::from_raw_parts(i.dest_addr.cast(), i.dest_addrlen) })
+    }
+
+    /// Makes it the MSG info an RDM info was made from (see [`rdm_twin`]).
+    ///
+    /// # Safety
+    ///
+    /// The info is a checked one (its attrs set).
+    pub(crate) unsafe fn make_msg_twin(&mut self) {
+        // SAFETY: Ours (the type invariant), checked (the caller's
+        // guarantee).
+        unsafe { msg_twin(self.as_ptr()) };
+    }
+}
+
+impl Drop for InfoBox {
+    fn drop(&mut self) {
+        // SAFETY: Ours, freed only here (the type invariant).
+        unsafe { free_list(self.as_ptr()) };
     }
 }
 
@@ -618,8 +714,12 @@ fn rdm_twin(info: *const abi::fi_info) -> Result<*mut abi::fi_info> {
 
 /// Turns an RDM info made by `rdm_twin` back into the MSG info it came from,
 /// for the RDM endpoint's own listener and connections.
-pub(crate) fn msg_twin(info: *mut abi::fi_info) {
-    // SAFETY: A checked info (its attrs set), owned by the caller.
+///
+/// # Safety
+///
+/// `info` is a checked info (its attrs set) of this module's, the caller's.
+unsafe fn msg_twin(info: *mut abi::fi_info) {
+    // SAFETY: The caller's guarantee.
     unsafe {
         let t = &mut *info;
         // Tagged matching, multi-receive buffers and atomic operations are

@@ -22,11 +22,15 @@ mod cntr;
 #[path = "../include/kofi/rust/compat.rs"]
 #[allow(dead_code)]
 mod compat;
+mod ep_cm;
+mod ep_data;
 mod errno;
 #[path = "../include/kofi/rust/flags.rs"]
 mod flags;
 mod info;
 mod info_match;
+mod iov;
+mod lifecycle;
 mod lock;
 mod mr;
 mod netlink;

@@ -9,6 +9,7 @@
 use crate::abi;
 use crate::errno;
 use crate::flags;
+use crate::iov::{kvec_valid, Buffer, Local};
 use crate::lock::{new_bh_spinlock, BhSpinLock};
 use crate::object::{self, class_of, fid_head, lookup, publish, Domain, Endpoint, Object};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -122,7 +123,7 @@ fn copy_iovs(attr: &abi::fi_mr_attr, limit: usize) -> Result<(MrIov, u64)> {
             let src = unsafe { core::slice::from_raw_parts(attr.mr_iov, count) };
             let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
             for k in src {
-                if !crate::api_data::kvec_valid(k) {
+                if !kvec_valid(k) {
                     return Err(EINVAL);
                 }
                 total = total.checked_add(k.iov_len as u64).ok_or(EINVAL)?;
@@ -390,48 +391,22 @@ pub(crate) extern "C" fn fi_mr_regbv(
     fi_mr_regattr(domain, &attr, flags, mr)
 }
 
-/// The local buffers of an operation, as the consumer passed them: kvecs or
-/// bio_vecs (one array, the other null) and their descriptors (null, or
-/// one per buffer, each null or from fi_mr_desc).
-pub(crate) struct LocalBuffers {
-    pub(crate) iov: *const abi::kvec,
-    pub(crate) bvec: *const abi::bio_vec,
-    pub(crate) desc: *const *mut c_void,
-    pub(crate) count: usize,
-}
-
-/// Checks the descriptors of `local` (whose arrays are checked) with
-/// [`check_desc`].
+/// Checks the descriptors of `local` with [`check_desc`].
 ///
 /// # Safety
 ///
-/// `local.desc` is null or holds `local.count` entries, each null or a
-/// descriptor of a region the consumer keeps open; the buffer arrays hold
-/// `local.count` entries.
-pub(crate) unsafe fn check_descs(domain: &Domain, local: &LocalBuffers, access: u64) -> Result {
-    if local.desc.is_null() || local.count == 0 {
+/// Each of `local.desc` is null or a descriptor of a region the consumer
+/// keeps open.
+pub(crate) unsafe fn check_descs(domain: &Domain, local: &Local<'_>, access: u64) -> Result {
+    let Some(descs) = local.desc else {
         return Ok(());
-    }
-    // SAFETY: The caller's guarantee.
-    let descs = unsafe { core::slice::from_raw_parts(local.desc, local.count) };
+    };
     for (i, &desc) in descs.iter().enumerate() {
-        let buffer = if local.iov.is_null() {
-            // SAFETY: `bvec` holds `count` entries (the caller's guarantee).
-            LocalBuffer::Pages(unsafe { &*local.bvec.add(i) })
-        } else {
-            // SAFETY: `iov` holds `count` entries (the caller's guarantee).
-            LocalBuffer::Bytes(unsafe { *local.iov.add(i) })
-        };
+        let buffer = local.iov.buffer(i).ok_or(EINVAL)?;
         // SAFETY: The caller's guarantee.
         unsafe { check_desc(domain, desc, &buffer, access) }?;
     }
     Ok(())
-}
-
-/// One local buffer of an operation.
-pub(crate) enum LocalBuffer<'a> {
-    Bytes(abi::kvec),
-    Pages(&'a abi::bio_vec),
 }
 
 /// Checks the descriptor of a local buffer: null, or a live region of
@@ -447,7 +422,7 @@ pub(crate) enum LocalBuffer<'a> {
 pub(crate) unsafe fn check_desc(
     domain: &Domain,
     desc: *mut c_void,
-    buffer: &LocalBuffer<'_>,
+    buffer: &Buffer<'_>,
     access: u64,
 ) -> Result {
     if desc.is_null() {
@@ -463,8 +438,8 @@ pub(crate) unsafe fn check_desc(
         return Err(errno::eacces());
     }
     let inside = match buffer {
-        LocalBuffer::Bytes(k) => mr.holds_bytes(k),
-        LocalBuffer::Pages(b) => mr.holds_pages(b),
+        Buffer::Bytes(k) => mr.holds_bytes(k),
+        Buffer::Pages(b) => mr.holds_pages(b),
     };
     if !inside {
         return Err(EINVAL);

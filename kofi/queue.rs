@@ -12,6 +12,7 @@
 
 use crate::abi;
 use crate::errno;
+use crate::info::InfoBox;
 use crate::lock::{new_bh_spinlock, BhSpinLock, BhSpinLockBackend};
 use crate::object::{fid_head, Domain, Endpoint, Fabric, Object, Users};
 use crate::ring::{CompletionRing, Overrun, Slot};
@@ -595,9 +596,13 @@ impl EqEvent {
             .unwrap_or(&[])
     }
 
-    /// An FI_CONNREQ's info, now the caller's (null for other events).
-    pub(crate) fn take_info(&mut self) -> *mut abi::fi_info {
-        core::mem::replace(&mut self.info, ptr::null_mut())
+    /// An FI_CONNREQ's info, now the caller's (none for other events).
+    pub(crate) fn take_info(&mut self) -> Option<InfoBox> {
+        let info = core::mem::replace(&mut self.info, ptr::null_mut());
+        // SAFETY: The event owned the info: the one a provider's FI_CONNREQ
+        // report handed the core (`kofi_pep_connreq`), built with the
+        // core's info calls, as fi_freeinfo frees them.
+        unsafe { InfoBox::from_raw(info) }
     }
 }
 

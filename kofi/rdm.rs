@@ -28,22 +28,24 @@
 
 pub(crate) mod atomic;
 mod cm;
-mod handle;
 mod rx;
 mod tx;
 pub(crate) mod wire;
 
 use crate::abi;
 use crate::addr::Name;
+use crate::ep_data::Msg;
 use crate::errno;
 use crate::flags::*;
-use crate::object::{Endpoint, Object};
+use crate::info::InfoBox;
+use crate::iov::Iov;
+use crate::lifecycle::Owned;
+use crate::object::{Endpoint, Object, PassiveEp};
 use crate::queue::{Cq, Eq};
 // `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
 #[allow(unused_imports)]
 use crate::compat::VecExt;
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
-use handle::{Handle, InfoBox};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
@@ -176,6 +178,23 @@ impl Iovs {
         Ok((Iovs::Kvec(one), bytes))
     }
 
+    /// The buffers as the core's iov type.
+    pub(crate) fn as_iov(&self) -> Iov<'_> {
+        match self {
+            Iovs::Kvec(v) => Iov::Kvec(v),
+            Iovs::Bvec(v) => Iov::Bvec(v),
+        }
+    }
+
+    /// A message of the buffers, without descriptors, to the connected
+    /// peer.
+    pub(crate) fn msg(&self, context: *mut c_void, data: u64) -> Msg<'_> {
+        Msg {
+            data,
+            ..Msg::connected(self.as_iov(), context)
+        }
+    }
+
     /// The first buffer's address (the `buf` of a receive completion).
     pub(crate) fn base(&self) -> *mut c_void {
         match self {
@@ -183,6 +202,20 @@ impl Iovs {
             Iovs::Bvec(_) => core::ptr::null_mut(),
         }
     }
+}
+
+/// Sends `bytes` (a frame that lives until the send completes) on the MSG
+/// endpoint `ep`.
+pub(crate) fn send_bytes(ep: &Endpoint, bytes: &[u8], context: *mut c_void) -> Result {
+    let kvec = abi::kvec {
+        iov_base: bytes.as_ptr().cast_mut().cast(),
+        iov_len: bytes.len(),
+    };
+    let m = Msg::connected(Iov::Kvec(core::slice::from_ref(&kvec)), context);
+    // SAFETY: Sends read frames the RDM layer keeps until their completion
+    // (an atomic's or answer's op, a connection's control buffer); no
+    // descriptors.
+    unsafe { ep.send(&m, FI_COMPLETION) }
 }
 
 /// What the RDM layer takes of a consumer's message (`fi_msg` or
@@ -276,7 +309,7 @@ impl Phase {
 
 /// One MSG connection.
 pub(crate) struct Conn {
-    pub(crate) ep: Option<Handle<abi::fid_ep>>,
+    pub(crate) ep: Option<Owned<Endpoint>>,
     pub(crate) gen: u32,
     pub(crate) peer: usize,
     pub(crate) phase: Phase,
@@ -476,13 +509,9 @@ pub(crate) struct State {
     /// Counts uses, for least recently used.
     pub(crate) clock: u64,
     // Closed last, in this order: the endpoints above go first.
-    pub(crate) pep: Option<Handle<abi::fid_pep>>,
-    pub(crate) cq: Option<Handle<abi::fid_cq>>,
-    pub(crate) eq: Option<Handle<abi::fid_eq>>,
-    /// The queue behind `cq`, which the MSG endpoints ask for progress.
-    pub(crate) internal_cq: Option<Arc<Cq>>,
-    /// The queue behind `eq`.
-    pub(crate) internal_eq: Option<Arc<Eq>>,
+    pub(crate) pep: Option<Owned<PassiveEp>>,
+    pub(crate) cq: Option<Owned<Cq>>,
+    pub(crate) eq: Option<Owned<Eq>>,
 }
 
 // SAFETY: The raw pointers are the consumer's cookies and buffers, handed
@@ -493,18 +522,6 @@ impl State {
     pub(crate) fn next_gen(&mut self) -> u32 {
         self.gen = self.gen.wrapping_add(1).max(1);
         self.gen
-    }
-
-    pub(crate) fn cq(&self) -> *mut abi::fid_cq {
-        self.cq
-            .as_ref()
-            .map_or(core::ptr::null_mut(), |c| c.as_ptr())
-    }
-
-    pub(crate) fn eq(&self) -> *mut abi::fid_eq {
-        self.eq
-            .as_ref()
-            .map_or(core::ptr::null_mut(), |e| e.as_ptr())
     }
 
     /// The live connection in `slot` of generation `gen`.
@@ -688,7 +705,7 @@ impl Rdm {
     /// endpoint, then reads the internal CQ and EQ until both are empty (in
     /// the work item, or in a consumer's thread: see [`wake`]).
     pub(crate) fn progress(&self) {
-        let internal = self.state.lock().internal_cq.clone();
+        let internal = self.state.lock().cq.as_ref().map(Owned::arc);
         if let Some(cq) = internal {
             // Without the state lock: a provider's progress reports to the
             // internal CQ, whose handler wakes us again.
@@ -773,8 +790,9 @@ pub(crate) fn of_endpoint(ep: &Endpoint) -> Option<Arc<Rdm>> {
 /// The MSG info an RDM info was made from (see `info::rdm_twin`).
 fn msg_info_of(info: *const abi::fi_info) -> Result<InfoBox> {
     // SAFETY: The core checked the info and its attrs.
-    let b = unsafe { InfoBox::new(crate::info::fi_dupinfo(info)) }.ok_or(ENOMEM)?;
-    crate::info::msg_twin(b.as_ptr());
+    let mut b = unsafe { InfoBox::copy_of(info) }?;
+    // SAFETY: A copy of a checked info: its attrs are set.
+    unsafe { b.make_msg_twin() };
     Ok(b)
 }
 
@@ -817,8 +835,6 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
                     pep: None,
                     cq: None,
                     eq: None,
-                    internal_cq: None,
-                    internal_eq: None,
                 },
                 "kofi_rdm_state"
             ),
@@ -831,8 +847,6 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
         if let Err(err) = cm::listen(&rdm, raw, &mut s) {
             s.closing = true;
             s.pep = None;
-            s.internal_cq = None;
-            s.internal_eq = None;
             s.cq = None;
             s.eq = None;
             return Err(err);
@@ -891,8 +905,6 @@ unsafe extern "C" fn rdm_close(ep: *mut abi::fid_ep) {
         s.multis.clear();
         s.inbound.clear();
         let conns = core::mem::take(&mut s.conns);
-        s.internal_cq = None;
-        s.internal_eq = None;
         (conns, s.pep.take(), s.cq.take(), s.eq.take())
     };
     // Endpoints, then the listener, then the queues they were bound to.

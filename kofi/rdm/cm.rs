@@ -3,18 +3,15 @@
 //! Connections of an RDM endpoint: its listener, connections made on first
 //! use and accepted from peers, and what a lost connection fails.
 
-use super::handle::{Handle, InfoBox};
 use super::{wire, Conn, Phase, Rdm, State, Token, RX_BUFS, SEG};
 use crate::abi;
 use crate::addr::Name;
-use crate::api_cm::{fi_accept, fi_connect, fi_getname, fi_listen, fi_reject};
-use crate::api_objects::{
-    fi_cq_open, fi_enable, fi_endpoint, fi_ep_bind, fi_eq_open, fi_passive_ep, fi_pep_bind,
-};
 use crate::errno;
 use crate::flags::*;
-use crate::object::{arc_of, lookup, Object};
-use crate::queue::{Cq, Eq, EqTaken};
+use crate::info::InfoBox;
+use crate::lifecycle::{open_cq, open_endpoint, open_eq, open_passive, Bind, Owned};
+use crate::object::Endpoint;
+use crate::queue::EqTaken;
 use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
@@ -30,68 +27,38 @@ const CQ_SIZE: usize = CONNS_MAX * (RX_BUFS + super::TX_INFLIGHT_MAX + 1);
 /// not hold a burst of CONNS_MAX requests and their events).
 const EQ_SIZE: usize = 2 * CONNS_MAX + 64;
 
-fn check(ret: i32) -> Result {
-    if ret < 0 {
-        Err(Error::from_errno(ret))
-    } else {
-        Ok(())
-    }
-}
-
 /// Opens the internal queues and the listener, and learns the endpoint's
 /// name. The queues' context is `raw`, the `Rdm` they wake.
 pub(super) fn listen(rdm: &Rdm, raw: *const Rdm, s: &mut State) -> Result {
-    let ctx = raw.cast_mut().cast::<c_void>();
-    // The endpoint being opened: its domain's fabric.
-    let fabric = rdm.endpoint().domain.fabric.public();
-    let mut eq_attr = abi::fi_eq_attr {
+    let context = raw.cast_mut().cast::<c_void>();
+    // The endpoint being opened: its domain and fabric.
+    let domain = &rdm.endpoint().domain;
+    let fabric = &domain.fabric;
+    let eq_attr = abi::fi_eq_attr {
         size: EQ_SIZE,
         event_handler: Some(super::eq_handler),
         ..Default::default()
     };
-    let mut eq = ptr::null_mut();
-    check(fi_eq_open(fabric, &mut eq_attr, &mut eq, ctx))?;
-    // SAFETY: Just opened; ours to close.
-    s.eq = unsafe { Handle::new(eq) };
-    // SAFETY: Just opened by the core, so a published `Eq`, open until
-    // `s.eq` closes it; the `Arc` taken goes in the same close.
-    s.internal_eq = Some(unsafe { arc_of(lookup::<Eq>(eq)?) });
-    let mut cq_attr = abi::fi_cq_attr {
+    s.eq = Some(open_eq(fabric, &eq_attr, context)?);
+    let cq_attr = abi::fi_cq_attr {
         size: CQ_SIZE,
         format: abi::fi_cq_format_FI_CQ_FORMAT_DATA,
         comp_handler: Some(super::cq_handler),
         ..Default::default()
     };
-    let mut cq = ptr::null_mut();
-    check(fi_cq_open(rdm.domain, &mut cq_attr, &mut cq, ctx))?;
-    // SAFETY: As above.
-    s.cq = unsafe { Handle::new(cq) };
-    // SAFETY: Just opened by the core, so a published `Cq`, open until
-    // `s.cq` closes it; the `Arc` taken goes in the same close.
-    let internal = unsafe { arc_of(lookup::<Cq>(cq)?) };
+    let cq = s.cq.insert(open_cq(domain, &cq_attr, context)?);
     // Progress the providers ask of the MSG endpoints is the endpoint's
     // progress to make (`Rdm::progress`), in the consumer's thread when one
     // sleeps: no work item between the socket and the consumer.
-    internal.owner_makes_progress();
-    s.internal_cq = Some(internal);
-    let mut pep = ptr::null_mut();
-    check(fi_passive_ep(
-        fabric,
-        s.msg_info.as_ptr(),
-        &mut pep,
-        ptr::null_mut(),
-    ))?;
-    // SAFETY: As above.
-    s.pep = unsafe { Handle::new(pep) };
-    check(fi_pep_bind(pep, eq.cast(), 0))?;
-    check(fi_listen(pep))?;
+    cq.owner_makes_progress();
+    // SAFETY: The MSG info, ours, valid.
+    let pep = unsafe { open_passive(fabric, s.msg_info.as_ptr(), ptr::null_mut()) }?;
+    let listener = s.pep.insert(pep);
+    listener.bind_eq(s.eq.as_deref().ok_or(EINVAL)?, 0)?;
+    listener.listen()?;
     let mut raw_name = [0u8; 128];
-    let mut len = raw_name.len();
-    check(fi_getname(
-        pep.cast(),
-        raw_name.as_mut_ptr().cast(),
-        &mut len,
-    ))?;
+    let mut len = 0;
+    listener.getname(&mut raw_name, &mut len)?;
     let name = Name::parse(&raw_name[..len.min(raw_name.len())]).map_err(|_| EINVAL)?;
     if name.is_wildcard() {
         // Peers could not reach us by it: the info needs a source address.
@@ -105,19 +72,17 @@ pub(super) fn listen(rdm: &Rdm, raw: *const Rdm, s: &mut State) -> Result {
 fn msg_endpoint(
     rdm: &Rdm,
     s: &mut State,
-    info: *mut abi::fi_info,
+    info: &InfoBox,
     slot: usize,
     gen: u32,
-) -> Result<Handle<abi::fid_ep>> {
-    let mut ep = ptr::null_mut();
-    let ctx = Token::Conn { slot, gen }.encode();
-    check(fi_endpoint(rdm.domain, info, &mut ep, ctx))?;
-    // SAFETY: Just opened; ours to close.
-    let h = unsafe { Handle::new(ep) }.ok_or(EINVAL)?;
-    check(fi_ep_bind(ep, s.cq().cast(), FI_SEND | FI_RECV))?;
-    check(fi_ep_bind(ep, s.eq().cast(), 0))?;
-    check(fi_enable(ep))?;
-    Ok(h)
+) -> Result<Owned<Endpoint>> {
+    let context = Token::Conn { slot, gen }.encode();
+    // SAFETY: The info is ours, valid.
+    let ep = unsafe { open_endpoint(&rdm.endpoint().domain, info.as_ptr(), context) }?;
+    ep.bind(Bind::Cq(s.cq.as_deref().ok_or(EINVAL)?), FI_SEND | FI_RECV)?;
+    ep.bind(Bind::Eq(s.eq.as_deref().ok_or(EINVAL)?), 0)?;
+    ep.enable()?;
+    Ok(ep)
 }
 
 fn new_conn(rdm: &Rdm, s: &mut State, peer: usize, phase: Phase) -> Result<(usize, u32)> {
@@ -158,21 +123,18 @@ pub(super) fn connect(rdm: &Rdm, s: &mut State, peer: usize) -> Result {
     let (slot, gen) = new_conn(rdm, s, peer, Phase::Connecting)?;
     let result = (|| {
         let info = s.msg_info.dup()?;
-        let ep = msg_endpoint(rdm, s, info.as_ptr(), slot, gen)?;
-        let epp = ep.as_ptr();
-        if let Some(Some(c)) = s.conns.get_mut(slot) {
-            c.ep = Some(ep);
-        }
+        let ep = msg_endpoint(rdm, s, &info, slot, gen)?;
         let mut dest = [0u8; 128];
         let name = s.peers[peer].name;
         dest[..name.as_bytes().len()].copy_from_slice(name.as_bytes());
         let (param, len) = wire::cm_encode(&s.name);
-        check(fi_connect(
-            epp,
-            dest.as_ptr().cast(),
-            param.as_ptr().cast(),
-            len,
-        ))
+        // SAFETY: `dest` holds a socket address (a peer's name), as the MSG
+        // endpoints of every provider take.
+        let connected = unsafe { ep.connect(dest.as_ptr().cast(), &param[..len]) };
+        if let Some(Some(c)) = s.conns.get_mut(slot) {
+            c.ep = Some(ep);
+        }
+        connected
     })();
     match result {
         Ok(()) => {
@@ -191,9 +153,8 @@ fn post_buffers(s: &mut State, slot: usize) -> Result {
     let Some(Some(c)) = s.conns.get_mut(slot) else {
         return Err(EINVAL);
     };
-    let ep = c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr());
     for index in 0..c.bufs.len() {
-        super::rx::post_buffer(ep, c, slot, index)?;
+        super::rx::post_buffer(c, slot, index)?;
     }
     Ok(())
 }
@@ -201,7 +162,7 @@ fn post_buffers(s: &mut State, slot: usize) -> Result {
 /// Reads one event of the internal EQ and acts on it; false when empty.
 impl Rdm {
     pub(super) fn one_event(&self, s: &mut State) -> bool {
-        let Some(eq) = s.internal_eq.clone() else {
+        let Some(eq) = s.eq.as_ref().map(Owned::arc) else {
             return false;
         };
         let conn_of = |fid: *const abi::fid| {
@@ -226,8 +187,9 @@ impl Rdm {
             EqTaken::Event(mut ev) => {
                 match ev.event() {
                     abi::FI_CONNREQ => {
-                        let info = ev.take_info();
-                        self.requested(s, info, ev.cm_data());
+                        if let Some(info) = ev.take_info() {
+                            self.requested(s, info, ev.cm_data());
+                        }
                     }
                     abi::FI_CONNECTED => {
                         if let Some((slot, gen)) = conn_of(ev.fid()) {
@@ -247,24 +209,16 @@ impl Rdm {
     }
 
     /// A peer's connection request: accepted when it names a peer.
-    fn requested(&self, s: &mut State, info: *mut abi::fi_info, data: &[u8]) {
-        // SAFETY: The event gave us the info.
-        let Some(info) = (unsafe { InfoBox::new(info) }) else {
-            return;
-        };
+    fn requested(&self, s: &mut State, info: InfoBox, data: &[u8]) {
         let result = (|| {
             let name = wire::cm_decode(data).ok_or(EINVAL)?;
             // A peer's name is what it claims; the transport vouches for its
             // host only (the connection's source address): a claim of
             // another host is refused (rdm.rst, the trust model).
-            // SAFETY: The event's info, ours; the provider set its
-            // destination to the requester's address.
-            let source = unsafe {
-                let i = &*info.as_ptr();
-                (!i.dest_addr.is_null())
-                    .then(|| core::slice::from_raw_parts(i.dest_addr.cast::<u8>(), i.dest_addrlen))
-            };
-            let source = source.and_then(|b| Name::parse(b).ok()).ok_or(EINVAL)?;
+            // The provider set the request's destination to the
+            // requester's address.
+            let source = info.dest_addr().and_then(|b| Name::parse(b).ok());
+            let source = source.ok_or(EINVAL)?;
             if !name.same_host(&source) {
                 super::log_bad_peer(format_args!(
                     "a peer at {:?} claimed the name {:?}: refused\n",
@@ -276,12 +230,12 @@ impl Rdm {
             let peer = s.peer_of(&name)?;
             let (slot, gen) = new_conn(self, s, peer, Phase::Accepting)?;
             let accepted = (|| {
-                let ep = msg_endpoint(self, s, info.as_ptr(), slot, gen)?;
-                let epp = ep.as_ptr();
+                let ep = msg_endpoint(self, s, &info, slot, gen)?;
+                let accepted = ep.accept(&[]);
                 if let Some(Some(c)) = s.conns.get_mut(slot) {
                     c.ep = Some(ep);
                 }
-                check(fi_accept(epp, ptr::null(), 0))
+                accepted
             })();
             if accepted.is_err() {
                 s.conns[slot] = None;
@@ -295,10 +249,9 @@ impl Rdm {
             if SAID.fetch_add(1, core::sync::atomic::Ordering::Relaxed) < 16 {
                 pr_info!("rdm: a connection request refused: {:?}\n", e);
             }
-            let pep = s.pep.as_ref().map_or(ptr::null_mut(), |p| p.as_ptr());
-            // SAFETY: The info is valid; its handle names the request.
-            let handle = unsafe { (*info.as_ptr()).handle };
-            let _ = fi_reject(pep, handle, ptr::null(), 0);
+            if let (Some(pep), Ok(req)) = (s.pep.as_deref(), info.conn_req()) {
+                let _ = pep.reject(req, &[]);
+            }
         }
     }
 
@@ -396,13 +349,9 @@ impl Rdm {
             return Err(EINVAL);
         };
         *c.ctl = wire::control(op);
-        let ep = c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr());
-        let ctx = Token::Conn { slot, gen: c.gen }.encode();
-        let buf = c.ctl.as_ptr();
-        let ret = crate::api_data::fi_send(ep, buf.cast(), wire::HDR_LEN, ptr::null_mut(), 0, ctx);
-        if ret < 0 {
-            return Err(Error::from_errno(ret as i32));
-        }
+        let ep = c.ep.as_deref().ok_or(EINVAL)?;
+        let context = Token::Conn { slot, gen: c.gen }.encode();
+        super::send_bytes(ep, &c.ctl[..], context)?;
         c.inflight += 1;
         Ok(())
     }

@@ -11,10 +11,12 @@ use super::{
 };
 use crate::abi;
 use crate::addr::Name;
-use crate::api_data::fi_recv;
 use crate::compat::VecExt;
+use crate::ep_data::Msg;
 use crate::errno;
 use crate::flags::*;
+use crate::iov::Iov;
+use crate::lifecycle::Owned;
 use crate::queue::{Completion, Taken};
 use core::ptr;
 use kernel::ffi::c_void;
@@ -23,65 +25,25 @@ use kernel::prelude::*;
 /// Receives posted at most (-FI_EAGAIN beyond).
 const RECVS_MAX: usize = 4096;
 
-/// Copies `src` into the consumer's buffers at offset `at`; the bytes copied.
-fn copy_to_iovs(iov: &Iovs, at: usize, src: &[u8]) -> usize {
-    let (bvec, p, nr, total) = match iov {
-        Iovs::Kvec(v) => (
-            false,
-            v.as_ptr().cast::<core::ffi::c_void>(),
-            v.len(),
-            v.iter().map(|k| k.iov_len).sum::<usize>(),
-        ),
-        Iovs::Bvec(v) => (
-            true,
-            v.as_ptr().cast(),
-            v.len(),
-            v.iter().map(|b| b.bv_len as usize).sum(),
-        ),
-    };
-    if at >= total || src.is_empty() {
-        return 0;
-    }
-    let len = src.len().min(total - at);
-    let mut iter = core::mem::MaybeUninit::<abi::iov_iter>::zeroed();
-    // SAFETY: The arrays describe the consumer's buffers, valid until the
-    // receive completes; the window lies within them.
-    unsafe {
-        abi::kofi_iov_iter_window(
-            iter.as_mut_ptr(),
-            abi::ITER_DEST,
-            bvec,
-            p,
-            nr,
-            total,
-            at,
-            len,
-        );
-        abi::kofi_copy_to_iter(src.as_ptr().cast(), len, iter.as_mut_ptr())
-    }
-}
-
-/// Posts bounce buffer `index` of `c` (in `slot`) on `ep`.
-pub(super) fn post_buffer(ep: *mut abi::fid_ep, c: &mut Conn, slot: usize, index: usize) -> Result {
-    let buf = &mut c.bufs[index];
-    let ctx = Token::Rx {
+/// Posts bounce buffer `index` of `c` (in `slot`) on its endpoint.
+pub(super) fn post_buffer(c: &mut Conn, slot: usize, index: usize) -> Result {
+    let context = Token::Rx {
         slot,
         gen: c.gen,
         index,
     }
     .encode();
-    let ret = fi_recv(
-        ep,
-        buf.as_mut_ptr().cast(),
-        buf.len(),
-        ptr::null_mut(),
-        0,
-        ctx,
-    );
-    if ret < 0 {
-        return Err(Error::from_errno(ret as i32));
-    }
-    Ok(())
+    let ep = c.ep.as_deref().ok_or(EINVAL)?;
+    let buf = &mut c.bufs[index];
+    let kvec = abi::kvec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let m = Msg::connected(Iov::Kvec(core::slice::from_ref(&kvec)), context);
+    // SAFETY: The bounce buffer is the connection's, touched by nothing
+    // else while posted, and freed only with the connection, after its
+    // endpoint closed; no descriptors.
+    unsafe { ep.recv(&m, FI_COMPLETION) }
 }
 
 /// Gives buffer `index` of connection `slot` back: reposted while the
@@ -94,10 +56,7 @@ fn release_buffer(s: &mut State, slot: usize, index: usize, was_held: bool) -> R
         c.held -= 1;
     }
     match c.phase {
-        p if p.receives() => {
-            let ep = c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr());
-            post_buffer(ep, c, slot, index)
-        }
+        p if p.receives() => post_buffer(c, slot, index),
         Phase::Dead if c.held == 0 && c.assembling.is_none() => {
             s.conns[slot] = None;
             Ok(())
@@ -421,7 +380,7 @@ pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
 impl Rdm {
     /// Reads the internal CQ; the number of entries handled.
     pub(super) fn drain_cq(&self, s: &mut State) -> usize {
-        let Some(cq) = s.internal_cq.clone() else {
+        let Some(cq) = s.cq.as_ref().map(Owned::arc) else {
             return 0;
         };
         let mut handled = 0;
@@ -716,7 +675,13 @@ impl Rdm {
         if matched {
             let at = s.inbound[i].got;
             if let (Some(r), Some(Some(c))) = (&s.inbound[i].recv, s.conns.get(slot)) {
-                copy_to_iovs(&r.iov, at, &c.bufs[index][wire::HDR_LEN..len]);
+                // SAFETY: A posted receive's buffers, the consumer's until
+                // its completion, apart from the connection's bounce buffer.
+                unsafe {
+                    r.iov
+                        .as_iov()
+                        .copy_to(at, &c.bufs[index][wire::HDR_LEN..len])
+                };
             }
             s.inbound[i].got += payload;
             release_buffer(s, slot, index, false).map_err(|_| SegmentError::Memory)?;
@@ -748,11 +713,10 @@ impl Rdm {
         let mut at = 0;
         for (index, len) in held.iter() {
             if let Some(Some(c)) = s.conns.get(conn) {
-                copy_to_iovs(
-                    &recv.iov,
-                    at,
-                    &c.bufs[*index][wire::HDR_LEN..wire::HDR_LEN + len],
-                );
+                let bytes = &c.bufs[*index][wire::HDR_LEN..wire::HDR_LEN + len];
+                // SAFETY: As in `segment`: the receive's buffers, the
+                // consumer's until its completion.
+                unsafe { recv.iov.as_iov().copy_to(at, bytes) };
             }
             at += len;
         }

@@ -5,11 +5,12 @@
 
 use super::atomic::{self, Kind};
 use super::{
-    wire, Iovs, OpKind, Parts, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG, TX_INFLIGHT_MAX,
+    send_bytes, wire, Iovs, OpKind, Parts, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG,
+    TX_INFLIGHT_MAX,
 };
 use crate::abi;
-use crate::api_data::{fi_readmsg, fi_sendmsg, fi_writemsg};
 use crate::compat::VecExt;
+use crate::ep_data::Rma;
 use crate::errno;
 use crate::flags::*;
 use crate::queue::Completion;
@@ -333,7 +334,10 @@ fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Resu
 fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
     let ep = match s.conns.get(conn) {
         Some(Some(c)) if c.phase == Phase::Connected && c.inflight < TX_INFLIGHT_MAX => {
-            c.ep.as_ref().map_or(ptr::null_mut(), |e| e.as_ptr())
+            match c.ep.as_deref() {
+                Some(ep) => ep,
+                None => return Ok(Posted::Again),
+            }
         }
         _ => return Ok(Posted::Again),
     };
@@ -344,90 +348,57 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
         // Part of it went on a connection since lost; it fails there.
         return Ok(Posted::All);
     }
-    let ctx = Token::Tx { slot, gen: op.gen }.encode();
+    let context = Token::Tx { slot, gen: op.gen }.encode();
     if let OpKind::Atomic { frame, .. } = &mut op.kind {
         // The request names the operation by its slot and generation.
         let id = (slot as u64) << 32 | u64::from(op.gen);
         frame[16..24].copy_from_slice(&id.to_le_bytes());
     }
-    let ret = match &op.kind {
+    let posted = match &op.kind {
         OpKind::Msg { hdr, sent } => {
             let off = *sent;
             let n = (op.len - off).min(SEG);
             let seg = segment(op, hdr, off, n)?;
-            let (iov, bvec, count) = match &seg {
-                Iovs::Kvec(v) => (v.as_ptr(), ptr::null(), v.len()),
-                Iovs::Bvec(v) => (ptr::null(), v.as_ptr(), v.len()),
-            };
-            let msg = abi::fi_msg {
-                msg_iov: iov,
-                msg_bvec: bvec,
-                desc: ptr::null_mut(),
-                iov_count: count,
-                addr: 0,
-                context: ctx,
-                data: 0,
-            };
-            let ret = fi_sendmsg(ep, &msg, 0);
-            if ret >= 0 {
+            // SAFETY: The consumer's buffers, valid until the operation
+            // completes, which is after this segment's send; the header is
+            // the op's; no descriptors.
+            let posted = unsafe { ep.send(&seg.msg(context, 0), FI_COMPLETION) };
+            if posted.is_ok() {
                 if let OpKind::Msg { sent, .. } = &mut op.kind {
                     *sent += n;
                 }
                 op.all_posted = off + n == op.len;
             }
-            ret
+            posted
         }
         OpKind::Atomic { frame, .. } | OpKind::Answer { frame } => {
-            let ret = crate::api_data::fi_send(
-                ep,
-                frame.as_ptr().cast(),
-                frame.len(),
-                ptr::null_mut(),
-                0,
-                ctx,
-            );
-            if ret >= 0 {
+            let posted = send_bytes(ep, frame, context);
+            if posted.is_ok() {
                 op.all_posted = true;
             }
-            ret
+            posted
         }
         OpKind::Rma {
             read,
             rma_iov,
             data,
         } => {
-            let (iov, bvec, count) = match &op.iov {
-                Iovs::Kvec(v) => (v.as_ptr(), ptr::null(), v.len()),
-                Iovs::Bvec(v) => (ptr::null(), v.as_ptr(), v.len()),
-            };
-            let msg = abi::fi_msg_rma {
-                msg_iov: if count == 0 { ptr::null() } else { iov },
-                msg_bvec: bvec,
-                desc: ptr::null_mut(),
-                iov_count: count,
-                addr: 0,
-                rma_iov: rma_iov.as_ptr(),
-                rma_iov_count: rma_iov.len(),
-                context: ctx,
-                data: *data,
-            };
-            let flags = op.flags & FI_REMOTE_CQ_DATA;
-            let ret = if *read {
-                fi_readmsg(ep, &msg, flags)
-            } else {
-                fi_writemsg(ep, &msg, flags)
-            };
-            if ret >= 0 {
+            let kind = if *read { Rma::Read } else { Rma::Write };
+            let flags = FI_COMPLETION | (op.flags & FI_REMOTE_CQ_DATA);
+            let m = op.iov.msg(context, *data);
+            // SAFETY: The consumer's buffers, valid until the operation
+            // completes; no descriptors.
+            let posted = unsafe { ep.rma(kind, &m, rma_iov, flags) };
+            if posted.is_ok() {
                 op.all_posted = true;
             }
-            ret
+            posted
         }
     };
-    if ret == errno::eagain().to_errno() as isize {
-        return Ok(Posted::Again);
-    }
-    if ret < 0 {
-        return Err(Error::from_errno(ret as i32));
+    match posted {
+        Err(e) if e == errno::eagain() => return Ok(Posted::Again),
+        Err(e) => return Err(e),
+        Ok(()) => {}
     }
     op.posted += 1;
     op.conn = Some(conn);

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The core's one iov type: an operation's local buffers as the C ABI
+//! carries them (kvecs or bio_vecs) and their descriptors, borrowed from
+//! the caller, with the checks and the copy every user of them shares.
+
+use crate::abi;
+use crate::errno;
+use core::ptr;
+use kernel::ffi::c_void;
+use kernel::prelude::*;
+
+/// An operation's buffers: kernel virtual ranges or pages.
+#[derive(Clone, Copy)]
+pub(crate) enum Iov<'a> {
+    Kvec(&'a [abi::kvec]),
+    Bvec(&'a [abi::bio_vec]),
+}
+
+/// One buffer of an [`Iov`].
+pub(crate) enum Buffer<'a> {
+    Bytes(abi::kvec),
+    Pages(&'a abi::bio_vec),
+}
+
+/// Whether a kvec can describe memory: a buffer unless empty, and none that
+/// wraps the address space.
+pub(crate) fn kvec_valid(k: &abi::kvec) -> bool {
+    (!k.iov_base.is_null() || k.iov_len == 0)
+        && (k.iov_base as usize).checked_add(k.iov_len).is_some()
+}
+
+/// `count` entries of `T` at `p` as a slice; -EINVAL when no slice can be
+/// that long.
+///
+/// # Safety
+///
+/// `p` is non-null and holds `count` entries, valid for `'a`.
+unsafe fn slice_of<'a, T>(p: *const T, count: usize) -> Result<&'a [T]> {
+    if count > isize::MAX as usize / core::mem::size_of::<T>() {
+        return Err(EINVAL);
+    }
+    // SAFETY: The caller's guarantee; the length fits (checked above).
+    Ok(unsafe { core::slice::from_raw_parts(p, count) })
+}
+
+/// An array of the C ABI as a slice: none for null or `count` 0.
+///
+/// # Safety
+///
+/// `p` is null or holds `count` entries, valid for `'a`.
+pub(crate) unsafe fn array_of<'a, T>(p: *const T, count: usize) -> Result<&'a [T]> {
+    if p.is_null() || count == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: The caller's guarantee.
+    unsafe { slice_of(p, count) }
+}
+
+impl<'a> Iov<'a> {
+    /// No buffer.
+    pub(crate) const EMPTY: Iov<'static> = Iov::Kvec(&[]);
+
+    /// The buffers of a C message: exactly one of `iov` and `bvec` holds
+    /// `count` entries (none is needed when `count` is 0); -EINVAL when
+    /// neither or both are given.
+    ///
+    /// # Safety
+    ///
+    /// The non-null array holds `count` entries, valid for `'a`.
+    pub(crate) unsafe fn from_raw(
+        iov: *const abi::kvec,
+        bvec: *const abi::bio_vec,
+        count: usize,
+    ) -> Result<Iov<'a>> {
+        if count == 0 {
+            return Ok(Iov::EMPTY);
+        }
+        match (iov.is_null(), bvec.is_null()) {
+            // SAFETY: The caller's guarantee.
+            (false, true) => Ok(Iov::Kvec(unsafe { slice_of(iov, count) }?)),
+            // SAFETY: The caller's guarantee.
+            (true, false) => Ok(Iov::Bvec(unsafe { slice_of(bvec, count) }?)),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// How many buffers.
+    pub(crate) fn count(&self) -> usize {
+        match self {
+            Iov::Kvec(v) => v.len(),
+            Iov::Bvec(v) => v.len(),
+        }
+    }
+
+    /// Buffer `i`.
+    pub(crate) fn buffer(&self, i: usize) -> Option<Buffer<'a>> {
+        match *self {
+            Iov::Kvec(v) => v.get(i).map(|k| Buffer::Bytes(*k)),
+            Iov::Bvec(v) => v.get(i).map(Buffer::Pages),
+        }
+    }
+
+    /// The total length, checked: every kvec describes memory, every
+    /// bio_vec with bytes has a page, and the sum fits.
+    pub(crate) fn total(&self) -> Result<usize> {
+        let mut total: usize = 0;
+        match self {
+            Iov::Kvec(v) => {
+                for k in v.iter() {
+                    if !kvec_valid(k) {
+                        return Err(EINVAL);
+                    }
+                    total = total.checked_add(k.iov_len).ok_or_else(errno::emsgsize)?;
+                }
+            }
+            Iov::Bvec(v) => {
+                for b in v.iter() {
+                    if b.bv_page.is_null() && b.bv_len != 0 {
+                        return Err(EINVAL);
+                    }
+                    total = total
+                        .checked_add(b.bv_len as usize)
+                        .ok_or_else(errno::emsgsize)?;
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// The arrays as a C message carries them: `(msg_iov, msg_bvec)`, both
+    /// null when there is no buffer.
+    pub(crate) fn as_raw(&self) -> (*const abi::kvec, *const abi::bio_vec) {
+        match self {
+            _ if self.count() == 0 => (ptr::null(), ptr::null()),
+            Iov::Kvec(v) => (v.as_ptr(), ptr::null()),
+            Iov::Bvec(v) => (ptr::null(), v.as_ptr()),
+        }
+    }
+
+    /// Copies `src` into the buffers from byte `at` on; the bytes copied
+    /// (fewer when the buffers end first).
+    ///
+    /// # Safety
+    ///
+    /// The buffers are memory the caller may write, all of it (a posted
+    /// receive's, whose total [`Iov::total`] checked), apart from `src`.
+    pub(crate) unsafe fn copy_to(&self, at: usize, src: &[u8]) -> usize {
+        let (bvec, p, nr, total): (bool, *const c_void, usize, usize) = match self {
+            Iov::Kvec(v) => (
+                false,
+                v.as_ptr().cast(),
+                v.len(),
+                v.iter().map(|k| k.iov_len).sum(),
+            ),
+            Iov::Bvec(v) => (
+                true,
+                v.as_ptr().cast(),
+                v.len(),
+                v.iter().map(|b| b.bv_len as usize).sum(),
+            ),
+        };
+        if at >= total || src.is_empty() {
+            return 0;
+        }
+        let len = src.len().min(total - at);
+        let mut iter = core::mem::MaybeUninit::<abi::iov_iter>::zeroed();
+        // SAFETY: The arrays describe writable buffers of `total` bytes (the
+        // caller's guarantee); the window `at..at + len` lies within them.
+        unsafe {
+            abi::kofi_iov_iter_window(
+                iter.as_mut_ptr(),
+                abi::ITER_DEST,
+                bvec,
+                p,
+                nr,
+                total,
+                at,
+                len,
+            );
+            abi::kofi_copy_to_iter(src.as_ptr().cast(), len, iter.as_mut_ptr())
+        }
+    }
+}
+
+/// An operation's local buffers and their descriptors (`desc`, one per
+/// buffer, each null or a region's `fi_mr_desc`; or no array).
+#[derive(Clone, Copy)]
+pub(crate) struct Local<'a> {
+    pub(crate) iov: Iov<'a>,
+    pub(crate) desc: Option<&'a [*mut c_void]>,
+}
+
+impl<'a> Local<'a> {
+    /// Buffers without descriptors.
+    pub(crate) fn new(iov: Iov<'a>) -> Self {
+        Local { iov, desc: None }
+    }
+
+    /// The local buffers of a C message.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Iov::from_raw`]; `desc` is null or holds `count` entries,
+    /// valid for `'a`.
+    pub(crate) unsafe fn from_raw(
+        iov: *const abi::kvec,
+        bvec: *const abi::bio_vec,
+        desc: *const *mut c_void,
+        count: usize,
+    ) -> Result<Local<'a>> {
+        // SAFETY: The caller's guarantee.
+        let iov = unsafe { Iov::from_raw(iov, bvec, count) }?;
+        let desc = if desc.is_null() || count == 0 {
+            None
+        } else {
+            // SAFETY: The caller's guarantee.
+            Some(unsafe { slice_of(desc, count) }?)
+        };
+        Ok(Local { iov, desc })
+    }
+
+    /// The descriptor array as a C message carries it.
+    pub(crate) fn desc_raw(&self) -> *mut *mut c_void {
+        // The ABI's array is not const, but no provider writes it.
+        self.desc.map_or(ptr::null_mut(), |d| d.as_ptr().cast_mut())
+    }
+}
+
+/// The local buffers of a C message (fi_msg, fi_msg_tagged, fi_msg_rma).
+///
+/// # Safety
+///
+/// As for [`Local::from_raw`], for the message's arrays.
+macro_rules! local_of {
+    ($m:expr) => {
+        $crate::iov::Local::from_raw($m.msg_iov, $m.msg_bvec, $m.desc.cast_const(), $m.iov_count)
+    };
+}
+pub(crate) use local_of;
