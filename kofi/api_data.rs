@@ -6,11 +6,11 @@
 //! writemsg).
 
 use crate::abi;
-use crate::ep_data::{Msg, Rma};
+use crate::ep_data::{Msg, Rma, RmaMsg};
 use crate::errno::{self, to_c_ssize};
 use crate::flags::*;
 use crate::iov::{array_of, local_of, Iov, Local};
-use crate::object::{lookup, Endpoint, Object};
+use crate::object::{lookup, Endpoint};
 use core::ptr;
 use core::slice::from_ref;
 use kernel::ffi::c_void;
@@ -234,13 +234,7 @@ pub(crate) extern "C" fn fi_cancel(fid: *mut abi::fid, context: *mut c_void) -> 
             // No receive can have been posted.
             return Err(errno::enoent());
         }
-        let op = e.cancel_op().ok_or_else(errno::enosys)?;
-        // SAFETY: The provider's (or the RDM layer's) endpoint, open.
-        let ret = unsafe { op(e.public(), context) };
-        if ret < 0 {
-            return Err(Error::from_errno(ret as i32));
-        }
-        Ok(())
+        e.backend().cancel(e, context)
     })
 }
 
@@ -285,17 +279,19 @@ fn rma_msg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_rma, flags: u64, kind: 
     on_endpoint(ep, |e| {
         // SAFETY: `msg` is null or valid (ABI).
         let c = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
-        let m = Msg {
-            // SAFETY: The arrays hold their counts (ABI).
-            local: unsafe { local_of!(c) }?,
-            addr: c.addr,
-            context: c.context,
-            data: c.data,
+        let m = RmaMsg {
+            msg: Msg {
+                // SAFETY: The arrays hold their counts (ABI).
+                local: unsafe { local_of!(c) }?,
+                addr: c.addr,
+                context: c.context,
+                data: c.data,
+            },
+            // SAFETY: `rma_iov` is null or holds `rma_iov_count` entries.
+            remote: unsafe { array_of(c.rma_iov, c.rma_iov_count) }?,
         };
-        // SAFETY: `rma_iov` is null or holds `rma_iov_count` entries (ABI).
-        let remote = unsafe { array_of(c.rma_iov, c.rma_iov_count) }?;
         // SAFETY: The consumer's buffers and descriptors (the ABI's terms).
-        unsafe { e.rma(kind, &m, remote, e.call_flags(false, flags)) }
+        unsafe { e.rma(kind, &m, e.call_flags(false, flags)) }
     })
 }
 
@@ -318,9 +314,12 @@ fn rma_one(
     on_endpoint(ep, |e| {
         let kvec = one_kvec(buf, len)?;
         let rma = abi::fi_rma_iov { addr, len, key };
-        let m = one_msg(&kvec, &desc, peer, context, data);
+        let m = RmaMsg {
+            msg: one_msg(&kvec, &desc, peer, context, data),
+            remote: from_ref(&rma),
+        };
         // SAFETY: The consumer's buffer and descriptor (the ABI's terms).
-        unsafe { e.rma(kind, &m, from_ref(&rma), flags(e)) }
+        unsafe { e.rma(kind, &m, flags(e)) }
     })
 }
 
@@ -350,14 +349,17 @@ fn rma_vec(
             len: local.iov.total()?,
             key,
         };
-        let m = Msg {
-            local,
-            addr: peer,
-            context,
-            data: 0,
+        let m = RmaMsg {
+            msg: Msg {
+                local,
+                addr: peer,
+                context,
+                data: 0,
+            },
+            remote: from_ref(&rma),
         };
         // SAFETY: The consumer's buffers and descriptors (the ABI's terms).
-        unsafe { e.rma(kind, &m, from_ref(&rma), e.plain_flags(false)) }
+        unsafe { e.rma(kind, &m, e.plain_flags(false)) }
     })
 }
 

@@ -5,6 +5,7 @@
 //! typed operations (lifecycle.rs). All are for process context.
 
 use crate::abi;
+use crate::backend::usize_option;
 use crate::errno::{self, to_c};
 use crate::lifecycle::{
     check_info, close, op_result, open_cq, open_endpoint, open_eq, open_passive, Bind, Owned,
@@ -293,22 +294,18 @@ fn getopt(
     if level as u32 != abi::FI_OPT_ENDPOINT {
         return Err(errno::enoprotoopt());
     }
-    if let Some(get) = e.ops().getopt {
-        // SAFETY: The provider's endpoint; the buffers are the consumer's.
-        return op_result(unsafe { get(fid.cast(), level, name, val, len) });
+    // SAFETY: `len` is valid (checked non-null, ABI).
+    let len = unsafe { &mut *len };
+    if *len > isize::MAX as usize {
+        return Err(EINVAL);
+    }
+    // SAFETY: `val` holds `*len` bytes (ABI), a length a slice can have.
+    let buf = unsafe { core::slice::from_raw_parts_mut(val.cast::<u8>(), *len) };
+    if let Some(result) = e.backend().getopt(e, name, buf, len) {
+        return result;
     }
     if name as u32 == abi::FI_OPT_CM_DATA_SIZE {
-        // SAFETY: `len` is valid (checked non-null, ABI).
-        if unsafe { *len } < core::mem::size_of::<usize>() {
-            return Err(errno::etoosmall());
-        }
-        // SAFETY: `val` holds a size_t (checked length).
-        unsafe {
-            val.cast::<usize>()
-                .write_unaligned(abi::KOFI_CM_DATA_MAX as usize);
-            *len = core::mem::size_of::<usize>();
-        }
-        return Ok(());
+        return usize_option(buf, len, abi::KOFI_CM_DATA_MAX as usize);
     }
     Err(errno::enoprotoopt())
 }
@@ -334,11 +331,12 @@ fn setopt(fid: *mut abi::fid, level: c_int, name: c_int, val: *const c_void, len
     if level as u32 != abi::FI_OPT_ENDPOINT {
         return Err(errno::enoprotoopt());
     }
-    match e.ops().setopt {
-        // SAFETY: The provider's endpoint; the buffer is the consumer's.
-        Some(set) => op_result(unsafe { set(fid.cast(), level, name, val, len) }),
-        None => Err(errno::enoprotoopt()),
+    if len > isize::MAX as usize {
+        return Err(EINVAL);
     }
+    // SAFETY: `val` holds `len` bytes (ABI), a length a slice can have.
+    let val = unsafe { core::slice::from_raw_parts(val.cast::<u8>(), len) };
+    e.backend().setopt(e, name, val)
 }
 
 /// `fi_setopt()`: sets an endpoint option the provider knows.

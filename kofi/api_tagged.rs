@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The exported tagged calls (fi_tagged.h). They check what the untagged
-//! ones check (api_data.rs), on an endpoint with FI_TAGGED, and reach it as
-//! one op each way: tsendmsg and trecvmsg.
+//! The exported tagged calls (fi_tagged.h): each builds a tagged message
+//! and calls `Endpoint::tsend` or `Endpoint::trecv` (ep_data.rs), which
+//! check what the untagged calls check, on an endpoint with FI_TAGGED.
 
 use crate::abi;
 use crate::api_data::{one_kvec, plain};
-use crate::ep_data::{op_posted, ready};
-use crate::errno::{self, to_c_ssize};
+use crate::ep_data::{Msg, TaggedMsg};
+use crate::errno::to_c_ssize;
 use crate::flags::*;
 use crate::iov::local_of;
 use crate::object::{lookup, Endpoint};
@@ -15,45 +15,44 @@ use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-/// Flags a tagged receive accepts from the consumer.
-const TRECV_FLAGS: u64 = RX_OP_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD;
+/// The typed form of a consumer's `fi_msg_tagged`.
+///
+/// # Safety
+///
+/// `msg` is null or a message whose arrays hold their counts (ABI), valid
+/// for `'a`.
+unsafe fn tagged_in<'a>(msg: *const abi::fi_msg_tagged) -> Result<TaggedMsg<'a>> {
+    // SAFETY: The caller's guarantee.
+    let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
+    Ok(TaggedMsg {
+        msg: Msg {
+            // SAFETY: The caller's guarantee.
+            local: unsafe { local_of!(m) }?,
+            addr: m.addr,
+            context: m.context,
+            data: m.data,
+        },
+        tag: m.tag,
+        ignore: m.ignore,
+    })
+}
 
 fn tsendmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) -> Result<usize> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_TAGGED, FI_SEND) }?;
-    // SAFETY: `msg` is null or valid (ABI).
-    let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
-    // SAFETY: The message's arrays hold their counts, its descriptors are
-    // null or open regions' (ABI).
-    unsafe { e.check_send(&local_of!(m)?, flags) }?;
-    let op = e.tagged_ops().0.ok_or_else(errno::enosys)?;
-    // SAFETY: The provider's endpoint; the message is the consumer's.
-    op_posted(unsafe { op(ep, msg, flags) }).map(|()| 0)
+    let e = unsafe { lookup::<Endpoint>(ep) }?;
+    // SAFETY: The consumer's message (ABI).
+    let m = unsafe { tagged_in(msg) }?;
+    // SAFETY: The consumer's buffers and descriptors (the ABI's terms).
+    unsafe { e.tsend(&m, flags) }.map(|()| 0)
 }
 
 fn trecvmsg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_tagged, flags: u64) -> Result<usize> {
     // SAFETY: `ep` is null or a kofi fid the consumer keeps open.
-    let e = unsafe { ready(ep, FI_TAGGED, FI_RECV) }?;
-    // SAFETY: `msg` is null or valid (ABI).
-    let m = unsafe { msg.as_ref() }.ok_or(EINVAL)?;
-    if flags & !TRECV_FLAGS != 0 {
-        return Err(errno::ebadflags());
-    }
-    if flags & FI_DISCARD != 0 && flags & (FI_PEEK | FI_CLAIM) == 0 {
-        // Discards only a message peeked at or claimed.
-        return Err(errno::ebadflags());
-    }
-    if flags & FI_CLAIM != 0 && m.context.is_null() {
-        // The context is what pairs a claim with its receive.
-        return Err(EINVAL);
-    }
-    if flags & FI_DISCARD == 0 {
-        // SAFETY: As in `tsendmsg`.
-        unsafe { e.check_recv(&local_of!(m)?) }?;
-    }
-    let op = e.tagged_ops().1.ok_or_else(errno::enosys)?;
-    // SAFETY: The provider's endpoint; the message is the consumer's.
-    op_posted(unsafe { op(ep, msg, flags) }).map(|()| 0)
+    let e = unsafe { lookup::<Endpoint>(ep) }?;
+    // SAFETY: The consumer's message (ABI).
+    let m = unsafe { tagged_in(msg) }?;
+    // SAFETY: The consumer's buffers and descriptors (the ABI's terms).
+    unsafe { e.trecv(&m, flags) }.map(|()| 0)
 }
 
 /// A completion flag for a `*msg` call, as `fi_sendmsg`/`fi_recvmsg` do.

@@ -5,41 +5,20 @@
 //! The exports (api_cm.rs) and the RDM layer call these.
 
 use crate::abi;
+use crate::backend::{name_buf, param_c};
 use crate::errno;
+use crate::lifecycle::op_result;
 use crate::object::{ConnReq, Endpoint, Object, PassiveEp};
-use core::ptr;
 use core::sync::atomic::Ordering;
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-fn op_result(ret: c_int) -> Result {
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(Error::from_errno(ret))
-    }
-}
-
-/// Private data: at most KOFI_CM_DATA_MAX bytes; its C form.
-fn param_of(param: &[u8]) -> Result<(*const c_void, usize)> {
+/// Private data: at most KOFI_CM_DATA_MAX bytes.
+fn check_param(param: &[u8]) -> Result {
     if param.len() > abi::KOFI_CM_DATA_MAX as usize {
         return Err(EINVAL);
     }
-    let p = if param.is_empty() {
-        ptr::null()
-    } else {
-        param.as_ptr().cast()
-    };
-    Ok((p, param.len()))
-}
-
-/// A name buffer's C form: null when empty (a query of the size).
-fn name_buf(buf: &mut [u8]) -> *mut c_void {
-    if buf.is_empty() {
-        ptr::null_mut()
-    } else {
-        buf.as_mut_ptr().cast()
-    }
+    Ok(())
 }
 
 impl PassiveEp {
@@ -66,13 +45,13 @@ impl PassiveEp {
         if req.pep.public() != self.public() {
             return Err(EINVAL);
         }
-        let (p, len) = param_of(param)?;
+        check_param(param)?;
         let op = self
             .ops()
             .and_then(|o| o.reject)
             .ok_or_else(errno::enosys)?;
         // SAFETY: The provider's objects; `param` lives for the call.
-        op_result(unsafe { op(self.public(), req.fid(), p, len) })
+        op_result(unsafe { op(self.public(), req.fid(), param_c(param), param.len()) })
     }
 
     /// The local address into `buf`; its length goes to `len` (also when
@@ -106,23 +85,19 @@ impl Endpoint {
     /// call.
     pub(crate) unsafe fn connect(&self, addr: *const c_void, param: &[u8]) -> Result {
         self.check_enabled()?;
-        let (p, len) = param_of(param)?;
+        check_param(param)?;
         if self.limits.ep_type != abi::fi_ep_type_FI_EP_MSG {
             return Err(errno::eopnotsupp());
         }
-        let op = self.ops().connect.ok_or_else(errno::enosys)?;
-        // SAFETY: The provider's endpoint; `addr` is the caller's to vouch
-        // for, `param` lives for the call.
-        op_result(unsafe { op(self.public(), addr, p, len) })
+        // SAFETY: The caller's guarantee.
+        unsafe { self.backend().connect(self, addr, param) }
     }
 
     /// Accepts the request the endpoint was opened for, sending `param`.
     pub(crate) fn accept(&self, param: &[u8]) -> Result {
         self.check_enabled()?;
-        let (p, len) = param_of(param)?;
-        let op = self.ops().accept.ok_or_else(errno::enosys)?;
-        // SAFETY: The provider's endpoint; `param` lives for the call.
-        op_result(unsafe { op(self.public(), p, len) })
+        check_param(param)?;
+        self.backend().accept(self, param)
     }
 
     /// Closes the connection; FI_SHUTDOWN arrives on the EQ.
@@ -131,25 +106,17 @@ impl Endpoint {
         if flags != 0 {
             return Err(errno::ebadflags());
         }
-        let op = self.ops().shutdown.ok_or_else(errno::enosys)?;
-        // SAFETY: The provider's endpoint.
-        op_result(unsafe { op(self.public(), flags) })
+        self.backend().shutdown(self, flags)
     }
 
     /// The local address, as [`PassiveEp::getname`] gives it.
     pub(crate) fn getname(&self, buf: &mut [u8], len: &mut usize) -> Result {
-        let op = self.ops().getname.ok_or_else(errno::enosys)?;
-        *len = buf.len();
-        // SAFETY: The provider's endpoint; `buf` holds `*len` bytes.
-        op_result(unsafe { op(self.public(), name_buf(buf), len) })
+        self.backend().getname(self, buf, len)
     }
 
     /// The connected peer's address, as [`PassiveEp::getname`] gives a
     /// name.
     pub(crate) fn getpeer(&self, buf: &mut [u8], len: &mut usize) -> Result {
-        let op = self.ops().getpeer.ok_or_else(errno::enosys)?;
-        *len = buf.len();
-        // SAFETY: The provider's endpoint; `buf` holds `*len` bytes.
-        op_result(unsafe { op(self.public(), name_buf(buf), len) })
+        self.backend().getpeer(self, buf, len)
     }
 }

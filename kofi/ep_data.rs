@@ -14,7 +14,7 @@ use crate::flags::*;
 use crate::info_match;
 use crate::iov::{Iov, Local};
 use crate::mr::check_descs;
-use crate::object::{lookup, Endpoint, Object};
+use crate::object::{lookup, Endpoint};
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
@@ -40,7 +40,7 @@ impl<'a> Msg<'a> {
         }
     }
 
-    fn to_c(&self) -> abi::fi_msg {
+    pub(crate) fn to_c(&self) -> abi::fi_msg {
         let (msg_iov, msg_bvec) = self.local.iov.as_raw();
         abi::fi_msg {
             msg_iov,
@@ -69,19 +69,52 @@ impl<'a> Msg<'a> {
     }
 }
 
+/// An RMA: a message's local buffers, and the peer's buffers (`remote`),
+/// as long in total.
+pub(crate) struct RmaMsg<'a> {
+    pub(crate) msg: Msg<'a>,
+    pub(crate) remote: &'a [abi::fi_rma_iov],
+}
+
+impl RmaMsg<'_> {
+    pub(crate) fn to_c(&self) -> abi::fi_msg_rma {
+        self.msg.to_c_rma(self.remote)
+    }
+}
+
+/// A tagged message: a message with its tag, and for a receive the tag
+/// bits to ignore.
+pub(crate) struct TaggedMsg<'a> {
+    pub(crate) msg: Msg<'a>,
+    pub(crate) tag: u64,
+    pub(crate) ignore: u64,
+}
+
+impl TaggedMsg<'_> {
+    pub(crate) fn to_c(&self) -> abi::fi_msg_tagged {
+        let m = self.msg.to_c();
+        abi::fi_msg_tagged {
+            msg_iov: m.msg_iov,
+            msg_bvec: m.msg_bvec,
+            desc: m.desc,
+            iov_count: m.iov_count,
+            addr: m.addr,
+            tag: self.tag,
+            ignore: self.ignore,
+            context: m.context,
+            data: m.data,
+        }
+    }
+}
+
+/// Flags a tagged receive accepts from the consumer.
+const TRECV_FLAGS: u64 = RX_OP_FLAGS | FI_PEEK | FI_CLAIM | FI_DISCARD;
+
 /// Which RMA: the capability bit and the provider's op.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Rma {
     Read,
     Write,
-}
-
-/// A provider op's return as a result.
-pub(crate) fn op_posted(ret: isize) -> Result {
-    if ret < 0 {
-        return Err(Error::from_errno(ret as i32));
-    }
-    Ok(())
 }
 
 /// The endpoint `ep` names, enabled and with capability `cap` in direction
@@ -213,12 +246,8 @@ impl Endpoint {
         self.ready(FI_MSG, FI_SEND)?;
         // SAFETY: The caller's guarantee.
         unsafe { self.check_send(&m.local, flags) }?;
-        let op = self.ops().sendmsg.ok_or_else(errno::enosys)?;
-        let msg = m.to_c();
-        // SAFETY: The provider's endpoint, open; the message and its arrays
-        // live for the call, the buffers until the completion (the
-        // caller's guarantee).
-        op_posted(unsafe { op(self.public(), &msg, flags) })
+        // SAFETY: The caller's guarantee.
+        unsafe { self.backend().send(self, m, flags) }
     }
 
     /// Posts a receive into `m`'s buffers (`flags` as for [`Self::send`]).
@@ -240,10 +269,8 @@ impl Endpoint {
         }
         // SAFETY: The caller's guarantee.
         unsafe { self.check_recv(&m.local) }?;
-        let op = self.ops().recvmsg.ok_or_else(errno::enosys)?;
-        let msg = m.to_c();
-        // SAFETY: As in `send`.
-        op_posted(unsafe { op(self.public(), &msg, flags) })
+        // SAFETY: The caller's guarantee.
+        unsafe { self.backend().recv(self, m, flags) }
     }
 
     /// Posts an RMA between `m`'s buffers and the peer's `remote` ones,
@@ -252,13 +279,8 @@ impl Endpoint {
     /// # Safety
     ///
     /// As for [`Self::send`] for a write, [`Self::recv`] for a read.
-    pub(crate) unsafe fn rma(
-        &self,
-        kind: Rma,
-        m: &Msg<'_>,
-        remote: &[abi::fi_rma_iov],
-        flags: u64,
-    ) -> Result {
+    pub(crate) unsafe fn rma(&self, kind: Rma, m: &RmaMsg<'_>, flags: u64) -> Result {
+        let remote = m.remote;
         let dir = if kind == Rma::Read { FI_READ } else { FI_WRITE };
         self.ready(FI_RMA, dir)?;
         if flags & !TX_OP_FLAGS != 0 {
@@ -268,7 +290,7 @@ impl Endpoint {
             return Err(errno::ebadflags());
         }
         // SAFETY: The caller's guarantee.
-        let total = unsafe { self.check_local(&m.local, self.limits.tx_iov_limit, dir) }?;
+        let total = unsafe { self.check_local(&m.msg.local, self.limits.tx_iov_limit, dir) }?;
         self.check_tx_size(total, flags)?;
         if remote.is_empty() || remote.len() > self.limits.rma_iov_limit {
             return Err(EINVAL);
@@ -281,13 +303,48 @@ impl Endpoint {
         if remote_total != total {
             return Err(EINVAL);
         }
-        let op = match kind {
-            Rma::Read => self.ops().readmsg,
-            Rma::Write => self.ops().writemsg,
+        // SAFETY: The caller's guarantee.
+        unsafe { self.backend().rma(self, kind, m, flags) }
+    }
+
+    /// Posts a tagged send of `m` (`flags` as for [`Self::send`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::send`].
+    pub(crate) unsafe fn tsend(&self, m: &TaggedMsg<'_>, flags: u64) -> Result {
+        self.ready(FI_TAGGED, FI_SEND)?;
+        // SAFETY: The caller's guarantee.
+        unsafe { self.check_send(&m.msg.local, flags) }?;
+        // SAFETY: The caller's guarantee.
+        unsafe { self.backend().tsend(self, m, flags) }
+    }
+
+    /// Posts a tagged receive into `m`'s buffers, or with FI_PEEK, FI_CLAIM
+    /// and FI_DISCARD looks at, claims or drops a message that arrived
+    /// (`flags` as for [`Self::send`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::recv`].
+    pub(crate) unsafe fn trecv(&self, m: &TaggedMsg<'_>, flags: u64) -> Result {
+        self.ready(FI_TAGGED, FI_RECV)?;
+        if flags & !TRECV_FLAGS != 0 {
+            return Err(errno::ebadflags());
         }
-        .ok_or_else(errno::enosys)?;
-        let msg = m.to_c_rma(remote);
-        // SAFETY: As in `send`; `remote` lives for the call too.
-        op_posted(unsafe { op(self.public(), &msg, flags) })
+        if flags & FI_DISCARD != 0 && flags & (FI_PEEK | FI_CLAIM) == 0 {
+            // Discards only a message peeked at or claimed.
+            return Err(errno::ebadflags());
+        }
+        if flags & FI_CLAIM != 0 && m.msg.context.is_null() {
+            // The context is what pairs a claim with its receive.
+            return Err(EINVAL);
+        }
+        if flags & FI_DISCARD == 0 {
+            // SAFETY: The caller's guarantee.
+            unsafe { self.check_recv(&m.msg.local) }?;
+        }
+        // SAFETY: The caller's guarantee.
+        unsafe { self.backend().trecv(self, m, flags) }
     }
 }

@@ -18,6 +18,7 @@ mod api_objects;
 mod api_queues;
 mod api_tagged;
 mod av;
+mod backend;
 mod cntr;
 #[path = "../include/kofi/rust/compat.rs"]
 #[allow(dead_code)]

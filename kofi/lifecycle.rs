@@ -179,9 +179,8 @@ pub(crate) unsafe fn open_endpoint(
         return Err(errno::ebadflags());
     }
     let ep = Arc::pin_init(Endpoint::new(domain.clone(), limits, context), GFP_KERNEL)?;
-    let open = ep.ops().open.ok_or_else(errno::enosys)?;
-    // SAFETY: The module is pinned by the fabric; the objects are valid.
-    op_result(unsafe { open(d.public(), info, ep.public()) })?;
+    // SAFETY: A checked info, valid (the caller's guarantee).
+    unsafe { ep.backend().open(&ep, info) }?;
     d.users.get();
     d.fabric.provider().count(abi::FI_CLASS_EP, true);
     Ok(Owned::publish(ep))
@@ -274,10 +273,7 @@ pub(crate) unsafe fn close(fid: *mut abi::fid) -> Result {
             let ep = unsafe { lookup::<Endpoint>(fid.cast()) }?;
             ep.users.check_idle()?;
             ep.stop_progress();
-            if let Some(close) = ep.ops().close {
-                // SAFETY: The provider's endpoint; it reports nothing after.
-                unsafe { close(ep.public()) };
-            }
+            ep.backend().close(ep);
             let b = core::mem::take(&mut *ep.bindings.lock());
             // Progress it asked for and no sleeper made yet: none is made now.
             if let Some(cq) = &b.rx_cq {
@@ -391,7 +387,7 @@ impl Bind<'_> {
         }
     }
 
-    fn fid(&self) -> *mut abi::fid {
+    pub(crate) fn fid(&self) -> *mut abi::fid {
         match self {
             Bind::Cq(o) => o.fid(),
             Bind::Eq(o) => o.fid(),
@@ -441,33 +437,29 @@ impl Endpoint {
                 return Ok(());
             }
         }
-        if let Some(bind) = self.ops().bind {
-            // SAFETY: The provider's endpoint and a valid fid.
-            let ret = unsafe { bind(self.public(), target.fid(), flags) };
-            if ret != 0 {
-                // The provider refused: undo what was recorded for this call.
-                let mut guard = self.bindings.lock();
-                let b = &mut *guard;
-                match target {
-                    Bind::Cq(bound) => {
-                        for slot in [&mut b.tx_cq, &mut b.rx_cq] {
-                            if slot.as_deref().is_some_and(|c| core::ptr::eq(c, bound)) {
-                                if let Some(cq) = slot.take() {
-                                    cq.users.put();
-                                }
-                            }
-                        }
-                    }
-                    _ => {
-                        if let Some(eq) = b.eq.take() {
-                            eq.users.put();
+        let Err(e) = self.backend().bind(self, target, flags) else {
+            return Ok(());
+        };
+        // The provider refused: undo what was recorded for this call.
+        let mut guard = self.bindings.lock();
+        let b = &mut *guard;
+        match target {
+            Bind::Cq(bound) => {
+                for slot in [&mut b.tx_cq, &mut b.rx_cq] {
+                    if slot.as_deref().is_some_and(|c| core::ptr::eq(c, bound)) {
+                        if let Some(cq) = slot.take() {
+                            cq.users.put();
                         }
                     }
                 }
-                return Err(Error::from_errno(ret));
+            }
+            _ => {
+                if let Some(eq) = b.eq.take() {
+                    eq.users.put();
+                }
             }
         }
-        Ok(())
+        Err(e)
     }
 
     fn bind_cq(&self, cq: &Cq, flags: u64) -> Result {
@@ -557,10 +549,7 @@ impl Endpoint {
                 return Err(errno::enocq());
             }
         }
-        if let Some(en) = self.ops().enable {
-            // SAFETY: The provider's endpoint.
-            op_result(unsafe { en(self.public()) })?;
-        }
+        self.backend().enable(self)?;
         self.enabled.store(true, Ordering::Release);
         Ok(())
     }

@@ -617,15 +617,13 @@ fn mr_get(
 /// the software atomic operations of RDM endpoints (rdm/atomic.rs) are
 /// atomic with respect to each other.
 pub(crate) fn update_span(
-    domain: *mut abi::fid_domain,
+    domain: &Domain,
     key: u64,
     addr: u64,
     access: u64,
     buf: &mut [u8],
     update: impl FnOnce(&mut [u8]),
 ) -> Result {
-    // SAFETY: `domain` is null or a kofi fid the caller keeps open.
-    let domain = unsafe { lookup::<Domain>(domain) }?;
     let regions = domain.mrs.regions.lock();
     let mr = regions.get(&key).ok_or_else(errno::enokey)?;
     let start = span(mr, addr, buf.len(), access)?;

@@ -8,6 +8,7 @@
 //! fails with -EBUSY.
 
 use crate::abi;
+use crate::backend::{EpBackend, ProviderEp};
 use crate::cntr::Cntr;
 use crate::errno;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
@@ -226,14 +227,6 @@ impl Domain {
     }
 }
 
-/// A provider's tsendmsg or trecvmsg op.
-pub(crate) type TaggedOp =
-    Option<unsafe extern "C" fn(*mut abi::fid_ep, *const abi::fi_msg_tagged, u64) -> isize>;
-
-/// A provider's atomicmsg op.
-pub(crate) type AtomicOp =
-    Option<unsafe extern "C" fn(*mut abi::fid_ep, *const abi::kofi_atomic, u64) -> isize>;
-
 /// What an endpoint is bound to. Set before fi_enable, fixed after.
 #[derive(Default)]
 pub(crate) struct Bindings {
@@ -315,16 +308,6 @@ impl Endpoint {
         }? Error)
     }
 
-    /// The provider's progress op, when its ABI (1.4 on) has it at all
-    /// (never the core's RDM endpoints: their progress is the core's own).
-    fn progress_op(&self) -> Option<unsafe extern "C" fn(*mut abi::fid_ep)> {
-        if !self.is_rdm() && self.domain.fabric.provider().abi_minor >= 4 {
-            self.domain.ep_ops().progress
-        } else {
-            None
-        }
-    }
-
     /// Asks a consumer sleeping on the endpoint's receive CQ (or that
     /// queue's owner) to make its progress: see [`Cq::request_progress`].
     pub(crate) fn request_progress(&self) -> bool {
@@ -360,10 +343,10 @@ impl Endpoint {
             return;
         }
         let open = self.progress_gate.lock();
-        if let (true, Some(progress)) = (*open, self.progress_op()) {
-            // SAFETY: The provider's open endpoint: fi_close clears the gate,
-            // under this lock, before its close op runs.
-            unsafe { progress(self.public()) };
+        if *open {
+            // fi_close clears the gate, under this lock, before the
+            // provider's close op runs.
+            ProviderEp::progress(self);
         }
     }
 
@@ -373,52 +356,13 @@ impl Endpoint {
         *self.progress_gate.lock() = false;
     }
 
-    /// The endpoint's ops: the provider's, or for FI_EP_RDM the core's own,
-    /// built over the provider's FI_EP_MSG endpoints.
-    pub(crate) fn ops(&self) -> &abi::kofi_ep_ops {
+    /// What implements the endpoint: the provider's ops, or for FI_EP_RDM
+    /// the core's own layer over the provider's FI_EP_MSG endpoints.
+    pub(crate) fn backend(&self) -> &'static dyn EpBackend {
         if self.is_rdm() {
-            &crate::rdm::EP_OPS
+            &crate::rdm::RdmEp
         } else {
-            self.domain.ep_ops()
-        }
-    }
-
-    /// The op that takes back a posted receive: the core's for RDM, else the
-    /// provider's when its ABI (1.1 on) has the op at all.
-    pub(crate) fn cancel_op(
-        &self,
-    ) -> Option<unsafe extern "C" fn(*mut abi::fid_ep, *mut c_void) -> isize> {
-        if self.is_rdm() {
-            crate::rdm::EP_OPS.cancel
-        } else if self.domain.fabric.provider().abi_minor >= 1 {
-            self.domain.ep_ops().cancel
-        } else {
-            None
-        }
-    }
-
-    /// The ops of tagged messages: the core's for RDM, else the provider's
-    /// when its ABI (1.3 on) has them at all.
-    pub(crate) fn tagged_ops(&self) -> (TaggedOp, TaggedOp) {
-        if self.is_rdm() {
-            (crate::rdm::EP_OPS.tsendmsg, crate::rdm::EP_OPS.trecvmsg)
-        } else if self.domain.fabric.provider().abi_minor >= 3 {
-            let ops = self.domain.ep_ops();
-            (ops.tsendmsg, ops.trecvmsg)
-        } else {
-            (None, None)
-        }
-    }
-
-    /// The op of atomic operations: the core's for RDM, else the provider's
-    /// when its ABI (1.3 on) has it at all.
-    pub(crate) fn atomic_op(&self) -> AtomicOp {
-        if self.is_rdm() {
-            crate::rdm::EP_OPS.atomicmsg
-        } else if self.domain.fabric.provider().abi_minor >= 3 {
-            self.domain.ep_ops().atomicmsg
-        } else {
-            None
+            &ProviderEp
         }
     }
 

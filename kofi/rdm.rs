@@ -34,7 +34,8 @@ pub(crate) mod wire;
 
 use crate::abi;
 use crate::addr::Name;
-use crate::ep_data::Msg;
+use crate::backend::{usize_of, usize_option, EpBackend};
+use crate::ep_data::{Msg, Rma, RmaMsg, TaggedMsg};
 use crate::errno;
 use crate::flags::*;
 use crate::info::InfoBox;
@@ -123,34 +124,23 @@ pub(crate) enum Iovs {
 }
 
 impl Iovs {
-    /// A copy of the `count` kvecs or bio_vecs of a message.
-    ///
-    /// # Safety
-    ///
-    /// The one non-null array holds `count` entries.
-    pub(crate) unsafe fn copy(
-        iov: *const abi::kvec,
-        bvec: *const abi::bio_vec,
-        count: usize,
-    ) -> Result<(Iovs, usize)> {
-        if iov.is_null() && !bvec.is_null() {
-            let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
-            // SAFETY: The caller's guarantee.
-            for b in unsafe { core::slice::from_raw_parts(bvec, count) } {
-                v.push(*b, GFP_KERNEL)?;
+    /// A copy of a message's kvecs or bio_vecs (their total was checked
+    /// by the core).
+    pub(crate) fn copy(iov: Iov<'_>) -> Result<(Iovs, usize)> {
+        let total = iov.total()?;
+        let copy = match iov {
+            Iov::Kvec(v) => {
+                let mut c = KVec::with_capacity(v.len(), GFP_KERNEL)?;
+                c.extend_from_slice(v, GFP_KERNEL)?;
+                Iovs::Kvec(c)
             }
-            let total = v.iter().map(|b| b.bv_len as usize).sum();
-            return Ok((Iovs::Bvec(v), total));
-        }
-        let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
-        if count != 0 {
-            // SAFETY: The caller's guarantee.
-            for k in unsafe { core::slice::from_raw_parts(iov, count) } {
-                v.push(*k, GFP_KERNEL)?;
+            Iov::Bvec(v) => {
+                let mut c = KVec::with_capacity(v.len(), GFP_KERNEL)?;
+                c.extend_from_slice(v, GFP_KERNEL)?;
+                Iovs::Bvec(c)
             }
-        }
-        let total = v.iter().map(|k| k.iov_len).sum();
-        Ok((Iovs::Kvec(v), total))
+        };
+        Ok((copy, total))
     }
 
     /// A copy of the `total` bytes of the buffers, and one kvec of it: an
@@ -216,49 +206,6 @@ pub(crate) fn send_bytes(ep: &Endpoint, bytes: &[u8], context: *mut c_void) -> R
     // (an atomic's or answer's op, a connection's control buffer); no
     // descriptors.
     unsafe { ep.send(&m, FI_COMPLETION) }
-}
-
-/// What the RDM layer takes of a consumer's message (`fi_msg` or
-/// `fi_msg_tagged`); the core checked its arrays.
-#[derive(Clone, Copy)]
-pub(crate) struct Parts {
-    pub(crate) iov: *const abi::kvec,
-    pub(crate) bvec: *const abi::bio_vec,
-    pub(crate) count: usize,
-    pub(crate) addr: u64,
-    pub(crate) context: *mut c_void,
-    pub(crate) data: u64,
-}
-
-/// `Parts` from each message type that has those fields.
-macro_rules! parts_from {
-    ($($msg:ty),*) => {
-        $(
-            impl From<&$msg> for Parts {
-                fn from(m: &$msg) -> Self {
-                    Parts {
-                        iov: m.msg_iov,
-                        bvec: m.msg_bvec,
-                        count: m.iov_count,
-                        addr: m.addr,
-                        context: m.context,
-                        data: m.data,
-                    }
-                }
-            }
-        )*
-    };
-}
-
-parts_from!(abi::fi_msg, abi::fi_msg_tagged);
-
-impl Parts {
-    /// A copy of its buffers and their total length.
-    pub(crate) fn buffers(&self) -> Result<(Iovs, usize)> {
-        // SAFETY: The core checked that the one non-null array holds
-        // `count` entries (`api_data::iov_total`).
-        unsafe { Iovs::copy(self.iov, self.bvec, self.count) }
-    }
 }
 
 /// A peer: the other end of connections, by name.
@@ -612,7 +559,6 @@ pub(crate) struct Rdm {
     work: Work<Rdm>,
     /// The consumer's endpoint, alive until our close op returns.
     ep: *const Endpoint,
-    domain: *mut abi::fid_domain,
     /// Largest message.
     max_msg: usize,
     /// The endpoint's own directed-receive capability.
@@ -625,7 +571,7 @@ pub(crate) struct Rdm {
     pub(crate) state: Mutex<State>,
 }
 
-// SAFETY: `ep` and `domain` are only used while the endpoint is open, which
+// SAFETY: `ep` is only used while the endpoint is open, which
 // `state.closing` tells under the lock; the rest is locked or immutable.
 unsafe impl Send for Rdm {}
 // SAFETY: As above.
@@ -742,7 +688,7 @@ fn wake(rdm: ArcBorrow<'_, Rdm>) {
         return;
     }
     // SAFETY: Called by the internal queues' handlers, which run only while
-    // the queues are open; `rdm_close` closes them before it returns, and
+    // the queues are open; `RdmEp::close` closes them before it returns, and
     // the endpoint lives until then.
     let ep = unsafe { &*rdm.ep };
     if !ep.request_progress() {
@@ -778,7 +724,7 @@ unsafe extern "C" fn eq_handler(eq: *mut abi::fid_eq) {
 /// set it.
 pub(crate) fn of_endpoint(ep: &Endpoint) -> Option<Arc<Rdm>> {
     // SAFETY: The endpoint's head; `prov_data` is null or the reference
-    // `open` stored, which only `rdm_close` takes back, after fi_close began.
+    // `open` stored, which only `RdmEp::close` takes back, after fi_close began.
     let raw = unsafe { (*ep.public().cast::<abi::fid>()).prov_data };
     if raw.is_null() {
         return None;
@@ -796,20 +742,22 @@ fn msg_info_of(info: *const abi::fi_info) -> Result<InfoBox> {
     Ok(b)
 }
 
-fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::fid_ep) -> Result {
-    // SAFETY: The core checked the info.
+/// Opens the RDM layer of `e`: its listener and internal queues.
+///
+/// # Safety
+///
+/// `info` is a checked info, valid for the call.
+unsafe fn open(e: &Endpoint, info: *const abi::fi_info) -> Result {
+    // SAFETY: The caller's guarantee.
     if unsafe { (*info).mode } & abi::FI_RX_CQ_DATA != 0 {
         // Its infos never offer the mode: refused, not ignored.
         return Err(EINVAL);
     }
-    // SAFETY: The core passes its own live objects.
-    let e = unsafe { crate::object::lookup::<Endpoint>(ep) }?;
     let msg_info = msg_info_of(info)?;
     let rdm = Arc::pin_init(
         try_pin_init!(Rdm {
             work <- new_work!("kofi_rdm"),
             ep: core::ptr::from_ref(e),
-            domain,
             max_msg: e.limits.max_msg_size,
             directed: e.limits.caps & FI_DIRECTED_RECV != 0,
             calls: AtomicUsize::new(0),
@@ -852,9 +800,9 @@ fn open(domain: *mut abi::fid_domain, info: *const abi::fi_info, ep: *mut abi::f
             return Err(err);
         }
     }
-    // SAFETY: The core's endpoint head; the reference is taken back in
-    // `close`.
-    unsafe { (*ep.cast::<abi::fid>()).prov_data = Arc::into_raw(rdm).cast_mut().cast() };
+    // SAFETY: The core's endpoint head, which nothing else writes while
+    // it opens; the reference is taken back in `close`.
+    unsafe { (*e.fid()).prov_data = Arc::into_raw(rdm).cast_mut().cast() };
     Ok(())
 }
 
@@ -868,289 +816,157 @@ fn unreachable_name() -> Name {
     }
 }
 
-/// The endpoint's `Rdm`.
-///
-/// # Safety
-///
-/// `ep` is an open RDM endpoint (its `prov_data` set by `open`).
-unsafe fn rdm_of<'a>(ep: *mut abi::fid_ep) -> ArcBorrow<'a, Rdm> {
-    // SAFETY: `open` stored an `Arc::into_raw` there (caller).
-    unsafe { ArcBorrow::from_raw((*ep.cast::<abi::fid>()).prov_data.cast::<Rdm>()) }
+/// The `Rdm` of `ep`, an open FI_EP_RDM endpoint (the core calls its
+/// backend only between `open` and `close`).
+fn rdm_of(ep: &Endpoint) -> Result<ArcBorrow<'_, Rdm>> {
+    // SAFETY: The endpoint's head; `prov_data` is null or the reference
+    // `open` stored, which only `close` takes back, after the core's last
+    // call on the backend.
+    let raw = unsafe { (*ep.fid()).prov_data };
+    if raw.is_null() {
+        return Err(errno::eopbadstate());
+    }
+    // SAFETY: As above: a live `Arc<Rdm>` reference, for as long as `ep`.
+    Ok(unsafe { ArcBorrow::from_raw(raw.cast::<Rdm>()) })
 }
 
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_open(
-    domain: *mut abi::fid_domain,
-    info: *const abi::fi_info,
-    ep: *mut abi::fid_ep,
-) -> c_int {
-    errno::to_c(open(domain, info, ep))
-}
+/// The RDM layer as an endpoint's backend: every FI_EP_RDM endpoint's.
+/// Connection management calls have none: -FI_ENOSYS.
+pub(crate) struct RdmEp;
 
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_close(ep: *mut abi::fid_ep) {
-    // SAFETY: The core closes an endpoint it opened with `rdm_open`.
-    let rdm = unsafe { Arc::from_raw((*ep.cast::<abi::fid>()).prov_data.cast::<Rdm>()) };
-    let (conns, pep, cq, eq) = {
+impl EpBackend for RdmEp {
+    unsafe fn open(&self, ep: &Endpoint, info: *const abi::fi_info) -> Result {
+        // SAFETY: The caller's guarantee.
+        unsafe { open(ep, info) }
+    }
+
+    fn close(&self, ep: &Endpoint) {
+        // SAFETY: `open` stored an `Arc::into_raw` there, taken back once,
+        // here: the core closes an endpoint it opened once.
+        let rdm = unsafe { Arc::from_raw((*ep.fid()).prov_data.cast::<Rdm>()) };
+        let (conns, pep, cq, eq) = {
+            let mut s = rdm.state.lock();
+            s.closing = true;
+            // What is in flight is dropped with the endpoint, as on close of
+            // an MSG endpoint; buffers go once the endpoints that use them
+            // are shut.
+            s.ops.clear();
+            s.recvs.clear();
+            s.multis.clear();
+            s.inbound.clear();
+            let conns = core::mem::take(&mut s.conns);
+            (conns, s.pep.take(), s.cq.take(), s.eq.take())
+        };
+        // Endpoints, then the listener, then the queues they were bound to.
+        drop(conns);
+        drop(pep);
+        drop(cq);
+        drop(eq);
+    }
+
+    fn enable(&self, ep: &Endpoint) -> Result {
+        let rdm = rdm_of(ep)?;
+        // The consumer's fi_enable runs on its open endpoint.
+        let av = ep.bindings.lock().av.clone();
         let mut s = rdm.state.lock();
-        s.closing = true;
-        // What is in flight is dropped with the endpoint, as on close of an
-        // MSG endpoint; buffers go once the endpoints that use them are shut.
-        s.ops.clear();
-        s.recvs.clear();
-        s.multis.clear();
-        s.inbound.clear();
-        let conns = core::mem::take(&mut s.conns);
-        (conns, s.pep.take(), s.cq.take(), s.eq.take())
-    };
-    // Endpoints, then the listener, then the queues they were bound to.
-    drop(conns);
-    drop(pep);
-    drop(cq);
-    drop(eq);
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_enable(ep: *mut abi::fid_ep) -> c_int {
-    // SAFETY: The core enables an open endpoint.
-    let rdm = unsafe { rdm_of(ep) };
-    // The consumer's fi_enable runs on its open endpoint.
-    let av = rdm.endpoint().bindings.lock().av.clone();
-    let mut s = rdm.state.lock();
-    s.av = av;
-    if s.av.is_some() {
-        0
-    } else {
-        errno::enoav().to_errno()
-    }
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_getname(
-    ep: *mut abi::fid_ep,
-    addr: *mut c_void,
-    len: *mut usize,
-) -> c_int {
-    // SAFETY: The core passes an open endpoint and checked `len`.
-    let rdm = unsafe { rdm_of(ep) };
-    let s = rdm.state.lock();
-    let name = s.name.as_bytes();
-    // SAFETY: `len` is valid (checked by the core).
-    let room = unsafe { *len };
-    // SAFETY: As above.
-    unsafe { *len = name.len() };
-    if room < name.len() {
-        return errno::etoosmall().to_errno();
-    }
-    // SAFETY: `addr` holds `room` bytes (ABI).
-    unsafe { core::ptr::copy_nonoverlapping(name.as_ptr(), addr.cast::<u8>(), name.len()) };
-    0
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_sendmsg(
-    ep: *mut abi::fid_ep,
-    msg: *const abi::fi_msg,
-    flags: u64,
-) -> isize {
-    // SAFETY: The core checked the endpoint and the message.
-    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(
-        rdm.call(|| tx::sendmsg(&rdm, m.into(), None, flags))
-            .map(|()| 0),
-    )
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_recvmsg(
-    ep: *mut abi::fid_ep,
-    msg: *const abi::fi_msg,
-    flags: u64,
-) -> isize {
-    // SAFETY: The core checked the endpoint and the message.
-    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(rdm.call(|| rx::recvmsg(&rdm, m.into(), flags)).map(|()| 0))
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_tsendmsg(
-    ep: *mut abi::fid_ep,
-    msg: *const abi::fi_msg_tagged,
-    flags: u64,
-) -> isize {
-    // SAFETY: The core checked the endpoint and the message.
-    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(
-        rdm.call(|| tx::sendmsg(&rdm, m.into(), Some(m.tag), flags))
-            .map(|()| 0),
-    )
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_trecvmsg(
-    ep: *mut abi::fid_ep,
-    msg: *const abi::fi_msg_tagged,
-    flags: u64,
-) -> isize {
-    // SAFETY: The core checked the endpoint and the message.
-    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(rdm.call(|| rx::trecvmsg(&rdm, m, flags)).map(|()| 0))
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_readmsg(
-    ep: *mut abi::fid_ep,
-    msg: *const abi::fi_msg_rma,
-    flags: u64,
-) -> isize {
-    // SAFETY: The core checked the endpoint and the message.
-    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(rdm.call(|| tx::rma(&rdm, m, flags, true)).map(|()| 0))
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_writemsg(
-    ep: *mut abi::fid_ep,
-    msg: *const abi::fi_msg_rma,
-    flags: u64,
-) -> isize {
-    // SAFETY: The core checked the endpoint and the message.
-    let (rdm, m) = unsafe { (rdm_of(ep), &*msg) };
-    errno::to_c_ssize(rdm.call(|| tx::rma(&rdm, m, flags, false)).map(|()| 0))
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_atomicmsg(
-    ep: *mut abi::fid_ep,
-    atomic: *const abi::kofi_atomic,
-    flags: u64,
-) -> isize {
-    // SAFETY: The core checked the endpoint and the operation's arrays.
-    let (rdm, a) = unsafe { (rdm_of(ep), &*atomic) };
-    errno::to_c_ssize(rdm.call(|| tx::atomic(&rdm, a, flags)).map(|()| 0))
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_cancel(ep: *mut abi::fid_ep, context: *mut c_void) -> isize {
-    // SAFETY: The core passes an open, enabled endpoint.
-    let rdm = unsafe { rdm_of(ep) };
-    errno::to_c_ssize(rdm.call(|| rx::cancel(&rdm, context)).map(|()| 0))
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_getopt(
-    ep: *mut abi::fid_ep,
-    _level: c_int,
-    name: c_int,
-    val: *mut c_void,
-    len: *mut usize,
-) -> c_int {
-    // SAFETY: The core passes an open endpoint and checked `val` and `len`.
-    let (rdm, room) = unsafe { (rdm_of(ep), *len) };
-    let s = rdm.state.lock();
-    let v = match name as u32 {
-        abi::KOFI_OPT_RDM_CONN_CACHE => s.conn_cache,
-        abi::KOFI_OPT_RDM_CONNS => s.conns.iter().flatten().filter(|c| c.ep.is_some()).count(),
-        abi::KOFI_OPT_RDM_PEERS => s.peers_max,
-        abi::FI_OPT_CM_DATA_SIZE => 0,
-        abi::FI_OPT_MIN_MULTI_RECV => s.min_multi_recv,
-        _ => return errno::enoprotoopt().to_errno(),
-    };
-    if room < core::mem::size_of::<usize>() {
-        return errno::etoosmall().to_errno();
-    }
-    // SAFETY: `val` holds a size_t (checked length); `len` is valid.
-    unsafe {
-        val.cast::<usize>().write_unaligned(v);
-        *len = core::mem::size_of::<usize>();
-    }
-    0
-}
-
-/// # Safety
-///
-/// Called by the core as the provider interface says, on its own objects.
-unsafe extern "C" fn rdm_setopt(
-    ep: *mut abi::fid_ep,
-    _level: c_int,
-    name: c_int,
-    val: *const c_void,
-    len: usize,
-) -> c_int {
-    let name = name as u32;
-    let known = [
-        abi::KOFI_OPT_RDM_CONN_CACHE,
-        abi::KOFI_OPT_RDM_PEERS,
-        abi::FI_OPT_MIN_MULTI_RECV,
-    ];
-    if !known.contains(&name) {
-        return errno::enoprotoopt().to_errno();
-    }
-    if len != core::mem::size_of::<usize>() {
-        return EINVAL.to_errno();
-    }
-    // SAFETY: `val` holds a size_t (checked length); the endpoint is open.
-    let (rdm, v) = unsafe { (rdm_of(ep), val.cast::<usize>().read_unaligned()) };
-    let mut s = rdm.state.lock();
-    match name {
-        abi::KOFI_OPT_RDM_CONN_CACHE if v != 0 => s.conn_cache = v,
-        abi::KOFI_OPT_RDM_PEERS if v != 0 && v <= abi::KOFI_RDM_PEERS_MAX as usize => {
-            s.peers_max = v
+        s.av = av;
+        if s.av.is_none() {
+            return Err(errno::enoav());
         }
-        abi::FI_OPT_MIN_MULTI_RECV => s.min_multi_recv = v,
-        _ => return EINVAL.to_errno(),
+        Ok(())
     }
-    0
-}
 
-/// The ops of every FI_EP_RDM endpoint. Connection management calls have
-/// none: -FI_ENOSYS.
-pub(crate) static EP_OPS: abi::kofi_ep_ops = abi::kofi_ep_ops {
-    open: Some(rdm_open),
-    close: Some(rdm_close),
-    bind: None,
-    enable: Some(rdm_enable),
-    connect: None,
-    accept: None,
-    shutdown: None,
-    getname: Some(rdm_getname),
-    getpeer: None,
-    getopt: Some(rdm_getopt),
-    setopt: Some(rdm_setopt),
-    sendmsg: Some(rdm_sendmsg),
-    recvmsg: Some(rdm_recvmsg),
-    readmsg: Some(rdm_readmsg),
-    writemsg: Some(rdm_writemsg),
-    cancel: Some(rdm_cancel),
-    tsendmsg: Some(rdm_tsendmsg),
-    trecvmsg: Some(rdm_trecvmsg),
-    atomicmsg: Some(rdm_atomicmsg),
-    // The core makes its own progress (its work items).
-    progress: None,
-};
+    unsafe fn send(&self, ep: &Endpoint, m: &Msg<'_>, flags: u64) -> Result {
+        let rdm = rdm_of(ep)?;
+        rdm.call(|| tx::sendmsg(&rdm, m, None, flags))
+    }
+
+    unsafe fn recv(&self, ep: &Endpoint, m: &Msg<'_>, flags: u64) -> Result {
+        let rdm = rdm_of(ep)?;
+        rdm.call(|| rx::recvmsg(&rdm, m, flags))
+    }
+
+    unsafe fn rma(&self, ep: &Endpoint, kind: Rma, m: &RmaMsg<'_>, flags: u64) -> Result {
+        let rdm = rdm_of(ep)?;
+        rdm.call(|| tx::rma(&rdm, m, flags, kind == Rma::Read))
+    }
+
+    unsafe fn tsend(&self, ep: &Endpoint, m: &TaggedMsg<'_>, flags: u64) -> Result {
+        let rdm = rdm_of(ep)?;
+        rdm.call(|| tx::sendmsg(&rdm, &m.msg, Some(m.tag), flags))
+    }
+
+    unsafe fn trecv(&self, ep: &Endpoint, m: &TaggedMsg<'_>, flags: u64) -> Result {
+        let rdm = rdm_of(ep)?;
+        rdm.call(|| rx::trecvmsg(&rdm, m, flags))
+    }
+
+    unsafe fn atomic(&self, ep: &Endpoint, a: &abi::kofi_atomic, flags: u64) -> Result {
+        let rdm = rdm_of(ep)?;
+        rdm.call(|| tx::atomic(&rdm, a, flags))
+    }
+
+    fn cancel(&self, ep: &Endpoint, context: *mut c_void) -> Result {
+        let rdm = rdm_of(ep)?;
+        rdm.call(|| rx::cancel(&rdm, context))
+    }
+
+    fn getname(&self, ep: &Endpoint, buf: &mut [u8], len: &mut usize) -> Result {
+        let rdm = rdm_of(ep)?;
+        let s = rdm.state.lock();
+        let name = s.name.as_bytes();
+        *len = name.len();
+        let dst = buf.get_mut(..name.len()).ok_or_else(errno::etoosmall)?;
+        dst.copy_from_slice(name);
+        Ok(())
+    }
+
+    fn getopt(
+        &self,
+        ep: &Endpoint,
+        name: c_int,
+        buf: &mut [u8],
+        len: &mut usize,
+    ) -> Option<Result> {
+        let get = || {
+            let rdm = rdm_of(ep)?;
+            let s = rdm.state.lock();
+            let v = match name as u32 {
+                abi::KOFI_OPT_RDM_CONN_CACHE => s.conn_cache,
+                abi::KOFI_OPT_RDM_CONNS => {
+                    s.conns.iter().flatten().filter(|c| c.ep.is_some()).count()
+                }
+                abi::KOFI_OPT_RDM_PEERS => s.peers_max,
+                abi::FI_OPT_CM_DATA_SIZE => 0,
+                abi::FI_OPT_MIN_MULTI_RECV => s.min_multi_recv,
+                _ => return Err(errno::enoprotoopt()),
+            };
+            Ok(v)
+        };
+        Some(get().and_then(|v| usize_option(buf, len, v)))
+    }
+
+    fn setopt(&self, ep: &Endpoint, name: c_int, val: &[u8]) -> Result {
+        let name = name as u32;
+        let known = [
+            abi::KOFI_OPT_RDM_CONN_CACHE,
+            abi::KOFI_OPT_RDM_PEERS,
+            abi::FI_OPT_MIN_MULTI_RECV,
+        ];
+        if !known.contains(&name) {
+            return Err(errno::enoprotoopt());
+        }
+        let v = usize_of(val)?;
+        let rdm = rdm_of(ep)?;
+        let mut s = rdm.state.lock();
+        match name {
+            abi::KOFI_OPT_RDM_CONN_CACHE if v != 0 => s.conn_cache = v,
+            abi::KOFI_OPT_RDM_PEERS if v != 0 && v <= abi::KOFI_RDM_PEERS_MAX as usize => {
+                s.peers_max = v
+            }
+            abi::FI_OPT_MIN_MULTI_RECV => s.min_multi_recv = v,
+            _ => return Err(EINVAL),
+        }
+        Ok(())
+    }
+}

@@ -6,13 +6,12 @@
 
 use super::atomic::{self, Kind};
 use super::{
-    wire, Conn, Inbound, Iovs, Multi, MultiState, Parts, Phase, Rdm, Recv, State, Take, Token,
-    Wants,
+    wire, Conn, Inbound, Iovs, Multi, MultiState, Phase, Rdm, Recv, State, Take, Token, Wants,
 };
 use crate::abi;
 use crate::addr::Name;
 use crate::compat::VecExt;
-use crate::ep_data::Msg;
+use crate::ep_data::{Msg, TaggedMsg};
 use crate::errno;
 use crate::flags::*;
 use crate::iov::Iov;
@@ -163,13 +162,13 @@ fn carve(s: &mut State, at: usize, total: usize) -> Result<Recv> {
 }
 
 /// `fi_recvmsg` and the other receives.
-pub(super) fn recvmsg(rdm: &Rdm, m: Parts, flags: u64) -> Result {
+pub(super) fn recvmsg(rdm: &Rdm, m: &Msg<'_>, flags: u64) -> Result {
     let mut s = rdm.state.lock();
     if s.closing {
         return Err(errno::eopbadstate());
     }
     let from = source_of(rdm, &s, m.addr)?;
-    let (iov, cap) = m.buffers()?;
+    let (iov, cap) = Iovs::copy(m.local.iov)?;
     let multi = if flags & FI_MULTI_RECV != 0 {
         // One buffer of the kernel's address space: each message's
         // completion points into it.
@@ -213,13 +212,12 @@ pub(super) fn recvmsg(rdm: &Rdm, m: Parts, flags: u64) -> Result {
 
 /// `fi_trecvmsg` and the other tagged receives (fi_tagged.h says what
 /// FI_PEEK, FI_CLAIM and FI_DISCARD do; the core checked the combination).
-pub(super) fn trecvmsg(rdm: &Rdm, m: &abi::fi_msg_tagged, flags: u64) -> Result {
+pub(super) fn trecvmsg(rdm: &Rdm, m: &TaggedMsg<'_>, flags: u64) -> Result {
     let mut s = rdm.state.lock();
     if s.closing {
         return Err(errno::eopbadstate());
     }
-    let parts = Parts::from(m);
-    let from = source_of(rdm, &s, m.addr)?;
+    let from = source_of(rdm, &s, m.msg.addr)?;
     let wants = Wants::Tagged {
         tag: m.tag,
         ignore: m.ignore,
@@ -237,10 +235,10 @@ pub(super) fn trecvmsg(rdm: &Rdm, m: &abi::fi_msg_tagged, flags: u64) -> Result 
     let (iov, cap) = match take {
         // The buffers are not used (fi_tagged.h).
         Take::Discard { .. } => (Iovs::Kvec(KVec::new()), 0),
-        _ => parts.buffers()?,
+        _ => Iovs::copy(m.msg.local.iov)?,
     };
     let recv = Recv {
-        context: m.context,
+        context: m.msg.context,
         flags: FI_TAGGED | FI_RECV | (flags & FI_COMPLETION),
         iov,
         cap,
@@ -256,7 +254,7 @@ pub(super) fn trecvmsg(rdm: &Rdm, m: &abi::fi_msg_tagged, flags: u64) -> Result 
     let i = s
         .inbound
         .iter()
-        .position(|ib| ib.claimed == Some(m.context) && ib.recv.is_none())
+        .position(|ib| ib.claimed == Some(m.msg.context) && ib.recv.is_none())
         .ok_or_else(errno::enomsg)?;
     s.inbound[i].claimed = None;
     rdm.take_inbound(&mut s, i, recv);
@@ -269,12 +267,12 @@ pub(super) fn trecvmsg(rdm: &Rdm, m: &abi::fi_msg_tagged, flags: u64) -> Result 
 fn peek(
     rdm: &Rdm,
     s: &mut State,
-    m: &abi::fi_msg_tagged,
+    m: &TaggedMsg<'_>,
     wants: Wants,
     from: Option<Name>,
     flags: u64,
 ) -> Result {
-    if flags & FI_CLAIM != 0 && s.inbound.iter().any(|ib| ib.claimed == Some(m.context)) {
+    if flags & FI_CLAIM != 0 && s.inbound.iter().any(|ib| ib.claimed == Some(m.msg.context)) {
         // A context names one claim.
         return Err(EINVAL);
     }
@@ -282,7 +280,7 @@ fn peek(
     let rflags = FI_TAGGED | FI_RECV | FI_COMPLETION;
     let Some(i) = first_unexpected(s, wants, from) else {
         let entry = abi::fi_cq_err_entry {
-            op_context: m.context,
+            op_context: m.msg.context,
             flags: rflags,
             tag: m.tag,
             err: abi::FI_ENOMSG as i32,
@@ -299,7 +297,7 @@ fn peek(
     let reported = crate::report::complete_from(
         rdm.endpoint(),
         Completion {
-            op_context: m.context,
+            op_context: m.msg.context,
             flags: rflags | data_flag,
             len: total,
             buf: ptr::null_mut(),
@@ -310,7 +308,7 @@ fn peek(
     );
     if flags & FI_DISCARD != 0 {
         let recv = Recv {
-            context: m.context,
+            context: m.msg.context,
             flags: rflags,
             iov: Iovs::Kvec(KVec::new()),
             cap: 0,
@@ -322,7 +320,7 @@ fn peek(
         };
         rdm.take_inbound(s, i, recv);
     } else if flags & FI_CLAIM != 0 {
-        s.inbound[i].claimed = Some(m.context);
+        s.inbound[i].claimed = Some(m.msg.context);
     }
     reported
 }
@@ -562,16 +560,24 @@ impl Rdm {
             };
             let mut elements = [0u8; atomic::MAX_COUNT * atomic::SIZE];
             let elements = &mut elements[..r.count * atomic::SIZE];
-            let done = crate::mr::update_span(self.domain, r.key, r.addr, access, elements, |b| {
-                old.copy_from_slice(b);
-                for (i, e) in b.chunks_exact_mut(atomic::SIZE).enumerate() {
-                    let mut v = [0u8; 8];
-                    v.copy_from_slice(e);
-                    let (operand, compare) = r.values(bytes, i);
-                    let new = atomic::apply(datatype, aop, u64::from_ne_bytes(v), operand, compare);
-                    e.copy_from_slice(&new.to_ne_bytes());
-                }
-            });
+            let done = crate::mr::update_span(
+                &self.endpoint().domain,
+                r.key,
+                r.addr,
+                access,
+                elements,
+                |b| {
+                    old.copy_from_slice(b);
+                    for (i, e) in b.chunks_exact_mut(atomic::SIZE).enumerate() {
+                        let mut v = [0u8; 8];
+                        v.copy_from_slice(e);
+                        let (operand, compare) = r.values(bytes, i);
+                        let new =
+                            atomic::apply(datatype, aop, u64::from_ne_bytes(v), operand, compare);
+                        e.copy_from_slice(&new.to_ne_bytes());
+                    }
+                },
+            );
             match done {
                 Ok(()) => 0,
                 Err(e) => e.to_errno().unsigned_abs(),

@@ -5,12 +5,11 @@
 
 use super::atomic::{self, Kind};
 use super::{
-    send_bytes, wire, Iovs, OpKind, Parts, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG,
-    TX_INFLIGHT_MAX,
+    send_bytes, wire, Iovs, OpKind, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG, TX_INFLIGHT_MAX,
 };
 use crate::abi;
 use crate::compat::VecExt;
-use crate::ep_data::Rma;
+use crate::ep_data::{Msg, Rma, RmaMsg};
 use crate::errno;
 use crate::flags::*;
 use crate::queue::Completion;
@@ -54,14 +53,14 @@ fn refuse_unkept(flags: u64) -> Result {
 }
 
 /// `fi_sendmsg` and the other sends; `tag` for a tagged one (fi_tsendmsg).
-pub(super) fn sendmsg(rdm: &Rdm, m: Parts, tag: Option<u64>, flags: u64) -> Result {
+pub(super) fn sendmsg(rdm: &Rdm, m: &Msg<'_>, tag: Option<u64>, flags: u64) -> Result {
     refuse_unkept(flags)?;
     let mut s = rdm.state.lock();
     if s.closing {
         return Err(errno::eopbadstate());
     }
     let peer = peer_for(&mut s, m.addr)?;
-    let (mut iov, total) = m.buffers()?;
+    let (mut iov, total) = Iovs::copy(m.local.iov)?;
     if total > u32::MAX as usize {
         return Err(errno::emsgsize());
     }
@@ -95,20 +94,17 @@ pub(super) fn sendmsg(rdm: &Rdm, m: Parts, tag: Option<u64>, flags: u64) -> Resu
 }
 
 /// `fi_readmsg`/`fi_writemsg`: one MSG RMA on the peer's connection.
-pub(super) fn rma(rdm: &Rdm, m: &abi::fi_msg_rma, flags: u64, read: bool) -> Result {
+pub(super) fn rma(rdm: &Rdm, m: &RmaMsg<'_>, flags: u64, read: bool) -> Result {
+    let (remote, m) = (m.remote, &m.msg);
     refuse_unkept(flags)?;
     let mut s = rdm.state.lock();
     if s.closing {
         return Err(errno::eopbadstate());
     }
     let peer = peer_for(&mut s, m.addr)?;
-    // SAFETY: The core checked the message's arrays.
-    let (mut iov, total) = unsafe { Iovs::copy(m.msg_iov, m.msg_bvec, m.iov_count) }?;
-    let mut rma_iov = KVec::with_capacity(m.rma_iov_count, GFP_KERNEL)?;
-    // SAFETY: The core checked `rma_iov` holds `rma_iov_count` entries.
-    for r in unsafe { core::slice::from_raw_parts(m.rma_iov, m.rma_iov_count) } {
-        rma_iov.push(*r, GFP_KERNEL)?;
-    }
+    let (mut iov, total) = Iovs::copy(m.local.iov)?;
+    let mut rma_iov = KVec::with_capacity(remote.len(), GFP_KERNEL)?;
+    rma_iov.extend_from_slice(remote, GFP_KERNEL)?;
     let mut copy = None;
     if !read && flags & FI_INJECT != 0 {
         // The consumer may reuse its buffer on return: send from a copy.
@@ -385,10 +381,13 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
         } => {
             let kind = if *read { Rma::Read } else { Rma::Write };
             let flags = FI_COMPLETION | (op.flags & FI_REMOTE_CQ_DATA);
-            let m = op.iov.msg(context, *data);
+            let m = RmaMsg {
+                msg: op.iov.msg(context, *data),
+                remote: rma_iov,
+            };
             // SAFETY: The consumer's buffers, valid until the operation
             // completes; no descriptors.
-            let posted = unsafe { ep.rma(kind, &m, rma_iov, flags) };
+            let posted = unsafe { ep.rma(kind, &m, flags) };
             if posted.is_ok() {
                 op.all_posted = true;
             }

@@ -26,6 +26,7 @@ per_transport() {
 		[ -n "$ports" ] && extra="port_base=$4"
 		if insmod $MODDIR/$module.ko label="$1" prov="$2" node="$3" $extra &&
 			[ -e "$results" ]; then
+			grep "^$module " /proc/modules | sed 's/^/kofi-modules: /' >/dev/kmsg
 			# Drop the document's header; number its one result as ours.
 			sed -e '1,2d' -e "s/^\(not ok\|ok\) 1 /\1 $n /" "$results"
 			grep -q '^not ok' "$results" && failed=1
@@ -40,6 +41,9 @@ per_transport() {
 	echo "1..4"
 	insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko ||
 		{ echo "# loading failed"; return 1; }
+	# Where the modules sit, in the kernel log: a kmemleak report comes
+	# after they are unloaded, when its backtraces no longer resolve.
+	grep '^kofi' /proc/modules | sed 's/^/kofi-modules: /' >/dev/kmsg
 	run sock_ipv4 sock 127.0.0.1 7900
 	run sock_ipv6 sock ::1 7950
 	for type in siw rxe; do
