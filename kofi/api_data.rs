@@ -6,10 +6,10 @@
 //! writemsg).
 
 use crate::abi;
-use crate::ep_data::{Msg, Rma, RmaMsg};
 use crate::errno::{self, to_c_ssize};
 use crate::flags::*;
 use crate::iov::{array_of, local_of, Iov, Local};
+use crate::msg::{Msg, Rma, RmaMsg};
 use crate::object::{lookup, Endpoint};
 use core::ptr;
 use core::slice::from_ref;

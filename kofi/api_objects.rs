@@ -6,33 +6,21 @@
 
 use crate::abi;
 use crate::backend::usize_option;
-use crate::errno::{self, to_c};
-use crate::lifecycle::{
-    check_info, close, op_result, open_cq, open_endpoint, open_eq, open_passive, Bind, Owned,
-};
+use crate::errno::{self, out, to_c};
+use crate::lifecycle::{check_info, close, open_cq, open_endpoint, open_eq, open_passive, Owned};
 use crate::mr;
 use crate::object::{
-    arc_of, class_of, fid_head, lookup, publish, Domain, Endpoint, Fabric, Object, PassiveEp, Users,
+    arc_of, class_of, fid_head, lookup, publish, Bind, Domain, Endpoint, Fabric, Object, PassiveEp,
+    Users,
 };
 use crate::queue::Eq;
+use crate::rdm::RdmEp;
 use crate::registry::Registry;
 use core::sync::atomic::Ordering;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::Opaque;
-
-/// Stores a new object's pointer for the consumer.
-pub(crate) fn out<T>(dst: *mut *mut T, result: Result<*mut T>) -> c_int {
-    match result {
-        Ok(p) => {
-            // SAFETY: The callers check `dst` is non-null before any work.
-            unsafe { *dst = p };
-            0
-        }
-        Err(e) => e.to_errno(),
-    }
-}
 
 fn fabric(attr: *mut abi::fi_fabric_attr, context: *mut c_void) -> Result<*mut abi::fid_fabric> {
     // SAFETY: `attr` is null or valid (ABI).
@@ -57,7 +45,7 @@ fn fabric(attr: *mut abi::fi_fabric_attr, context: *mut c_void) -> Result<*mut a
         GFP_KERNEL,
     )?;
     // SAFETY: The provider's module is pinned by the fabric; `fabric` is new.
-    op_result(unsafe { open(attr, fabric.public(), context) })?;
+    errno::from_c(unsafe { open(attr, fabric.public(), context) })?;
     provider.fabrics.fetch_add(1, Ordering::AcqRel);
     provider.count(abi::FI_CLASS_FABRIC, true);
     Ok(publish(fabric))
@@ -106,7 +94,7 @@ fn domain(
     )?;
     let open = domain.ops().open.ok_or_else(errno::enosys)?;
     // SAFETY: The module is pinned by the fabric; the objects are valid.
-    op_result(unsafe { open(fabric, info, domain.public()) })?;
+    errno::from_c(unsafe { open(fabric, info, domain.public()) })?;
     f.users.get();
     f.provider().count(abi::FI_CLASS_DOMAIN, true);
     Ok(publish(domain))
@@ -141,7 +129,7 @@ pub(crate) extern "C" fn fi_endpoint(
         // SAFETY: `domain` is null or a kofi fid the consumer keeps open.
         let d = unsafe { lookup::<Domain>(domain) }?;
         // SAFETY: `d` was published; `info` is null or valid (ABI).
-        unsafe { open_endpoint(&arc_of(d), info, context) }.map(Owned::into_raw)
+        unsafe { open_endpoint(&arc_of(d), info, context, &RdmEp) }.map(Owned::into_raw)
     };
     out(ep_out, open())
 }

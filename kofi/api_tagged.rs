@@ -6,10 +6,10 @@
 
 use crate::abi;
 use crate::api_data::{one_kvec, plain};
-use crate::ep_data::{Msg, TaggedMsg};
 use crate::errno::to_c_ssize;
 use crate::flags::*;
 use crate::iov::local_of;
+use crate::msg::{Msg, TaggedMsg};
 use crate::object::{lookup, Endpoint};
 use core::ptr;
 use kernel::ffi::c_void;

@@ -1,109 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What stands behind an endpoint: a provider's ops table, reached through
-//! one adapter ([`ProviderEp`]), or the core's own RDM layer
-//! (`rdm::RdmEp`). The typed API (ep_data.rs, ep_cm.rs, lifecycle.rs)
-//! checks a call, then hands it to the endpoint's backend; nothing else
-//! calls a provider's endpoint ops (its progress op included:
-//! [`ProviderEp::progress`]).
+//! A provider's endpoint as an endpoint backend (`object::EpBackend`):
+//! [`ProviderEp`], the one adapter over a provider's C ops table. The
+//! typed API (ep_data.rs, ep_cm.rs, lifecycle.rs) checks a call, then
+//! hands it to the endpoint's backend; nothing else calls a provider's
+//! endpoint ops. (The core's RDM layer is the other backend, `rdm::RdmEp`.)
 
 use crate::abi;
-use crate::ep_data::{Msg, Rma, RmaMsg, TaggedMsg};
-use crate::errno;
-use crate::lifecycle::{op_result, Bind};
-use crate::object::{Endpoint, Object};
+use crate::errno::{self, from_c as op_result};
+use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
+use crate::object::{Bind, Endpoint, EpBackend, Object};
 use core::ptr;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
-
-/// An endpoint's implementation. The core calls each method on an open
-/// endpoint, after the checks the typed API makes; between `open` and
-/// `close` only.
-pub(crate) trait EpBackend: Sync {
-    /// Opens the backend's side of `ep`, for `info`.
-    ///
-    /// # Safety
-    ///
-    /// `info` is a checked info, valid for the call.
-    unsafe fn open(&self, ep: &Endpoint, info: *const abi::fi_info) -> Result;
-
-    /// Closes it: nothing is reported on `ep` after this returns.
-    fn close(&self, ep: &Endpoint);
-
-    /// Learns of a binding the core recorded; an error undoes it.
-    fn bind(&self, _ep: &Endpoint, _target: Bind<'_>, _flags: u64) -> Result {
-        Ok(())
-    }
-
-    fn enable(&self, ep: &Endpoint) -> Result;
-
-    /// # Safety
-    ///
-    /// As for [`Endpoint::send`].
-    unsafe fn send(&self, ep: &Endpoint, m: &Msg<'_>, flags: u64) -> Result;
-
-    /// # Safety
-    ///
-    /// As for [`Endpoint::recv`].
-    unsafe fn recv(&self, ep: &Endpoint, m: &Msg<'_>, flags: u64) -> Result;
-
-    /// # Safety
-    ///
-    /// As for [`Endpoint::rma`].
-    unsafe fn rma(&self, ep: &Endpoint, kind: Rma, m: &RmaMsg<'_>, flags: u64) -> Result;
-
-    /// # Safety
-    ///
-    /// As for [`Endpoint::send`].
-    unsafe fn tsend(&self, ep: &Endpoint, m: &TaggedMsg<'_>, flags: u64) -> Result;
-
-    /// # Safety
-    ///
-    /// As for [`Endpoint::recv`].
-    unsafe fn trecv(&self, ep: &Endpoint, m: &TaggedMsg<'_>, flags: u64) -> Result;
-
-    /// # Safety
-    ///
-    /// The operation's arrays hold their counts, its buffers live until
-    /// its completion (the core checked both).
-    unsafe fn atomic(&self, ep: &Endpoint, a: &abi::kofi_atomic, flags: u64) -> Result;
-
-    /// Takes back the posted receive of `context`.
-    fn cancel(&self, ep: &Endpoint, context: *mut c_void) -> Result;
-
-    /// # Safety
-    ///
-    /// As for [`Endpoint::connect`].
-    unsafe fn connect(&self, _ep: &Endpoint, _addr: *const c_void, _param: &[u8]) -> Result {
-        Err(errno::enosys())
-    }
-
-    fn accept(&self, _ep: &Endpoint, _param: &[u8]) -> Result {
-        Err(errno::enosys())
-    }
-
-    fn shutdown(&self, _ep: &Endpoint, _flags: u64) -> Result {
-        Err(errno::enosys())
-    }
-
-    /// The local address into `buf`, its length into `len` (also for
-    /// -FI_ETOOSMALL).
-    fn getname(&self, ep: &Endpoint, buf: &mut [u8], len: &mut usize) -> Result;
-
-    /// The peer's address, as [`EpBackend::getname`] gives a name.
-    fn getpeer(&self, _ep: &Endpoint, _buf: &mut [u8], _len: &mut usize) -> Result {
-        Err(errno::enosys())
-    }
-
-    /// FI_OPT_ENDPOINT option `name` into `buf`, its length into `len`;
-    /// `None` when the backend has no options of its own (the core answers
-    /// the common ones).
-    fn getopt(&self, ep: &Endpoint, name: c_int, buf: &mut [u8], len: &mut usize)
-        -> Option<Result>;
-
-    /// Sets FI_OPT_ENDPOINT option `name` to `val`.
-    fn setopt(&self, ep: &Endpoint, name: c_int, val: &[u8]) -> Result;
-}
 
 /// A provider's endpoint: its ops table, called with the C forms of the
 /// typed arguments. Ops the provider's ABI version predates are -FI_ENOSYS
@@ -145,18 +54,6 @@ impl ProviderEp {
     fn has(ep: &Endpoint, minor: u32) -> bool {
         ep.domain.fabric.provider().abi_minor >= minor
     }
-
-    /// Calls the provider's progress op, when its ABI (1.4 on) has it at
-    /// all, in a consumer's thread (see `Endpoint::make_progress`, whose
-    /// progress gate the caller holds open: the endpoint's close op has not
-    /// run).
-    pub(crate) fn progress(ep: &Endpoint) {
-        if let Some(progress) = Self::ops(ep).progress.filter(|_| Self::has(ep, 4)) {
-            // SAFETY: The provider's open endpoint (the caller holds its
-            // progress gate open).
-            unsafe { progress(ep.public()) };
-        }
-    }
 }
 
 impl EpBackend for ProviderEp {
@@ -165,6 +62,19 @@ impl EpBackend for ProviderEp {
         // SAFETY: The module is pinned by the fabric; the objects are live,
         // the info valid (the caller's guarantee).
         op_result(unsafe { open(ep.domain.public(), info, ep.public()) })
+    }
+
+    fn make_progress(&self, ep: &Endpoint) {
+        // The provider's progress op, when its ABI (1.4 on) has it at all.
+        let Some(progress) = Self::ops(ep).progress.filter(|_| Self::has(ep, 4)) else {
+            return;
+        };
+        let open = ep.progress_gate.lock();
+        if *open {
+            // SAFETY: The provider's open endpoint: fi_close clears the
+            // gate, under this lock, before the provider's close op runs.
+            unsafe { progress(ep.public()) };
+        }
     }
 
     fn close(&self, ep: &Endpoint) {

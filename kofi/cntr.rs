@@ -228,7 +228,7 @@ pub(crate) extern "C" fn fi_cntr_open(
     if cntr_out.is_null() {
         return EINVAL.to_errno();
     }
-    crate::api_objects::out(cntr_out, open(domain, attr, context))
+    crate::errno::out(cntr_out, open(domain, attr, context))
 }
 
 /// The counter behind the consumer's pointer.

@@ -6,8 +6,7 @@
 
 use crate::abi;
 use crate::backend::{name_buf, param_c};
-use crate::errno;
-use crate::lifecycle::op_result;
+use crate::errno::{self, from_c as op_result};
 use crate::object::{ConnReq, Endpoint, Object, PassiveEp};
 use core::sync::atomic::Ordering;
 use kernel::ffi::c_void;

@@ -53,6 +53,28 @@ fi_errors! {
     enoprotoopt => FI_ENOPROTOOPT,
 }
 
+/// A C call's return (0 or a negative errno) as a result.
+pub(crate) fn from_c(ret: c_int) -> Result {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(Error::from_errno(ret))
+    }
+}
+
+/// Stores a new object's pointer for the consumer: the C return of an
+/// open call.
+pub(crate) fn out<T>(dst: *mut *mut T, result: Result<*mut T>) -> c_int {
+    match result {
+        Ok(p) => {
+            // SAFETY: The callers check `dst` is non-null before any work.
+            unsafe { *dst = p };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// The C return value of a call that returns nothing on success.
 pub(crate) fn to_c(result: Result) -> c_int {
     match result {

@@ -28,12 +28,14 @@ mod ep_data;
 mod errno;
 #[path = "../include/kofi/rust/flags.rs"]
 mod flags;
+mod getinfo;
 mod info;
 mod info_match;
 mod iov;
 mod lifecycle;
 mod lock;
 mod mr;
+mod msg;
 mod netlink;
 mod object;
 mod queue;

@@ -6,7 +6,7 @@
 //! them and holds each as an [`Owned`], which closes it.
 
 use crate::abi;
-use crate::av::Av;
+use crate::backend::ProviderEp;
 use crate::cntr::{self, Cntr};
 use crate::compat::CStrBytes;
 use crate::errno;
@@ -14,25 +14,16 @@ use crate::flags::*;
 use crate::info_match;
 use crate::mr::{self, Mr};
 use crate::object::{
-    arc_of, class_of, lookup, publish, reclaim, ConnReq, Domain, Endpoint, EpLimits, Fabric,
-    Object, PassiveEp,
+    arc_of, class_of, lookup, publish, reclaim, Bind, ConnReq, Domain, Endpoint, EpBackend,
+    EpLimits, Fabric, Object, PassiveEp,
 };
 use crate::queue::{Cq, Eq};
 use core::ops::Deref;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
-use kernel::ffi::{c_int, c_void};
+use kernel::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::Arc;
-
-/// The return of a provider op as a `Result`.
-pub(crate) fn op_result(ret: c_int) -> Result {
-    if ret == 0 {
-        Ok(())
-    } else {
-        Err(Error::from_errno(ret))
-    }
-}
 
 /// An object its opener holds: published (its C pointer is the one the
 /// core hands out) and closed when dropped.
@@ -144,7 +135,10 @@ fn limits(i: &abi::fi_info) -> EpLimits {
     }
 }
 
-/// Opens an endpoint of `domain` for `info`.
+/// Opens an endpoint of `domain` for `info`: the provider's
+/// ([`ProviderEp`]), or for an info of the core's FI_EP_RDM protocol one
+/// `rdm` implements (the RDM layer's backend, which this layer does not
+/// name: the RDM layer opens its own endpoints here).
 ///
 /// # Safety
 ///
@@ -153,6 +147,7 @@ pub(crate) unsafe fn open_endpoint(
     domain: &Arc<Domain>,
     info: *mut abi::fi_info,
     context: *mut c_void,
+    rdm: &'static dyn EpBackend,
 ) -> Result<Owned<Endpoint>> {
     let d = &**domain;
     // SAFETY: The caller's guarantee.
@@ -178,7 +173,11 @@ pub(crate) unsafe fn open_endpoint(
     if limits.tx_op_flags & !TX_OP_FLAGS != 0 || limits.rx_op_flags & !RX_OP_FLAGS != 0 {
         return Err(errno::ebadflags());
     }
-    let ep = Arc::pin_init(Endpoint::new(domain.clone(), limits, context), GFP_KERNEL)?;
+    let backend = if limits.core_rdm { rdm } else { &ProviderEp };
+    let ep = Arc::pin_init(
+        Endpoint::new(domain.clone(), limits, context, backend),
+        GFP_KERNEL,
+    )?;
     // SAFETY: A checked info, valid (the caller's guarantee).
     unsafe { ep.backend().open(&ep, info) }?;
     d.users.get();
@@ -201,7 +200,7 @@ pub(crate) unsafe fn open_passive(
     let pep = Arc::pin_init(PassiveEp::new(fabric.clone(), context, i), GFP_KERNEL)?;
     let open = pep.ops().and_then(|o| o.open).ok_or_else(errno::enosys)?;
     // SAFETY: The module is pinned by the fabric; the objects are valid.
-    op_result(unsafe { open(fabric.public(), info, pep.public()) })?;
+    errno::from_c(unsafe { open(fabric.public(), info, pep.public()) })?;
     fabric.users.get();
     fabric.provider().count(abi::FI_CLASS_PEP, true);
     Ok(Owned::publish(pep))
@@ -356,45 +355,6 @@ pub(crate) unsafe fn close(fid: *mut abi::fid) -> Result {
         _ => return Err(EINVAL),
     }
     Ok(())
-}
-
-/// What an endpoint binds.
-#[derive(Clone, Copy)]
-pub(crate) enum Bind<'a> {
-    Cq(&'a Cq),
-    Eq(&'a Eq),
-    Cntr(&'a Cntr),
-    Av(&'a Av),
-}
-
-impl Bind<'_> {
-    /// The object `fid` names, of a class an endpoint binds.
-    ///
-    /// # Safety
-    ///
-    /// `fid` is null or a kofi fid kept open for `'a`.
-    pub(crate) unsafe fn of<'a>(fid: *mut abi::fid) -> Result<Bind<'a>> {
-        // SAFETY: The caller's guarantee, and each lookup is of the class
-        // the fid has.
-        unsafe {
-            Ok(match class_of(fid)? {
-                abi::FI_CLASS_CQ => Bind::Cq(lookup::<Cq>(fid.cast())?),
-                abi::FI_CLASS_EQ => Bind::Eq(lookup::<Eq>(fid.cast())?),
-                abi::FI_CLASS_CNTR => Bind::Cntr(lookup::<Cntr>(fid.cast())?),
-                abi::FI_CLASS_AV => Bind::Av(lookup::<Av>(fid.cast())?),
-                _ => return Err(EINVAL),
-            })
-        }
-    }
-
-    pub(crate) fn fid(&self) -> *mut abi::fid {
-        match self {
-            Bind::Cq(o) => o.fid(),
-            Bind::Eq(o) => o.fid(),
-            Bind::Cntr(o) => o.fid(),
-            Bind::Av(o) => o.fid(),
-        }
-    }
 }
 
 impl Endpoint {

@@ -240,7 +240,7 @@ fn collect_infos(h: &abi::kofi_nl_hints) -> Result<KBox<InfoDump>> {
             (*(*hints).ep_attr).type_ = h.ep_type;
         }
     }
-    let r = info::getinfo(
+    let r = crate::getinfo::getinfo(
         abi::KOFI_ABI_VERSION,
         h.node,
         h.service,

@@ -8,10 +8,11 @@
 //! fails with -EBUSY.
 
 use crate::abi;
-use crate::backend::{EpBackend, ProviderEp};
+use crate::av::Av;
 use crate::cntr::Cntr;
 use crate::errno;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
+use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
 use crate::queue::{Cq, Eq};
 use crate::registry::{ModuleRef, Provider};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -272,10 +273,14 @@ pub(crate) struct Endpoint {
     pub(crate) users: Users,
     #[pin]
     pub(crate) bindings: BhSpinLock<Bindings>,
-    /// True until fi_close: the provider's progress op may be called (see
-    /// [`Endpoint::make_progress`]), one call at a time under this lock.
+    /// True until fi_close: the backend's progress may be made (see
+    /// [`Endpoint::make_progress`]), a provider's op one call at a time
+    /// under this lock.
     #[pin]
-    progress_gate: Mutex<bool>,
+    pub(crate) progress_gate: Mutex<bool>,
+    /// What implements it: the provider's ops, or for FI_EP_RDM the core's
+    /// own layer over the provider's FI_EP_MSG endpoints.
+    backend: &'static dyn EpBackend,
 }
 
 // SAFETY: `Endpoint` is `#[repr(C)]` with `fid_ep` first, of class EP.
@@ -293,6 +298,7 @@ impl Endpoint {
         domain: Arc<Domain>,
         limits: EpLimits,
         context: *mut c_void,
+        backend: &'static dyn EpBackend,
     ) -> impl PinInit<Self, Error> {
         try_pin_init!(Endpoint {
             public: Opaque::new(abi::fid_ep {
@@ -305,6 +311,7 @@ impl Endpoint {
             users: Users::default(),
             bindings <- new_bh_spinlock!(Bindings::default(), "kofi_ep_bindings"),
             progress_gate <- new_mutex!(true, "kofi_ep_progress_gate"),
+            backend,
         }? Error)
     }
 
@@ -323,31 +330,11 @@ impl Endpoint {
         })
     }
 
-    /// Calls the provider's progress op (in a consumer's thread, asked for
-    /// by [`Endpoint::request_progress`]), unless fi_close has begun.
+    /// Makes the progress the backend asked for with
+    /// [`Endpoint::request_progress`], in a consumer's thread, unless
+    /// fi_close has begun.
     pub(crate) fn make_progress(&self) {
-        if self.is_rdm() {
-            // The core's own layer: the gate only decides whether it is still
-            // open, as its progress makes that of its MSG endpoints, each
-            // under a gate of its own (of this lock's class).
-            let rdm = {
-                let open = self.progress_gate.lock();
-                if !*open {
-                    return;
-                }
-                crate::rdm::of_endpoint(self)
-            };
-            if let Some(rdm) = rdm {
-                rdm.progress();
-            }
-            return;
-        }
-        let open = self.progress_gate.lock();
-        if *open {
-            // fi_close clears the gate, under this lock, before the
-            // provider's close op runs.
-            ProviderEp::progress(self);
-        }
+        self.backend.make_progress(self);
     }
 
     /// fi_close has begun: no progress op runs from here on, nor is one
@@ -356,14 +343,9 @@ impl Endpoint {
         *self.progress_gate.lock() = false;
     }
 
-    /// What implements the endpoint: the provider's ops, or for FI_EP_RDM
-    /// the core's own layer over the provider's FI_EP_MSG endpoints.
+    /// What implements the endpoint.
     pub(crate) fn backend(&self) -> &'static dyn EpBackend {
-        if self.is_rdm() {
-            &crate::rdm::RdmEp
-        } else {
-            &ProviderEp
-        }
+        self.backend
     }
 
     /// Whether it is an RDM endpoint the core builds (not a provider's own).
@@ -388,6 +370,139 @@ impl Endpoint {
 
     pub(crate) fn eq(&self) -> Option<Arc<Eq>> {
         self.bindings.lock().eq.clone()
+    }
+}
+
+/// An endpoint's implementation. The core calls each method on an open
+/// endpoint, after the checks the typed API makes; between `open` and
+/// `close` only.
+pub(crate) trait EpBackend: Sync {
+    /// Opens the backend's side of `ep`, for `info`.
+    ///
+    /// # Safety
+    ///
+    /// `info` is a checked info, valid for the call.
+    unsafe fn open(&self, ep: &Endpoint, info: *const abi::fi_info) -> Result;
+
+    /// Closes it: nothing is reported on `ep` after this returns.
+    fn close(&self, ep: &Endpoint);
+
+    /// Makes the progress the backend asked of `ep` (see
+    /// [`Endpoint::request_progress`]), in a consumer's thread, unless
+    /// fi_close has begun (`ep.progress_gate`).
+    fn make_progress(&self, ep: &Endpoint);
+
+    /// Learns of a binding the core recorded; an error undoes it.
+    fn bind(&self, _ep: &Endpoint, _target: Bind<'_>, _flags: u64) -> Result {
+        Ok(())
+    }
+
+    fn enable(&self, ep: &Endpoint) -> Result;
+
+    /// # Safety
+    ///
+    /// As for `Endpoint::send`.
+    unsafe fn send(&self, ep: &Endpoint, m: &Msg<'_>, flags: u64) -> Result;
+
+    /// # Safety
+    ///
+    /// As for `Endpoint::recv`.
+    unsafe fn recv(&self, ep: &Endpoint, m: &Msg<'_>, flags: u64) -> Result;
+
+    /// # Safety
+    ///
+    /// As for `Endpoint::rma`.
+    unsafe fn rma(&self, ep: &Endpoint, kind: Rma, m: &RmaMsg<'_>, flags: u64) -> Result;
+
+    /// # Safety
+    ///
+    /// As for `Endpoint::send`.
+    unsafe fn tsend(&self, ep: &Endpoint, m: &TaggedMsg<'_>, flags: u64) -> Result;
+
+    /// # Safety
+    ///
+    /// As for `Endpoint::recv`.
+    unsafe fn trecv(&self, ep: &Endpoint, m: &TaggedMsg<'_>, flags: u64) -> Result;
+
+    /// # Safety
+    ///
+    /// The operation's arrays hold their counts, its buffers live until
+    /// its completion (the core checked both).
+    unsafe fn atomic(&self, ep: &Endpoint, a: &abi::kofi_atomic, flags: u64) -> Result;
+
+    /// Takes back the posted receive of `context`.
+    fn cancel(&self, ep: &Endpoint, context: *mut c_void) -> Result;
+
+    /// # Safety
+    ///
+    /// As for `Endpoint::connect`.
+    unsafe fn connect(&self, _ep: &Endpoint, _addr: *const c_void, _param: &[u8]) -> Result {
+        Err(errno::enosys())
+    }
+
+    fn accept(&self, _ep: &Endpoint, _param: &[u8]) -> Result {
+        Err(errno::enosys())
+    }
+
+    fn shutdown(&self, _ep: &Endpoint, _flags: u64) -> Result {
+        Err(errno::enosys())
+    }
+
+    /// The local address into `buf`, its length into `len` (also for
+    /// -FI_ETOOSMALL).
+    fn getname(&self, ep: &Endpoint, buf: &mut [u8], len: &mut usize) -> Result;
+
+    /// The peer's address, as [`EpBackend::getname`] gives a name.
+    fn getpeer(&self, _ep: &Endpoint, _buf: &mut [u8], _len: &mut usize) -> Result {
+        Err(errno::enosys())
+    }
+
+    /// FI_OPT_ENDPOINT option `name` into `buf`, its length into `len`;
+    /// `None` when the backend has no options of its own (the core answers
+    /// the common ones).
+    fn getopt(&self, ep: &Endpoint, name: c_int, buf: &mut [u8], len: &mut usize)
+        -> Option<Result>;
+
+    /// Sets FI_OPT_ENDPOINT option `name` to `val`.
+    fn setopt(&self, ep: &Endpoint, name: c_int, val: &[u8]) -> Result;
+}
+
+/// What an endpoint binds.
+#[derive(Clone, Copy)]
+pub(crate) enum Bind<'a> {
+    Cq(&'a Cq),
+    Eq(&'a Eq),
+    Cntr(&'a Cntr),
+    Av(&'a Av),
+}
+
+impl Bind<'_> {
+    /// The object `fid` names, of a class an endpoint binds.
+    ///
+    /// # Safety
+    ///
+    /// `fid` is null or a kofi fid kept open for `'a`.
+    pub(crate) unsafe fn of<'a>(fid: *mut abi::fid) -> Result<Bind<'a>> {
+        // SAFETY: The caller's guarantee, and each lookup is of the class
+        // the fid has.
+        unsafe {
+            Ok(match class_of(fid)? {
+                abi::FI_CLASS_CQ => Bind::Cq(lookup::<Cq>(fid.cast())?),
+                abi::FI_CLASS_EQ => Bind::Eq(lookup::<Eq>(fid.cast())?),
+                abi::FI_CLASS_CNTR => Bind::Cntr(lookup::<Cntr>(fid.cast())?),
+                abi::FI_CLASS_AV => Bind::Av(lookup::<Av>(fid.cast())?),
+                _ => return Err(EINVAL),
+            })
+        }
+    }
+
+    pub(crate) fn fid(&self) -> *mut abi::fid {
+        match self {
+            Bind::Cq(o) => o.fid(),
+            Bind::Eq(o) => o.fid(),
+            Bind::Cntr(o) => o.fid(),
+            Bind::Av(o) => o.fid(),
+        }
     }
 }
 

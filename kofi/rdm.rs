@@ -34,14 +34,14 @@ pub(crate) mod wire;
 
 use crate::abi;
 use crate::addr::Name;
-use crate::backend::{usize_of, usize_option, EpBackend};
-use crate::ep_data::{Msg, Rma, RmaMsg, TaggedMsg};
+use crate::backend::{usize_of, usize_option};
 use crate::errno;
 use crate::flags::*;
 use crate::info::InfoBox;
 use crate::iov::Iov;
 use crate::lifecycle::Owned;
-use crate::object::{Endpoint, Object, PassiveEp};
+use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
+use crate::object::{Endpoint, EpBackend, Object, PassiveEp};
 use crate::queue::{Cq, Eq};
 // `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
 #[allow(unused_imports)]
@@ -722,7 +722,7 @@ unsafe extern "C" fn eq_handler(eq: *mut abi::fid_eq) {
 /// The `Rdm` of `ep`, an FI_EP_RDM endpoint whose fi_close has not begun
 /// (the caller holds its progress gate open); `None` before its open op
 /// set it.
-pub(crate) fn of_endpoint(ep: &Endpoint) -> Option<Arc<Rdm>> {
+fn of_endpoint(ep: &Endpoint) -> Option<Arc<Rdm>> {
     // SAFETY: The endpoint's head; `prov_data` is null or the reference
     // `open` stored, which only `RdmEp::close` takes back, after fi_close began.
     let raw = unsafe { (*ep.public().cast::<abi::fid>()).prov_data };
@@ -838,6 +838,22 @@ impl EpBackend for RdmEp {
     unsafe fn open(&self, ep: &Endpoint, info: *const abi::fi_info) -> Result {
         // SAFETY: The caller's guarantee.
         unsafe { open(ep, info) }
+    }
+
+    fn make_progress(&self, ep: &Endpoint) {
+        // The gate only decides whether the endpoint is still open, as its
+        // progress makes that of its MSG endpoints, each under a gate of its
+        // own (of this lock's class).
+        let rdm = {
+            let open = ep.progress_gate.lock();
+            if !*open {
+                return;
+            }
+            of_endpoint(ep)
+        };
+        if let Some(rdm) = rdm {
+            rdm.progress();
+        }
     }
 
     fn close(&self, ep: &Endpoint) {

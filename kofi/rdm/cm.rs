@@ -9,8 +9,8 @@ use crate::addr::Name;
 use crate::errno;
 use crate::flags::*;
 use crate::info::InfoBox;
-use crate::lifecycle::{open_cq, open_endpoint, open_eq, open_passive, Bind, Owned};
-use crate::object::Endpoint;
+use crate::lifecycle::{open_cq, open_endpoint, open_eq, open_passive, Owned};
+use crate::object::{Bind, Endpoint};
 use crate::queue::EqTaken;
 use core::ptr;
 use kernel::ffi::c_void;
@@ -77,8 +77,9 @@ fn msg_endpoint(
     gen: u32,
 ) -> Result<Owned<Endpoint>> {
     let context = Token::Conn { slot, gen }.encode();
+    let domain = &rdm.endpoint().domain;
     // SAFETY: The info is ours, valid.
-    let ep = unsafe { open_endpoint(&rdm.endpoint().domain, info.as_ptr(), context) }?;
+    let ep = unsafe { open_endpoint(domain, info.as_ptr(), context, &super::RdmEp) }?;
     ep.bind(Bind::Cq(s.cq.as_deref().ok_or(EINVAL)?), FI_SEND | FI_RECV)?;
     ep.bind(Bind::Eq(s.eq.as_deref().ok_or(EINVAL)?), 0)?;
     ep.enable()?;

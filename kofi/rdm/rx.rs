@@ -11,11 +11,11 @@ use super::{
 use crate::abi;
 use crate::addr::Name;
 use crate::compat::VecExt;
-use crate::ep_data::{Msg, TaggedMsg};
 use crate::errno;
 use crate::flags::*;
 use crate::iov::Iov;
 use crate::lifecycle::Owned;
+use crate::msg::{Msg, TaggedMsg};
 use crate::queue::{Completion, Taken};
 use core::ptr;
 use kernel::ffi::c_void;

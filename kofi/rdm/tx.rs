@@ -9,9 +9,9 @@ use super::{
 };
 use crate::abi;
 use crate::compat::VecExt;
-use crate::ep_data::{Msg, Rma, RmaMsg};
 use crate::errno;
 use crate::flags::*;
+use crate::msg::{Msg, Rma, RmaMsg};
 use crate::queue::Completion;
 use core::ptr;
 use kernel::prelude::*;
