@@ -5,7 +5,7 @@
 //! provider's objects live in `fid.prov_data` as boxed foreign pointers.
 
 use super::buffers::Premapped;
-use super::handles::{request_of, DomainRef, EpRef, PeerAddr, PepRef};
+use super::handles::{drop_request, request_of, DomainRef, EpRef, PeerAddr, PepRef};
 use super::info::InfoRef;
 use super::messages::{Msg, PremappedOf, RmaMsg, TaggedMsg};
 use super::provider::{Domain, Endpoint, MrAttr, PassiveEndpoint, Provider};
@@ -425,8 +425,11 @@ impl<P: Provider> Adapter<P> {
         // SAFETY: A live passive endpoint; the core checked `handle` is one
         // of its requests, made by `PepRef::connreq`.
         ret(unsafe {
-            let request = request_of::<<P::PassiveEp as PassiveEndpoint>::Request>(handle);
-            state::<P::PassiveEp>(pep.cast()).reject(request, param(p, len))
+            request_of::<<P::PassiveEp as PassiveEndpoint>::Request>(handle)
+                .ok_or(EINVAL)
+                .and_then(|request| {
+                    state::<P::PassiveEp>(pep.cast()).reject(request, param(p, len))
+                })
         })
     }
 
@@ -452,7 +455,7 @@ impl<P: Provider> Adapter<P> {
     /// Called by the core only, on its objects, as `kofi_provider.h` specifies.
     unsafe extern "C" fn connreq_release(handle: *mut abi::fid) {
         // SAFETY: The last reference of a request made by `PepRef::connreq`.
-        unsafe { drop_state::<<P::PassiveEp as PassiveEndpoint>::Request>(handle) };
+        unsafe { drop_request::<<P::PassiveEp as PassiveEndpoint>::Request>(handle) };
     }
 
     /// # Safety
@@ -466,6 +469,8 @@ impl<P: Provider> Adapter<P> {
     ) -> c_int {
         // SAFETY: A live domain of this provider; the core checked `attr`
         // and allocated `mr`, not yet visible to anyone else.
+        // INVARIANT: fi_mr_reg's attributes: the consumer keeps the memory
+        // registered until the region's close, which drops its state.
         ret(unsafe {
             state::<P::Domain>(domain.cast())
                 .mr_reg(&MrAttr { raw: &*attr })

@@ -10,6 +10,7 @@ use super::messages::PostedRecv;
 use super::Context;
 use crate::abi;
 use crate::flags::{FI_COMPLETION, FI_RECV, FI_REMOTE_CQ_DATA};
+use core::any::TypeId;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::error::to_result;
@@ -277,18 +278,20 @@ impl PepRef {
     /// Reports a connection request: FI_CONNREQ with `info` (whose handle
     /// carries `request`, given back to the provider's endpoint and release
     /// ops) and the peer's private data.
-    pub(crate) fn connreq<R: Send + 'static>(
-        &self,
-        info: Info,
-        request: KBox<R>,
-        data: &[u8],
-    ) -> Result {
-        let handle_data = crate::compat::into_foreign(request);
+    pub(crate) fn connreq<R: Send + 'static>(&self, info: Info, request: R, data: &[u8]) -> Result {
+        let tagged = KBox::new(
+            Tagged {
+                tag: TypeId::of::<R>(),
+                request,
+            },
+            GFP_KERNEL,
+        )?;
+        let handle_data = crate::compat::into_foreign(tagged);
         // SAFETY: `ptr` is live (type invariants).
         let handle = unsafe { abi::kofi_connreq_alloc(self.ptr.as_ptr(), handle_data) };
         if handle.is_null() {
             // SAFETY: Not given to the core: take it back.
-            drop(unsafe { KBox::<R>::from_foreign(handle_data) });
+            drop(unsafe { KBox::<Tagged<R>>::from_foreign(handle_data) });
             return Err(ENOMEM);
         }
         let raw = info.into_raw();
@@ -308,13 +311,64 @@ impl PepRef {
     }
 }
 
-/// The provider's request state behind a connection request handle.
+/// A connection request's provider state behind its handle, tagged with
+/// its type, so that it is read back as that type only.
+///
+/// # Invariants
+///
+/// `tag` is `TypeId::of::<R>()`; it comes first (`repr(C)`), so it is read
+/// the same whatever `R` is.
+#[repr(C)]
+struct Tagged<R> {
+    tag: TypeId,
+    request: R,
+}
+
+/// Whether the request state behind `handle` is an `R`.
 ///
 /// # Safety
 ///
-/// `handle` is a live connection request made by [`PepRef::connreq`] with a
-/// `KBox<R>`.
-pub(crate) unsafe fn request_of<'a, R: Send + 'static>(handle: *mut abi::fid) -> &'a R {
-    // SAFETY: The caller's guarantee: `prov_data` is a `KBox<R>`'s pointer.
-    unsafe { <KBox<R> as ForeignOwnable>::borrow((*handle).prov_data) }
+/// `handle` is a live connection request made by [`PepRef::connreq`].
+unsafe fn request_is<R: 'static>(handle: *mut abi::fid) -> bool {
+    // SAFETY: The caller's guarantee: `prov_data` points at a `Tagged<_>`,
+    // whose tag is its first field whatever its type (type invariants).
+    unsafe { *(*handle).prov_data.cast::<TypeId>() == TypeId::of::<R>() }
+}
+
+/// The provider's request state behind a connection request handle, if it
+/// is an `R`.
+///
+/// # Safety
+///
+/// `handle` is a live connection request made by [`PepRef::connreq`].
+pub(crate) unsafe fn request_of<'a, R: Send + 'static>(handle: *mut abi::fid) -> Option<&'a R> {
+    // SAFETY: The caller's guarantee; the tag says the state is a
+    // `Tagged<R>` (type invariants), which lives as long as the handle.
+    unsafe {
+        request_is::<R>(handle)
+            .then(|| &<KBox<Tagged<R>> as ForeignOwnable>::borrow((*handle).prov_data).request)
+    }
+}
+
+/// Takes back and drops the provider's request state of `handle` if it is
+/// an `R` (the state of another type is left alone: a provider's mistake).
+///
+/// # Safety
+///
+/// `handle` is a connection request made by [`PepRef::connreq`], being
+/// released (its state not used after).
+pub(crate) unsafe fn drop_request<R: Send + 'static>(handle: *mut abi::fid) {
+    // SAFETY: The caller's guarantee.
+    if !unsafe { request_is::<R>(handle) } {
+        pr_warn!("kofi: a connection request's state is not the provider's type\n");
+        return;
+    }
+    // SAFETY: The tag says the state is a `Tagged<R>`; the caller's
+    // guarantee that nothing uses it after.
+    unsafe {
+        drop(<KBox<Tagged<R>> as ForeignOwnable>::from_foreign(
+            (*handle).prov_data,
+        ));
+        (*handle).prov_data = ptr::null_mut();
+    }
 }

@@ -162,16 +162,16 @@ impl<'a> InfoRef<'a> {
     }
 
     /// The provider's state of the connection request this info names
-    /// (the info of an FI_CONNREQ), made by [`PepRef::connreq`] with `R`.
-    ///
-    /// # Safety
-    ///
-    /// The provider's requests are all of type `R`.
-    pub(crate) unsafe fn request<R: Send + 'static>(&self) -> Option<&'a R> {
+    /// (the info of an FI_CONNREQ), made by [`PepRef::connreq`] with `R`;
+    /// `EINVAL` when the request's state is of another type.
+    pub(crate) fn request<R: Send + 'static>(&self) -> Result<Option<&'a R>> {
         let handle = self.raw.handle;
+        if handle.is_null() {
+            return Ok(None);
+        }
         // SAFETY: The core checked a handle in an info given to fi_endpoint
-        // is a live request of this fabric; the caller vouches for `R`.
-        (!handle.is_null()).then(|| unsafe { request_of::<R>(handle) })
+        // is a live request of this fabric, made by `PepRef::connreq`.
+        unsafe { request_of::<R>(handle) }.ok_or(EINVAL).map(Some)
     }
 }
 

@@ -19,6 +19,12 @@ pub(crate) enum MrMemory<'a> {
 }
 
 /// A registration's arguments, checked by the core, borrowed for the op.
+///
+/// # Invariants
+///
+/// Made by the adapter from an fi_mr_reg's attributes only: the memory it
+/// names is the consumer's, registered until the region's fi_close returns
+/// (fi_mr(3)); the provider lets go of what it maps of it by then.
 pub(crate) struct MrAttr<'a> {
     pub(super) raw: &'a abi::fi_mr_attr,
 }

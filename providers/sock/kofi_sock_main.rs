@@ -186,8 +186,7 @@ impl kofi::Provider for Sock {
     }
 
     fn endpoint(domain: &DomainRef, ep: EpRef, info: &InfoRef<'_>) -> Result<SockEp> {
-        // SAFETY: This provider's requests are all `Request`s.
-        let conn = match unsafe { info.request::<Request>() } {
+        let conn = match info.request::<Request>()? {
             Some(req) => {
                 let conn = req.conn.clone();
                 conn.bind(ep.clone(), domain.clone(), info.rx_cq_data())?;
@@ -410,8 +409,8 @@ pub(crate) struct Request {
 }
 
 impl Request {
-    pub(crate) fn new(conn: Arc<Conn>) -> Result<KBox<Request>> {
-        Ok(KBox::new(Request { conn }, GFP_KERNEL)?)
+    pub(crate) fn new(conn: Arc<Conn>) -> Request {
+        Request { conn }
     }
 }
 

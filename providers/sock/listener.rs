@@ -225,9 +225,7 @@ impl Listener {
         let (conn, _) = p.conns.swap_remove(i);
         // Under the lock, so the passive endpoint cannot close meanwhile. A
         // request the core does not take is dropped, which closes `conn`.
-        if let Ok(req) = crate::Request::new(conn) {
-            let _ = self.pep.connreq(info, req, data);
-        }
+        let _ = self.pep.connreq(info, crate::Request::new(conn), data);
     }
 
     /// Lets go of `conn`, which closed before its request went out.

@@ -30,8 +30,8 @@ use crate::kofi::{
     ProgressWaker,
 };
 use crate::rdma::{
-    inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, CmReply, Completion, Cq, CqHandler, Device,
-    IdHandle, Mapping, ReadDepths, Region, Slots, WcStatus, WorkCompletion, WrOp,
+    inline_sge, CmEvent, CmHandler, CmId, CmIdSlot, CmReply, Cq, CqOwner, Device, IdHandle,
+    Mapping, Qp, ReadDepths, Region, WcStatus, WorkCompletion, WrOp,
 };
 use crate::ring::Ring;
 use crate::sockaddr::SockAddr;
@@ -313,10 +313,12 @@ struct Reporting {
     orphan: Option<CmId>,
 }
 
-/// What the connection uses on the device (the id itself is owned by
-/// `Conn::id`, which drops it only after taking these away).
+/// What the connection uses on the device (the id's owner is `Conn::id`;
+/// the id goes with the last of it and these).
 struct Resources {
     id: IdHandle,
+    /// The QP, once made (before `rx`: it goes before their buffers).
+    qp: Option<Qp<Conn>>,
     rx: KVec<RxBuf>,
     /// The QP reached RTS (the accept or the connect went through), so a
     /// drain completes. One whose move to RTR or RTS failed may never
@@ -406,7 +408,6 @@ pub(crate) struct Greeting {
 /// A connection (client or server side).
 #[pin_data]
 pub(crate) struct Conn {
-    slots: Slots<Conn>,
     #[pin]
     id: Mutex<Option<CmId>>,
     #[pin]
@@ -459,11 +460,20 @@ impl TimerOwner for Conn {
     }
 }
 
-impl CqHandler for Conn {
+impl CqOwner for Conn {
     fn cq_event(this: ArcBorrow<'_, Self>, can_wake: bool) {
         if !(can_wake && this.waker.request()) {
             // Already queued is fine: that run polls what this announces.
             let _ = crate::workqueue::queue().enqueue(Arc::from(this));
+        }
+    }
+
+    fn completed(&self, wc: &WorkCompletion) {
+        let mut g = self.inner.lock();
+        if wc.slot < RX_DEPTH {
+            self.rx_done(&mut g, wc);
+        } else {
+            self.tx_done(&mut g, wc);
         }
     }
 }
@@ -494,7 +504,6 @@ impl Conn {
             tx_free.push(RX_DEPTH + i, GFP_KERNEL)?;
             tx_wr.push(None, GFP_KERNEL)?;
         }
-        let slots = Slots::new(RX_DEPTH + SQ_DEPTH)?;
         let (queue, recvs, held) = (ring(TX_DEPTH)?, ring(RECV_DEPTH)?, ring(RX_DEPTH)?);
         let (tagged, held_tagged) = (TaggedRecvs::new(RECV_DEPTH)?, HeldTagged::new(RECV_DEPTH)?);
         let ready_rndv = KVec::with_capacity(RECV_DEPTH, GFP_KERNEL)?;
@@ -505,7 +514,6 @@ impl Conn {
         let greeting_timer = Timer::new()?;
         let conn = Arc::pin_init(
             pin_init!(Conn {
-                slots,
                 id <- new_mutex!(None, "kofi_verbs_id"),
                 inner <- new_mutex!(Inner {
                     phase,
@@ -556,9 +564,6 @@ impl Conn {
             }),
             GFP_KERNEL,
         )?;
-        // SAFETY: The connection frees its CQ (in `close`) before it can be
-        // dropped: the CM id holds a reference until then.
-        unsafe { conn.slots.bind(&conn) };
         Ok(conn)
     }
 
@@ -581,8 +586,8 @@ impl Conn {
             g.domain = Some(domain);
             id.resolve_addr(dest)?;
             g.res = Some(Resources {
-                // SAFETY: `close` takes the resources before the id.
-                id: unsafe { id.handle() },
+                id: id.handle(),
+                qp: None,
                 rx: KVec::new(),
                 up: false,
             });
@@ -609,6 +614,7 @@ impl Conn {
     pub(crate) fn set_handle(&self, id: IdHandle) {
         self.inner.lock().res = Some(Resources {
             id,
+            qp: None,
             rx: KVec::new(),
             up: false,
         });
@@ -684,11 +690,13 @@ impl Conn {
             }
             let limits = dev.limits();
             let sge = limits.max_sge.min(16);
-            let cq = Cq::new(dev, (RX_DEPTH + SQ_DEPTH + 1) as u32, self.into())?;
-            let cq = Arc::new(cq, GFP_KERNEL)?;
-            let inline =
+            // A slot per receive buffer and per send work request.
+            let entries = (RX_DEPTH + SQ_DEPTH + 1) as u32;
+            let cq = Cq::new(dev, entries, self.into(), RX_DEPTH + SQ_DEPTH)?;
+            let (qp, inline) =
                 res.id
                     .create_qp(pd, &cq, SQ_DEPTH as u32, RX_DEPTH as u32, sge, INLINE_ASK)?;
+            res.qp = Some(qp);
             *self.cq.lock() = Some(cq);
             Ok((pd.lkey(), limits, inline))
         })?;
@@ -703,7 +711,7 @@ impl Conn {
             buf.extend_with(RX_BUF, 0, GFP_KERNEL)?;
             let map = Mapping::of_buffer(dev, &mut buf, false, lkey)?;
             res.rx.push(RxBuf { map, buf }, GFP_KERNEL)?;
-            res.id.post_recv(&self.slots, i, res.rx[i].map.sges())?;
+            res.qp()?.post_recv(i, res.rx[i].map.sges())?;
         }
         Ok(())
     }
@@ -856,16 +864,17 @@ impl Conn {
         self.poll();
         if let Some(res) = &res {
             res.id.disconnect();
-            if res.up {
+            if let (true, Some(qp)) = (res.up, &res.qp) {
                 // Flushes every posted work request through `completed`.
-                res.id.drain();
+                qp.drain();
             }
         }
+        // The QP, then the id, then the receive buffers.
         drop(owner.take());
+        drop(res);
         // A poller may still hold it: then the CQ goes when that one is done.
         let cq = self.cq.lock().take();
         drop(cq);
-        drop(res);
     }
 
     /// Hands what the CQ holds to `completed`, then arms it again (in the
@@ -949,14 +958,10 @@ fn resources(res: &Option<Resources>) -> Result<&Resources> {
     res.as_ref().ok_or_else(|| fi_error(abi::FI_ENOTCONN))
 }
 
-impl Completion for Conn {
-    fn completed(&self, wc: &WorkCompletion) {
-        let mut g = self.inner.lock();
-        if wc.slot < RX_DEPTH {
-            self.rx_done(&mut g, wc);
-        } else {
-            self.tx_done(&mut g, wc);
-        }
+impl Resources {
+    /// The QP, once made.
+    fn qp(&self) -> Result<&Qp<Conn>> {
+        self.qp.as_ref().ok_or_else(|| fi_error(abi::FI_ENOTCONN))
     }
 }
 

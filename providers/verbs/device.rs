@@ -14,7 +14,7 @@ use crate::compat::CStrBytes;
 use crate::compat::VecExt;
 use crate::conn::Conn;
 use crate::flags::*;
-use crate::kofi::{self, fi_error, DomainRef, MrAttr, MrMemory, Premapped};
+use crate::kofi::{self, fi_error, DomainRef, MrAttr, Premapped};
 use crate::rdma::{Device, LocalMap, Pd, Region};
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -292,7 +292,7 @@ pub(crate) struct VDomain {
     /// Regions go through the endpoint they are bound to (FI_MR_ENDPOINT).
     mr_endpoint: bool,
     #[pin]
-    pd: Mutex<Option<Pd>>,
+    pd: Mutex<Option<Arc<Pd>>>,
     #[pin]
     regs: Mutex<KVec<Arc<RegState>>>,
     /// Every region's local mapping (changed under `regs` too, so
@@ -324,7 +324,7 @@ impl VDomain {
     }
 
     /// Runs `f` with the PD, unless the device is gone.
-    pub(crate) fn with_pd<R>(&self, f: impl FnOnce(&Pd) -> Result<R>) -> Result<R> {
+    pub(crate) fn with_pd<R>(&self, f: impl FnOnce(&Arc<Pd>) -> Result<R>) -> Result<R> {
         let pd = self.pd.lock();
         f(pd.as_ref().ok_or_else(|| fi_error(abi::FI_ENOTCONN))?)
     }
@@ -367,10 +367,9 @@ impl VDomain {
         // gone when its removal returns).
         let mut regs = self.regs.lock();
         let region = self.with_pd(|pd| {
-            // SAFETY: The consumer keeps the memory registered until
-            // fi_close of the region, which drops it first; the PD outlives
-            // it (regions close before their domain).
-            unsafe { Region::new(pd, &attr.memory(), attr.offset(), rr, rw) }
+            // Dropped by the region's close (`unregister`) or the device's
+            // removal.
+            Region::registered(pd, attr, rr, rw)
         })?;
         let key = region.key();
         let route = if self.mr_endpoint {
@@ -420,17 +419,15 @@ impl VDomain {
         drop(reg.take_region());
     }
 
-    /// The local mapping of a region of `memory` (every region has one:
-    /// operations whose buffers carry its descriptor use it).
-    fn map_locally(&self, memory: &MrMemory<'_>) -> Result<Arc<LocalMap>> {
+    /// The local mapping of registration `attr`'s memory (every region has
+    /// one: operations whose buffers carry its descriptor use it).
+    fn map_locally(&self, attr: &MrAttr<'_>) -> Result<Arc<LocalMap>> {
         // Made and listed under `regs`, as `register` makes regions, so
         // `device_gone` releases it or runs before (the PD check fails).
         let _regs = self.regs.lock();
         self.with_pd(|_| Ok(()))?;
-        // SAFETY: The consumer keeps the memory registered until fi_close
-        // of the region, which unlists the map; `device_gone` releases it
-        // before the device goes.
-        let map = unsafe { LocalMap::new(self.entry.dev, memory) }?;
+        // The region's close unlists it; `device_gone` releases it.
+        let map = LocalMap::new(self.entry.dev, attr)?;
         self.locals.lock().push(map.clone(), GFP_KERNEL)?;
         Ok(map)
     }
@@ -529,7 +526,7 @@ impl kofi::Domain for VerbsDomain {
         // peers alone (kofi_blk's, one per I/O) are not mapped for it.
         let local = match attr.access() & (FI_SEND | FI_RECV | FI_READ | FI_WRITE) {
             0 => None,
-            _ => Some((self.inner.clone(), self.inner.map_locally(&attr.memory())?)),
+            _ => Some((self.inner.clone(), self.inner.map_locally(attr)?)),
         };
         let mut region = VRegion { reg: None, local };
         // Local access needs no registration (the PD's DMA key serves);

@@ -232,8 +232,7 @@ impl kofi::Provider for Verbs {
     }
 
     fn endpoint(domain: &VerbsDomain, ep: EpRef, info: &InfoRef<'_>) -> Result<VerbsEp> {
-        // SAFETY: This provider's requests are all `Request`s.
-        let conn = match unsafe { info.request::<Request>() } {
+        let conn = match info.request::<Request>()? {
             Some(req) => {
                 let conn = req.conn.clone();
                 conn.bind(ep.clone(), domain.inner.clone(), &req.id, info.rx_cq_data())?;

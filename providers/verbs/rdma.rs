@@ -7,16 +7,15 @@
 
 use crate::abi;
 use crate::compat::VecExt;
-use crate::kofi::{Lent, LocalAt, MrMemory, Premapped};
+use crate::kofi::{Lent, LocalAt, MrAttr, MrMemory, Premapped};
 use crate::sockaddr::SockAddr;
-use core::marker::PhantomData;
 use core::ops::Range;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::Ordering;
 use kernel::error::to_result;
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
+use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex, UniqueArc};
 use kernel::types::Opaque;
 
 /// An RDMA device, between the ib_client's add and remove callbacks.
@@ -112,11 +111,12 @@ impl Drop for ClientRegistration {
     }
 }
 
-/// A protection domain.
+/// A protection domain, shared by what is made in it.
 ///
 /// # Invariants
 ///
-/// `ptr` is a PD of `dev`, owned, deallocated on drop.
+/// `ptr` is a PD of `dev`, owned, deallocated on drop. Its regions and QPs
+/// hold a reference to it ([`Region`], [`Qp`]), so it outlives them.
 pub(crate) struct Pd {
     ptr: NonNull<abi::ib_pd>,
     dev: Device,
@@ -128,10 +128,11 @@ unsafe impl Send for Pd {}
 unsafe impl Sync for Pd {}
 
 impl Pd {
-    pub(crate) fn new(dev: Device) -> Result<Pd> {
+    pub(crate) fn new(dev: Device) -> Result<Arc<Pd>> {
         // SAFETY: The device is registered.
         let ptr = NonNull::new(unsafe { abi::kverbs_alloc_pd(dev.ptr.as_ptr()) }).ok_or(ENOMEM)?;
-        Ok(Pd { ptr, dev })
+        // INVARIANT: Owned; nothing is made in it yet.
+        Ok(Arc::new(Pd { ptr, dev }, GFP_KERNEL)?)
     }
 
     /// The key of local memory, for SGEs of DMA-mapped buffers.
@@ -147,40 +148,71 @@ impl Pd {
 
 impl Drop for Pd {
     fn drop(&mut self) {
-        // SAFETY: Owned (type invariants); its users (QPs, MRs) are gone first.
+        // SAFETY: Owned; its regions and QPs, which hold references to it,
+        // are gone (type invariants).
         unsafe { abi::kverbs_dealloc_pd(self.ptr.as_ptr()) };
     }
 }
 
-/// What a CQ's owner does when a completion arrives on it.
-pub(crate) trait CqHandler: Send + Sync + 'static {
+/// What owns a CQ: woken when completions arrive, told of each.
+pub(crate) trait CqOwner: Send + Sync + 'static {
     /// The first completion since the CQ was armed ([`Cq::arm`]) arrived.
     /// Runs in the driver's context and must not sleep; `can_wake` says
     /// whether it may wake a task (rxe calls it with interrupts off).
     fn cq_event(this: ArcBorrow<'_, Self>, can_wake: bool);
+
+    /// A work request posted with one of the CQ's slots completed (from
+    /// [`Cq::poll`] or [`Qp::drain`], in the caller's thread).
+    fn completed(&self, wc: &WorkCompletion);
+}
+
+/// The `ib_cqe` of one work request at a time, and who to tell.
+///
+/// # Invariants
+///
+/// `owner` is the owner reference its CQ holds.
+#[repr(C)]
+struct Slot<H> {
+    cqe: Opaque<abi::ib_cqe>,
+    index: usize,
+    owner: *const H,
 }
 
 /// A completion queue its owner polls ([`Cq::poll`]) in process context,
-/// when its [`CqHandler`] hears of a completion.
+/// when it hears of a completion ([`CqOwner::cq_event`]), with the slots
+/// its work requests complete at (each posted work request names one).
 ///
 /// # Invariants
 ///
 /// `ptr` is owned and destroyed on drop; its event context is `owner`, an
-/// `Arc<H>` reference released after the CQ is destroyed.
-pub(crate) struct Cq<H: CqHandler> {
+/// `Arc<H>` reference released after the CQ is destroyed. `slots` is never
+/// resized (the cqes' addresses are stable), outlives the CQ, and each
+/// cqe's `done` is [`Cq::done`] for `H`. Work requests are posted with the
+/// slots only on QPs completing to this CQ ([`Qp`]).
+pub(crate) struct Cq<H: CqOwner> {
     ptr: NonNull<abi::ib_cq>,
     owner: *const H,
+    slots: KVec<Slot<H>>,
 }
 
 // SAFETY: CQs are used from any thread; `owner` is an `Arc` of a `Send +
-// Sync` type.
-unsafe impl<H: CqHandler> Send for Cq<H> {}
+// Sync` type, which is all the slots point at.
+unsafe impl<H: CqOwner> Send for Cq<H> {}
 // SAFETY: As above: polling and arming are thread-safe in every driver.
-unsafe impl<H: CqHandler> Sync for Cq<H> {}
+unsafe impl<H: CqOwner> Sync for Cq<H> {}
 
-impl<H: CqHandler> Cq<H> {
-    /// A CQ of `entries` on `dev`, armed, whose events go to `owner`.
-    pub(crate) fn new(dev: Device, entries: u32, owner: Arc<H>) -> Result<Self> {
+impl<H: CqOwner> Cq<H> {
+    /// A CQ of `entries` on `dev`, armed, whose events and completions go
+    /// to `owner`, with `slots` slots for work requests.
+    pub(crate) fn new(dev: Device, entries: u32, owner: Arc<H>, slots: usize) -> Result<Arc<Self>> {
+        let mut list = KVec::with_capacity(slots, GFP_KERNEL)?;
+        for index in 0..slots {
+            let cqe = Opaque::new(abi::ib_cqe {
+                done: Some(Self::done),
+            });
+            let owner = ptr::from_ref::<H>(&owner);
+            list.push(Slot { cqe, index, owner }, GFP_KERNEL)?;
+        }
         let owner = Arc::into_raw(owner);
         // SAFETY: The device is registered; the context is the reference
         // taken above, which the CQ holds until it is destroyed.
@@ -192,24 +224,31 @@ impl<H: CqHandler> Cq<H> {
                 owner.cast_mut().cast(),
             )
         };
-        match NonNull::new(ptr) {
-            // INVARIANT: Owned; its context is `owner`.
-            Some(ptr) => Ok(Cq { ptr, owner }),
-            None => {
-                // SAFETY: Taken above; the CQ that would have held it failed.
-                drop(unsafe { Arc::from_raw(owner) });
-                Err(ENOMEM)
-            }
-        }
+        let Some(ptr) = NonNull::new(ptr) else {
+            // SAFETY: Taken above; the CQ that would have held it failed.
+            drop(unsafe { Arc::from_raw(owner) });
+            return Err(ENOMEM);
+        };
+        // INVARIANT: Owned; its context is `owner`, which every slot names
+        // (the pointer `into_raw` gave is the one borrowed above); the
+        // slots are not resized from here on.
+        Ok(Arc::new(
+            Cq {
+                ptr,
+                owner,
+                slots: list,
+            },
+            GFP_KERNEL,
+        )?)
     }
 
-    /// Hands every completion the CQ holds to its work request's slot
-    /// ([`Completion::completed`], here in the caller's thread). The caller
+    /// Hands every completion the CQ holds to its owner
+    /// ([`CqOwner::completed`], here in the caller's thread). The caller
     /// serializes polls, so completions are reported in order. Returns how
     /// many it handed over.
     pub(crate) fn poll(&self) -> usize {
-        // SAFETY: A live CQ (type invariants); its completions name `Slots`
-        // or the RDMA core's drain, whose done callbacks take process
+        // SAFETY: A live CQ (type invariants); its completions name its
+        // slots or the RDMA core's drain, whose done callbacks take process
         // context, which a poller is.
         let n = unsafe { abi::kverbs_poll_cq(self.ptr.as_ptr()) };
         n.unsigned_abs() as usize
@@ -221,25 +260,55 @@ impl<H: CqHandler> Cq<H> {
         // SAFETY: A live CQ (type invariants).
         unsafe { abi::kverbs_arm_cq(self.ptr.as_ptr()) }
     }
+
+    /// Slot `i`'s cqe, for a work request posted on a QP of this CQ.
+    fn cqe(&self, i: usize) -> Result<*mut abi::ib_cqe> {
+        Ok(self.slots.get(i).ok_or(EINVAL)?.cqe.get())
+    }
+
+    /// A completion's callback, from [`Cq::poll`] or the RDMA core's drain
+    /// (process context).
+    ///
+    /// # Safety
+    ///
+    /// Called by the RDMA core with a completion of a work request posted
+    /// with one of a `Cq<H>`'s slots, on a QP of that CQ.
+    unsafe extern "C" fn done(_cq: *mut abi::ib_cq, wc: *mut abi::ib_wc) {
+        // SAFETY: The core passes a valid completion; its cqe is the first
+        // field of a `Slot<H>` (repr(C)) of the CQ it completed on, which
+        // is live while it is polled, as is the owner it holds (type
+        // invariants).
+        unsafe {
+            let wc = &*wc;
+            let slot = &*wc.__bindgen_anon_1.wr_cqe.cast::<Slot<H>>();
+            let done = WorkCompletion {
+                slot: slot.index,
+                byte_len: wc.byte_len,
+                raw_status: wc.status,
+            };
+            (*slot.owner).completed(&done);
+        }
+    }
 }
 
-impl<H: CqHandler> Drop for Cq<H> {
+impl<H: CqOwner> Drop for Cq<H> {
     fn drop(&mut self) {
-        // SAFETY: Owned (type invariants); its QP was destroyed first, so
-        // no completion, and no event, comes any more.
+        // SAFETY: Owned (type invariants); the QP of each `Qp` holds a
+        // reference to it and is destroyed first, so no completion, and no
+        // event, comes any more.
         unsafe { abi::kverbs_destroy_cq(self.ptr.as_ptr()) };
         // SAFETY: The reference `new` took for the CQ's context.
         drop(unsafe { Arc::from_raw(self.owner) });
     }
 }
 
-/// A CQ's event callback, for CQs whose handler is `H`.
+/// A CQ's event callback, for CQs whose owner is `H`.
 ///
 /// # Safety
 ///
 /// Called by the driver for a CQ made by [`Cq::new`], whose context is an
 /// `Arc<H>` reference held until the CQ is destroyed.
-unsafe extern "C" fn cq_trampoline<H: CqHandler>(_cq: *mut abi::ib_cq, context: *mut c_void) {
+unsafe extern "C" fn cq_trampoline<H: CqOwner>(_cq: *mut abi::ib_cq, context: *mut c_void) {
     // SAFETY: The CQ's context reference (see above) outlives its events.
     let this = unsafe { ArcBorrow::<H>::from_raw(context.cast()) };
     // SAFETY: No preconditions.
@@ -316,95 +385,6 @@ impl WrOp {
             WrOp::Send => abi::ib_wr_opcode_IB_WR_SEND,
             WrOp::RdmaWrite => abi::ib_wr_opcode_IB_WR_RDMA_WRITE,
             WrOp::RdmaRead => abi::ib_wr_opcode_IB_WR_RDMA_READ,
-        }
-    }
-}
-
-/// What owns a set of [`Slots`]: told of each completion.
-pub(crate) trait Completion: Send + Sync + 'static {
-    fn completed(&self, wc: &WorkCompletion);
-}
-
-/// The `ib_cqe` of one work request at a time, and who to tell.
-#[repr(C)]
-struct Slot<T> {
-    cqe: Opaque<abi::ib_cqe>,
-    index: usize,
-    owner: AtomicPtr<T>,
-}
-
-/// A fixed set of completion slots; every posted work request names one.
-///
-/// # Invariants
-///
-/// The array is never resized (the cqes' addresses are stable) and each
-/// cqe's `done` is [`Slots::done`] for `T`. Once bound, the owner outlives
-/// every completion of a work request posted with these slots.
-pub(crate) struct Slots<T: Completion> {
-    slots: KVec<Slot<T>>,
-}
-
-// SAFETY: The owner pointer is only read to call `T: Sync` methods.
-unsafe impl<T: Completion> Send for Slots<T> {}
-// SAFETY: As above.
-unsafe impl<T: Completion> Sync for Slots<T> {}
-
-impl<T: Completion> Slots<T> {
-    pub(crate) fn new(n: usize) -> Result<Slots<T>> {
-        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
-        for index in 0..n {
-            slots.push(
-                Slot {
-                    cqe: Opaque::new(abi::ib_cqe {
-                        done: Some(Self::done),
-                    }),
-                    index,
-                    owner: AtomicPtr::new(ptr::null_mut()),
-                },
-                GFP_KERNEL,
-            )?;
-        }
-        Ok(Slots { slots })
-    }
-
-    /// Names `owner` as the receiver of completions.
-    ///
-    /// # Safety
-    ///
-    /// `owner` is not dropped before every CQ that may hold a completion of
-    /// these slots is freed.
-    pub(crate) unsafe fn bind(&self, owner: &T) {
-        for s in self.slots.iter() {
-            s.owner
-                .store(ptr::from_ref(owner).cast_mut(), Ordering::Release);
-        }
-    }
-
-    fn cqe(&self, i: usize) -> *mut abi::ib_cqe {
-        self.slots[i].cqe.get()
-    }
-
-    /// A completion's callback, from [`Cq::poll`] (process context).
-    ///
-    /// # Safety
-    ///
-    /// Called by the RDMA core with a completion of a work request posted
-    /// with one of these slots.
-    unsafe extern "C" fn done(_cq: *mut abi::ib_cq, wc: *mut abi::ib_wc) {
-        // SAFETY: The core passes a valid completion; its cqe is the first
-        // field of a `Slot<T>` (repr(C)), alive (type invariants).
-        unsafe {
-            let wc = &*wc;
-            let slot = &*wc.__bindgen_anon_1.wr_cqe.cast::<Slot<T>>();
-            let done = WorkCompletion {
-                slot: slot.index,
-                byte_len: wc.byte_len,
-                raw_status: wc.status,
-            };
-            let owner = slot.owner.load(Ordering::Acquire);
-            if let Some(owner) = owner.as_ref() {
-                owner.completed(&done);
-            }
         }
     }
 }
@@ -726,24 +706,21 @@ pub(crate) struct LocalMap {
 }
 
 impl LocalMap {
-    /// Maps `memory` on `dev`.
-    ///
-    /// # Safety
-    ///
-    /// The memory stays valid until the region's close (the consumer's
-    /// promise under fi_mr_reg), and the map is released before `dev` is
-    /// gone.
-    pub(crate) unsafe fn new(dev: Device, memory: &MrMemory<'_>) -> Result<Arc<LocalMap>> {
-        let (kv, bv, n) = match memory {
-            MrMemory::Kvecs(k) => (k.as_ptr(), ptr::null(), k.len()),
-            MrMemory::Pages(p) => (ptr::null(), p.as_ptr(), p.len()),
-        };
+    /// Maps the memory of registration `attr` on `dev`. The owner drops
+    /// the map at the region's close, or releases it ([`LocalMap::release`])
+    /// at the device's removal.
+    pub(crate) fn new(dev: Device, attr: &MrAttr<'_>) -> Result<Arc<LocalMap>> {
+        let (kv, bv, n) = memory_arrays(&attr.memory());
         let n = u32::try_from(n).map_err(|_| EINVAL)?;
         let mut err = 0;
-        // SAFETY: The arrays hold `n` entries; the caller's guarantees.
+        // SAFETY: The arrays hold `n` entries, of memory the consumer keeps
+        // registered until the region's close (`MrAttr` invariants); the
+        // device is registered.
         let l = unsafe { abi::kverbs_local_alloc(dev.ptr.as_ptr(), kv, bv, n, &mut err) };
         let owned = OwnedLocal(NonNull::new(l).ok_or_else(|| Error::from_errno(err))?);
-        // INVARIANT: The caller's guarantees.
+        // INVARIANT: Registered memory, held until the region's close; the
+        // device outlives the map (`Device` invariants: its removal
+        // releases every map).
         Arc::pin_init(
             pin_init!(LocalMap {
                 local <- new_mutex!(Some(owned), "kofi_verbs_local"),
@@ -812,13 +789,22 @@ pub(crate) fn inline_sge(buf: &[u8]) -> abi::ib_sge {
     }
 }
 
+/// The kvec array, the bio_vec array and the entries of `memory`.
+fn memory_arrays(memory: &MrMemory<'_>) -> (*const abi::kvec, *const abi::bio_vec, usize) {
+    match memory {
+        MrMemory::Kvecs(k) => (k.as_ptr(), ptr::null(), k.len()),
+        MrMemory::Pages(p) => (ptr::null(), p.as_ptr(), p.len()),
+    }
+}
+
 /// A fast-registered memory region for remote access.
 ///
 /// # Invariants
 ///
-/// `ptr` is owned, freed on drop; the PD it was made on outlives it.
+/// `ptr` is owned, freed on drop; it was made on `_pd`.
 pub(crate) struct Region {
     ptr: NonNull<abi::kverbs_region>,
+    _pd: Arc<Pd>,
 }
 
 // SAFETY: The region is used from any thread.
@@ -827,32 +813,44 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// Maps the memory and allocates the MR; valid for peers once posted
-    /// with [`CmId::post_reg`] and completed.
+    /// The region of registration `attr`: its memory mapped and an MR
+    /// allocated; valid for peers once posted with [`Qp::post_reg`] and
+    /// completed. The owner drops it by the region's close.
+    pub(crate) fn registered(
+        pd: &Arc<Pd>,
+        attr: &MrAttr<'_>,
+        remote_read: bool,
+        remote_write: bool,
+    ) -> Result<Region> {
+        // SAFETY: The consumer keeps the memory registered until the
+        // region's close (`MrAttr` invariants), by which the owner drops
+        // the region.
+        unsafe { Region::new(pd, &attr.memory(), attr.offset(), remote_read, remote_write) }
+    }
+
+    /// Maps the memory and allocates the MR.
     ///
     /// # Safety
     ///
-    /// The memory stays valid while the region exists (the consumer's
-    /// promise under fi_mr_reg), and `pd` outlives the region.
-    pub(crate) unsafe fn new(
-        pd: &Pd,
+    /// The memory stays valid while the region exists.
+    unsafe fn new(
+        pd: &Arc<Pd>,
         memory: &MrMemory<'_>,
         offset: u64,
         remote_read: bool,
         remote_write: bool,
     ) -> Result<Region> {
-        let (kv, bv, n) = match memory {
-            MrMemory::Kvecs(k) => (k.as_ptr(), ptr::null(), k.len()),
-            MrMemory::Pages(p) => (ptr::null(), p.as_ptr(), p.len()),
-        };
+        let (kv, bv, n) = memory_arrays(memory);
+        let n = u32::try_from(n).map_err(|_| EINVAL)?;
         let mut err = 0;
-        // SAFETY: The arrays hold `n` entries; the caller's guarantees.
+        // SAFETY: The arrays hold `n` entries of memory valid while the
+        // region exists (the caller's guarantee); the PD is live.
         let r = unsafe {
             abi::kverbs_region_alloc(
                 pd.ptr.as_ptr(),
                 kv,
                 bv,
-                n as u32,
+                n,
                 offset,
                 remote_read,
                 remote_write,
@@ -860,7 +858,11 @@ impl Region {
             )
         };
         match NonNull::new(r) {
-            Some(ptr) => Ok(Region { ptr }),
+            // INVARIANT: Owned, made on `pd`.
+            Some(ptr) => Ok(Region {
+                ptr,
+                _pd: pd.clone(),
+            }),
             None => Err(Error::from_errno(err)),
         }
     }
@@ -869,13 +871,12 @@ impl Region {
     /// operation they are lent to: a rendezvous send's source (read by the
     /// peer) or a READ's sink. As with [`Mapping::of_lent`], the operation
     /// holds it (its work requests, its rendezvous state) and drops it by
-    /// its completion, within the loan; its connection's domain keeps the
-    /// PD until the connection's work requests are gone. `None` when the
+    /// its completion, within the loan. `None` when the
     /// buffers need more than one MR (or do not meet at page boundaries).
     /// Buffers in regions mapped once already are not mapped again
     /// ([`Region::of_premapped`]).
     pub(crate) fn of_lent(
-        pd: &Pd,
+        pd: &Arc<Pd>,
         lent: &Lent,
         remote_read: bool,
         remote_write: bool,
@@ -888,8 +889,7 @@ impl Region {
             Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
         };
         // SAFETY: Lent buffers stay valid until their operation completes,
-        // and the region does not outlive the operation; nor the PD (see
-        // above).
+        // and the region does not outlive the operation (see above).
         match unsafe { Region::new(pd, &memory, 0, remote_read, remote_write) } {
             Ok(r) if r.wrs() == 1 => Ok(Some(r)),
             Ok(_) | Err(EINVAL) => Ok(None),
@@ -903,7 +903,7 @@ impl Region {
     /// and when a buffer has no such region (or its bytes cannot be had
     /// from it).
     fn of_premapped(
-        pd: &Pd,
+        pd: &Arc<Pd>,
         lent: &Lent,
         remote_read: bool,
         remote_write: bool,
@@ -925,8 +925,8 @@ impl Region {
         }
         let mut err = 0;
         // SAFETY: The SGEs are mapped on `pd`'s device by maps the lent
-        // buffers hold while their operation holds the region; the PD
-        // outlives the region (see `of_lent`).
+        // buffers hold while their operation holds the region; the PD is
+        // live.
         let r = unsafe {
             abi::kverbs_region_of_sges(
                 pd.ptr.as_ptr(),
@@ -938,7 +938,11 @@ impl Region {
             )
         };
         let region = match NonNull::new(r) {
-            Some(ptr) => Region { ptr },
+            // INVARIANT: Owned, made on `pd`.
+            Some(ptr) => Region {
+                ptr,
+                _pd: pd.clone(),
+            },
             None if err == EINVAL.to_errno() => return Ok(None),
             None => return Err(Error::from_errno(err)),
         };
@@ -1036,21 +1040,31 @@ pub(crate) struct NewId {
 pub(crate) struct ReadDepths(abi::kverbs_read_depths);
 
 impl NewId {
-    /// Takes the new id, its events going to `handler`.
-    pub(crate) fn adopt<H: CmHandler>(self, handler: Arc<H>) -> CmId {
-        let context = Arc::into_raw(handler).cast_mut().cast();
+    /// Takes the new id, its events going to `handler`. On failure the id
+    /// stays rdma_cm's (the callback destroys it).
+    pub(crate) fn adopt<H: CmHandler>(self, handler: Arc<H>) -> Result<CmId> {
+        let mut core = UniqueArc::new(
+            IdCore {
+                ptr: self.ptr,
+                handler: None,
+            },
+            GFP_KERNEL,
+        )?;
+        let handler = HandlerRef::of(handler);
         // SAFETY: A new id in its CONNECT_REQUEST callback, which is ours
         // to set up; `adopted` points into the running trampoline.
         unsafe {
-            abi::kverbs_id_set_handler(self.ptr.as_ptr(), Some(cm_trampoline::<H>), context);
+            abi::kverbs_id_set_handler(
+                self.ptr.as_ptr(),
+                Some(cm_trampoline::<H>),
+                handler.context,
+            );
             *self.adopted = true;
         }
-        CmId {
-            ptr: self.ptr,
-            context,
-            release: release::<H>,
-            _p: PhantomData,
-        }
+        // INVARIANT: Adopted: ours to destroy, its context the reference
+        // taken above.
+        core.handler = Some(handler);
+        Ok(CmId(core.into()))
     }
 
     pub(crate) fn device(&self) -> Option<Device> {
@@ -1149,11 +1163,18 @@ unsafe extern "C" fn cm_trampoline<H: CmHandler>(
 fn give_back(reply: CmReply, id: *mut abi::rdma_cm_id) -> bool {
     match reply {
         CmReply::Done => false,
-        CmReply::GiveBack(given) if given.ptr.as_ptr() == id => {
+        CmReply::GiveBack(given) if given.0.ptr.as_ptr() == id => {
+            let Some(mut core) = Arc::into_unique_or_drop(given.0) else {
+                // A handle still names it: it goes with the last of them.
+                pr_warn!("kofi_verbs: a CM handler gave back an id still in use\n");
+                return false;
+            };
             // INVARIANT: rdma_cm destroys the id once this callback
             // returns; its handler reference goes now, as drop would.
-            (given.release)(given.context);
-            core::mem::forget(given);
+            if let Some(handler) = core.handler.take() {
+                handler.release();
+            }
+            drop(core);
             true
         }
         CmReply::GiveBack(other) => {
@@ -1164,24 +1185,62 @@ fn give_back(reply: CmReply, id: *mut abi::rdma_cm_id) -> bool {
     }
 }
 
-/// An rdma_cm id (and its QP, once created), owned.
+/// An rdma_cm id, shared by its owner ([`CmId`]) and its handles
+/// ([`IdHandle`], and a [`Qp`]'s): destroyed when the last of them goes.
 ///
 /// # Invariants
 ///
-/// `ptr` is owned and destroyed on drop (its QP first), after which the
-/// context reference (an `Arc` of the handler) is released with `release`.
-pub(crate) struct CmId {
+/// `ptr` is a live id. With `handler` it is ours, destroyed on drop, after
+/// which the context reference (an `Arc` of the handler) is released with
+/// the function beside it; without, rdma_cm destroys it.
+struct IdCore {
     ptr: NonNull<abi::rdma_cm_id>,
+    handler: Option<HandlerRef>,
+}
+
+/// An id's event context: an `Arc` reference of its handler, and the
+/// function that releases it.
+struct HandlerRef {
     context: *mut c_void,
     release: fn(*mut c_void),
-    _p: PhantomData<abi::rdma_cm_id>,
 }
+
+impl HandlerRef {
+    fn of<H: CmHandler>(handler: Arc<H>) -> HandlerRef {
+        HandlerRef {
+            context: Arc::into_raw(handler).cast_mut().cast(),
+            release: release::<H>,
+        }
+    }
+
+    fn release(self) {
+        (self.release)(self.context);
+    }
+}
+
+impl Drop for IdCore {
+    fn drop(&mut self) {
+        if let Some(handler) = self.handler.take() {
+            // SAFETY: Ours (type invariants); its QP went before, with the
+            // `Qp` that holds a reference to this. Destroying the id waits
+            // for its event callbacks, after which the context is ours to
+            // release.
+            unsafe { abi::rdma_destroy_id(self.ptr.as_ptr()) };
+            handler.release();
+        }
+    }
+}
+
+/// An rdma_cm id, owned: the one its events and lifecycle go through
+/// (dropping it inside its own event callback would deadlock: give it back
+/// instead, [`CmReply::GiveBack`]).
+pub(crate) struct CmId(Arc<IdCore>);
 
 // SAFETY: rdma_cm calls are thread-safe; the context is an `Arc` of a
 // `Send + Sync` handler.
-unsafe impl Send for CmId {}
+unsafe impl Send for IdCore {}
 // SAFETY: As above.
-unsafe impl Sync for CmId {}
+unsafe impl Sync for IdCore {}
 
 /// How long address and route resolution may take.
 const RESOLVE_MS: usize = 5000;
@@ -1189,36 +1248,35 @@ const RESOLVE_MS: usize = 5000;
 impl CmId {
     /// A new id whose events go to `handler`.
     pub(crate) fn new<H: CmHandler>(handler: Arc<H>) -> Result<CmId> {
-        let context = Arc::into_raw(handler).cast_mut().cast();
+        let handler = HandlerRef::of(handler);
         // SAFETY: The trampoline matches the context's type.
-        let ptr = unsafe { abi::kverbs_create_id(Some(cm_trampoline::<H>), context) };
-        match NonNull::new(ptr) {
-            Some(ptr) => Ok(CmId {
-                ptr,
-                context,
-                release: release::<H>,
-                _p: PhantomData,
-            }),
-            None => {
-                release::<H>(context);
-                Err(ENOMEM)
-            }
-        }
+        let ptr = unsafe { abi::kverbs_create_id(Some(cm_trampoline::<H>), handler.context) };
+        let Some(ptr) = NonNull::new(ptr) else {
+            handler.release();
+            return Err(ENOMEM);
+        };
+        // INVARIANT: Ours, its context the reference taken above (on
+        // failure the core's drop destroys the id and releases it).
+        let core = IdCore {
+            ptr,
+            handler: Some(handler),
+        };
+        Ok(CmId(Arc::new(core, GFP_KERNEL)?))
     }
 
     pub(crate) fn addr(&self, peer: bool) -> SockAddr {
-        id_addr(self.ptr, peer)
+        id_addr(self.0.ptr, peer)
     }
 
     pub(crate) fn bind(&self, addr: &SockAddr) -> Result {
         let mut a = addr.0;
         // SAFETY: A live id; `a` is a valid address for the call.
-        to_result(unsafe { abi::rdma_bind_addr(self.ptr.as_ptr(), ptr::from_mut(&mut a).cast()) })
+        to_result(unsafe { abi::rdma_bind_addr(self.0.ptr.as_ptr(), ptr::from_mut(&mut a).cast()) })
     }
 
     pub(crate) fn listen(&self, backlog: i32) -> Result {
         // SAFETY: A live, bound id.
-        to_result(unsafe { abi::rdma_listen(self.ptr.as_ptr(), backlog) })
+        to_result(unsafe { abi::rdma_listen(self.0.ptr.as_ptr(), backlog) })
     }
 
     pub(crate) fn resolve_addr(&self, dest: &SockAddr) -> Result {
@@ -1226,7 +1284,7 @@ impl CmId {
         // SAFETY: A live id; `a` is valid for the call.
         to_result(unsafe {
             abi::rdma_resolve_addr(
-                self.ptr.as_ptr(),
+                self.0.ptr.as_ptr(),
                 ptr::null_mut(),
                 ptr::from_mut(&mut a).cast(),
                 RESOLVE_MS,
@@ -1235,13 +1293,10 @@ impl CmId {
     }
 
     /// A handle for the operations made under the owner's connection
-    /// lock, which do not take rdma_cm's handler lock.
-    ///
-    /// # Safety
-    ///
-    /// The handle is not used after this id is dropped.
-    pub(crate) unsafe fn handle(&self) -> IdHandle {
-        IdHandle { ptr: self.ptr }
+    /// lock, which do not take rdma_cm's handler lock. The id lives as long
+    /// as its owner or a handle does.
+    pub(crate) fn handle(&self) -> IdHandle {
+        IdHandle(self.0.clone())
     }
 
     /// rdma_accept with `data`, asking for no more READ depth than the
@@ -1251,7 +1306,7 @@ impl CmId {
         // call.
         to_result(unsafe {
             abi::kverbs_accept(
-                self.ptr.as_ptr(),
+                self.0.ptr.as_ptr(),
                 data.as_ptr().cast(),
                 data.len() as u8,
                 &peer.0,
@@ -1336,57 +1391,46 @@ impl Drop for CmIdSlot {
     }
 }
 
-/// An rdma_cm id used through its owner's [`CmId::handle`].
-///
-/// # Invariants
-///
-/// `ptr` is a live id (the handle's user drops it before the owner).
-#[derive(Clone, Copy)]
-pub(crate) struct IdHandle {
-    ptr: NonNull<abi::rdma_cm_id>,
-}
-
-// SAFETY: As `CmId`.
-unsafe impl Send for IdHandle {}
-// SAFETY: As above.
-unsafe impl Sync for IdHandle {}
+/// An rdma_cm id used through its owner's [`CmId::handle`]: it keeps the
+/// id alive (the owner's drop destroys it only once no handle is left).
+#[derive(Clone)]
+pub(crate) struct IdHandle(Arc<IdCore>);
 
 impl IdHandle {
     pub(crate) fn device(&self) -> Option<Device> {
         // SAFETY: A live id; its device, once bound, is registered.
-        unsafe { Device::from_raw(abi::kverbs_id_device(self.ptr.as_ptr())) }
+        unsafe { Device::from_raw(abi::kverbs_id_device(self.0.ptr.as_ptr())) }
     }
 
     pub(crate) fn addr(&self, peer: bool) -> SockAddr {
-        id_addr(self.ptr, peer)
+        id_addr(self.0.ptr, peer)
     }
 
     pub(crate) fn resolve_route(&self) -> Result {
         // SAFETY: A live id with a resolved address.
-        to_result(unsafe { abi::rdma_resolve_route(self.ptr.as_ptr(), RESOLVE_MS) })
+        to_result(unsafe { abi::rdma_resolve_route(self.0.ptr.as_ptr(), RESOLVE_MS) })
     }
 
-    /// An RC QP on `pd`, completing to `cq`, destroyed with the id; up to
-    /// `inline` bytes sent inline if the device takes them. Returns how many
-    /// it takes.
-    pub(crate) fn create_qp<H: CqHandler>(
+    /// An RC QP on `pd`, completing to `cq`; up to `inline` bytes sent
+    /// inline if the device takes them. Returns it and how many it takes.
+    pub(crate) fn create_qp<H: CqOwner>(
         &self,
-        pd: &Pd,
-        cq: &Cq<H>,
+        pd: &Arc<Pd>,
+        cq: &Arc<Cq<H>>,
         sq: u32,
         rq: u32,
         sge: u32,
         inline: u32,
-    ) -> Result<u32> {
-        if self.qp().is_ok() {
+    ) -> Result<(Qp<H>, u32)> {
+        if self.qp().is_some() {
             return Err(EBUSY);
         }
         let mut max_inline = inline;
         // SAFETY: A live id bound to `pd`'s device; `pd` and `cq` outlive
-        // the QP (the owner drops the id first).
+        // the QP (the `Qp` made below holds them and destroys it first).
         to_result(unsafe {
             abi::kverbs_create_qp(
-                self.ptr.as_ptr(),
+                self.0.ptr.as_ptr(),
                 pd.ptr.as_ptr(),
                 cq.ptr.as_ptr(),
                 sq,
@@ -1395,13 +1439,21 @@ impl IdHandle {
                 &mut max_inline,
             )
         })?;
-        Ok(max_inline)
+        let qp = self.qp().ok_or(EINVAL)?;
+        // INVARIANT: The id's QP, made on `pd` with `cq` for both queues.
+        let qp = Qp {
+            qp,
+            id: self.clone(),
+            cq: cq.clone(),
+            _pd: pd.clone(),
+        };
+        Ok((qp, max_inline))
     }
 
     pub(crate) fn connect(&self, data: &[u8]) -> Result {
         // SAFETY: A live id with a QP; `data` is read during the call.
         to_result(unsafe {
-            abi::kverbs_connect(self.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
+            abi::kverbs_connect(self.0.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
         })
     }
 
@@ -1409,46 +1461,61 @@ impl IdHandle {
         // SAFETY: A live id in its request state; `data` is read during the
         // call.
         to_result(unsafe {
-            abi::kverbs_reject(self.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
+            abi::kverbs_reject(self.0.ptr.as_ptr(), data.as_ptr().cast(), data.len() as u8)
         })
     }
 
     pub(crate) fn disconnect(&self) {
         // SAFETY: A live id. Disconnecting twice is harmless.
-        let _ = unsafe { abi::rdma_disconnect(self.ptr.as_ptr()) };
+        let _ = unsafe { abi::rdma_disconnect(self.0.ptr.as_ptr()) };
     }
 
-    fn qp(&self) -> Result<*mut abi::ib_qp> {
+    fn qp(&self) -> Option<NonNull<abi::ib_qp>> {
         // SAFETY: A live id.
-        let qp = unsafe { abi::kverbs_id_qp(self.ptr.as_ptr()) };
-        if qp.is_null() {
-            Err(EINVAL)
-        } else {
-            Ok(qp)
-        }
+        NonNull::new(unsafe { abi::kverbs_id_qp(self.0.ptr.as_ptr()) })
     }
+}
 
-    /// Posts a send work request (`IB_WR_*` `opcode`) completing at `slot`.
+/// An id's RC QP, completing to one CQ, whose slots its work requests name.
+///
+/// # Invariants
+///
+/// `qp` is `id`'s QP, made on `_pd` with `cq` for both its queues, owned
+/// and destroyed on drop (before the id, the CQ and the PD it holds go).
+pub(crate) struct Qp<H: CqOwner> {
+    qp: NonNull<abi::ib_qp>,
+    id: IdHandle,
+    cq: Arc<Cq<H>>,
+    _pd: Arc<Pd>,
+}
+
+// SAFETY: QPs are posted to from any thread; the rest is `Send + Sync`.
+unsafe impl<H: CqOwner> Send for Qp<H> {}
+// SAFETY: As above: posting is thread-safe in every driver.
+unsafe impl<H: CqOwner> Sync for Qp<H> {}
+
+impl<H: CqOwner> Qp<H> {
+    /// Posts a send work request (`IB_WR_*` `opcode`) completing at `slot`
+    /// of the CQ.
     ///
     /// The memory the SGEs describe stays mapped until that completion;
     /// with `inline`, the SGEs are [`inline_sge`]s and the device copies
     /// their bytes at once.
-    pub(crate) fn post_send<T: Completion>(
+    pub(crate) fn post_send(
         &self,
-        slots: &Slots<T>,
         slot: usize,
         op: WrOp,
         sges: &[abi::ib_sge],
         remote: (u64, u32),
         inline: bool,
     ) -> Result {
-        let qp = self.qp()?;
-        // SAFETY: A live QP; the slot's cqe is stable (`Slots`
-        // invariants); the SGEs are read during the call.
+        let cqe = self.cq.cqe(slot)?;
+        // SAFETY: A live QP completing to `cq`, whose slot's cqe is stable
+        // (type invariants); the SGEs are read during the call.
         to_result(unsafe {
             abi::kverbs_post_send(
-                qp,
-                slots.cqe(slot),
+                self.qp.as_ptr(),
+                cqe,
                 op.raw(),
                 sges.as_ptr(),
                 sges.len() as u32,
@@ -1459,58 +1526,41 @@ impl IdHandle {
         })
     }
 
-    /// Posts a receive into `sges`, completing at `slot`.
-    pub(crate) fn post_recv<T: Completion>(
-        &self,
-        slots: &Slots<T>,
-        slot: usize,
-        sges: &[abi::ib_sge],
-    ) -> Result {
-        let qp = self.qp()?;
-        // SAFETY: As in `post_send`.
+    /// Posts a receive into `sges`, completing at `slot` of the CQ.
+    pub(crate) fn post_recv(&self, slot: usize, sges: &[abi::ib_sge]) -> Result {
+        let cqe = self.cq.cqe(slot)?;
+        // SAFETY: A live QP completing to `cq`, whose slot's cqe is stable;
+        // the SGEs are read during the call.
         to_result(unsafe {
-            abi::kverbs_post_recv(qp, slots.cqe(slot), sges.as_ptr(), sges.len() as u32)
+            abi::kverbs_post_recv(self.qp.as_ptr(), cqe, sges.as_ptr(), sges.len() as u32)
         })
     }
 
     /// Posts registration work request `index` (below [`Region::wrs`]) of
-    /// `region`, completing at `slot`; the region is not dropped before
-    /// that completion.
-    pub(crate) fn post_reg<T: Completion>(
-        &self,
-        slots: &Slots<T>,
-        slot: usize,
-        region: &Region,
-        index: usize,
-    ) -> Result {
-        let qp = self.qp()?;
+    /// `region`, completing at `slot` of the CQ; the region is not dropped
+    /// before that completion.
+    pub(crate) fn post_reg(&self, slot: usize, region: &Region, index: usize) -> Result {
+        let cqe = self.cq.cqe(slot)?;
         let index = u32::try_from(index).map_err(|_| EINVAL)?;
         // SAFETY: As in `post_send`; the region is live, and the C side
         // refuses an index past its work requests.
-        to_result(unsafe { abi::kverbs_post_reg(qp, slots.cqe(slot), region.ptr.as_ptr(), index) })
+        to_result(unsafe {
+            abi::kverbs_post_reg(self.qp.as_ptr(), cqe, region.ptr.as_ptr(), index)
+        })
     }
 
     /// Moves the QP to error and waits until every work request posted on
     /// it has completed (flushed).
     pub(crate) fn drain(&self) {
-        if let Ok(qp) = self.qp() {
-            // SAFETY: A live QP; its CQ's owner polls it from another
-            // thread (its work item) while this waits.
-            unsafe { abi::ib_drain_qp(qp) };
-        }
+        // SAFETY: A live QP; its CQ's completions are polled meanwhile
+        // (by the drain itself or its owner's poller).
+        unsafe { abi::ib_drain_qp(self.qp.as_ptr()) };
     }
 }
 
-impl Drop for CmId {
+impl<H: CqOwner> Drop for Qp<H> {
     fn drop(&mut self) {
-        // SAFETY: Owned (type invariants). Destroying the id waits for its
-        // event callbacks, after which the context is ours to release.
-        unsafe {
-            if !abi::kverbs_id_qp(self.ptr.as_ptr()).is_null() {
-                abi::rdma_destroy_qp(self.ptr.as_ptr());
-            }
-            abi::rdma_destroy_id(self.ptr.as_ptr());
-        }
-        (self.release)(self.context);
+        // SAFETY: Owned (type invariants); the id is live (held here).
+        unsafe { abi::rdma_destroy_qp(self.id.0.ptr.as_ptr()) };
     }
 }

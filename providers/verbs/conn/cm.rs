@@ -204,10 +204,11 @@ impl Listener {
         let Ok(conn) = Conn::requested(entry, new.read_depths()) else {
             return CmReply::Done;
         };
-        let id = new.adopt(conn.clone());
-        // SAFETY: The state drops the handle (in `close`) before the
-        // request or the endpoint drops the id.
-        conn.set_handle(unsafe { id.handle() });
+        let Ok(id) = new.adopt(conn.clone()) else {
+            conn.forget_request();
+            return CmReply::Done;
+        };
+        conn.set_handle(id.handle());
         conn.begin_report();
         // Whatever fails from here drops the request, which leaves the id
         // to this callback (as does a consumer that rejects or drops the
@@ -217,9 +218,7 @@ impl Listener {
             id: CmIdSlot::new(id),
         };
         // A request not reported was dropped, which left its id here.
-        let _ = KBox::new(request, GFP_KERNEL)
-            .map_err(Error::from)
-            .and_then(|req| this.pep.connreq(info, req, wire::cm_data_decode(data)));
+        let _ = this.pep.connreq(info, request, wire::cm_data_decode(data));
         match conn.end_report() {
             Some(id) => {
                 conn.forget_request();

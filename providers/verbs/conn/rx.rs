@@ -217,11 +217,8 @@ impl Conn {
             return;
         };
         res.rx[i].map.sync_for_device();
-        if res
-            .id
-            .post_recv(&self.slots, i, res.rx[i].map.sges())
-            .is_ok()
-        {
+        let sges = res.rx[i].map.sges();
+        if res.qp().and_then(|qp| qp.post_recv(i, sges)).is_ok() {
             g.grant += 1;
         }
         let queued_sends = g.queue.len() != 0;

@@ -284,10 +284,10 @@ impl Conn {
             if g.tx_free.len() < wrs {
                 return Err(fi_error(abi::FI_EAGAIN));
             }
-            let id = &g.res.as_ref().ok_or(EINVAL)?.id;
+            let qp = g.res.as_ref().ok_or(EINVAL)?.qp()?;
             for index in 0..wrs {
                 let slot = g.tx_free.pop().ok_or(EINVAL)?;
-                if let Err(e) = id.post_reg(&self.slots, slot, region, index) {
+                if let Err(e) = qp.post_reg(slot, region, index) {
                     let _ = g.tx_free.push(slot, GFP_ATOMIC);
                     // Those posted complete in error: the QP is failing.
                     return Err(e);
@@ -541,7 +541,7 @@ impl Conn {
         sges: &[abi::ib_sge],
         remote: (u64, u32),
     ) -> Result {
-        res.id.post_send(&self.slots, slot, op, sges, remote, false)
+        res.qp()?.post_send(slot, op, sges, remote, false)
     }
 
     /// Posts a SEND of header `h` and `payload` bytes at `offset` of the
@@ -581,8 +581,8 @@ impl Conn {
         }
         if inline {
             let sge = inline_sge(&buf);
-            res.id
-                .post_send(&self.slots, slot, WrOp::Send, &[sge], (0, 0), true)?;
+            res.qp()?
+                .post_send(slot, WrOp::Send, &[sge], (0, 0), true)?;
             return Ok(TxWr::Send {
                 _map: map,
                 _head: None,
@@ -800,7 +800,7 @@ impl Conn {
                 return Ok(None);
             }
         };
-        resources(res)?.id.post_reg(&self.slots, slot, &region, 0)?;
+        resources(res)?.qp()?.post_reg(slot, &region, 0)?;
         *sink = Sink::Posted(region.clone());
         Ok(Some(TxWr::SinkReg { _region: region }))
     }
@@ -838,9 +838,7 @@ impl Conn {
                     *rndv = Rndv::No;
                     return Ok(true);
                 };
-                resources(&g.res)?
-                    .id
-                    .post_reg(&self.slots, slot, &region, 0)?;
+                resources(&g.res)?.qp()?.post_reg(slot, &region, 0)?;
                 *rndv = Rndv::Registered(region);
                 self.posted(g, slot, TxWr::RndvReg, false, false, 0);
                 Ok(true)
