@@ -6,6 +6,7 @@
 //! writemsg).
 
 use crate::abi;
+use crate::context::Context;
 use crate::errno::{self, to_c_ssize};
 use crate::flags::*;
 use crate::iov::{array_of, local_of, Iov, Local};
@@ -54,7 +55,7 @@ unsafe fn msg_in<'a>(msg: *const abi::fi_msg) -> Result<Msg<'a>> {
         // SAFETY: The caller's guarantee.
         local: unsafe { local_of!(m) }?,
         addr: m.addr,
-        context: m.context,
+        context: Context::of(m.context),
         data: m.data,
     })
 }
@@ -90,7 +91,7 @@ unsafe fn vec_msg<'a>(
         // SAFETY: The caller's guarantee.
         local: unsafe { Local::from_raw(iov, ptr::null(), desc, count) }?,
         addr,
-        context,
+        context: Context::of(context),
         data: 0,
     })
 }
@@ -109,7 +110,7 @@ fn one_msg<'a>(
             desc: Some(from_ref(desc)),
         },
         addr,
-        context,
+        context: Context::of(context),
         data,
     }
 }
@@ -234,7 +235,7 @@ pub(crate) extern "C" fn fi_cancel(fid: *mut abi::fid, context: *mut c_void) -> 
             // No receive can have been posted.
             return Err(errno::enoent());
         }
-        e.backend().cancel(e, context)
+        e.backend().cancel(e, Context::of(context))
     })
 }
 
@@ -284,7 +285,7 @@ fn rma_msg(ep: *mut abi::fid_ep, msg: *const abi::fi_msg_rma, flags: u64, kind: 
                 // SAFETY: The arrays hold their counts (ABI).
                 local: unsafe { local_of!(c) }?,
                 addr: c.addr,
-                context: c.context,
+                context: Context::of(c.context),
                 data: c.data,
             },
             // SAFETY: `rma_iov` is null or holds `rma_iov_count` entries.
@@ -353,7 +354,7 @@ fn rma_vec(
             msg: Msg {
                 local,
                 addr: peer,
-                context,
+                context: Context::of(context),
                 data: 0,
             },
             remote: from_ref(&rma),

@@ -6,12 +6,12 @@
 
 use crate::abi;
 use crate::backend::usize_option;
+use crate::context::Context;
 use crate::errno::{self, out, to_c};
 use crate::lifecycle::{check_info, close, open_cq, open_endpoint, open_eq, open_passive, Owned};
 use crate::mr;
 use crate::object::{
-    arc_of, class_of, fid_head, lookup, publish, Bind, Domain, Endpoint, Fabric, Object, PassiveEp,
-    Users,
+    arc_of, class_of, fid_head, lookup, publish, Bind, Domain, Endpoint, Fabric, PassiveEp, Users,
 };
 use crate::queue::Eq;
 use crate::rdm::RdmEp;
@@ -32,7 +32,6 @@ fn fabric(attr: *mut abi::fi_fabric_attr, context: *mut c_void) -> Result<*mut a
     let name = unsafe { CStr::from_char_ptr(a.prov_name) };
     let module = Registry::get()?.pin_or_load(name).ok_or(ENODEV)?;
     let provider = module.provider().clone();
-    let open = module.table().fabric.ok_or_else(errno::enosys)?;
     let fabric = Arc::new(
         Fabric {
             public: Opaque::new(abi::fid_fabric {
@@ -44,8 +43,8 @@ fn fabric(attr: *mut abi::fi_fabric_attr, context: *mut c_void) -> Result<*mut a
         },
         GFP_KERNEL,
     )?;
-    // SAFETY: The provider's module is pinned by the fabric; `fabric` is new.
-    errno::from_c(unsafe { open(attr, fabric.public(), context) })?;
+    // SAFETY: The consumer's attr, of this provider.
+    unsafe { fabric.provider_open(attr, context) }?;
     provider.fabrics.fetch_add(1, Ordering::AcqRel);
     provider.count(abi::FI_CLASS_FABRIC, true);
     Ok(publish(fabric))
@@ -92,9 +91,8 @@ fn domain(
         }? Error),
         GFP_KERNEL,
     )?;
-    let open = domain.ops().open.ok_or_else(errno::enosys)?;
-    // SAFETY: The module is pinned by the fabric; the objects are valid.
-    errno::from_c(unsafe { open(fabric, info, domain.public()) })?;
+    // SAFETY: A checked info, valid (ABI).
+    unsafe { domain.provider_open(info) }?;
     f.users.get();
     f.provider().count(abi::FI_CLASS_DOMAIN, true);
     Ok(publish(domain))
@@ -129,7 +127,8 @@ pub(crate) extern "C" fn fi_endpoint(
         // SAFETY: `domain` is null or a kofi fid the consumer keeps open.
         let d = unsafe { lookup::<Domain>(domain) }?;
         // SAFETY: `d` was published; `info` is null or valid (ABI).
-        unsafe { open_endpoint(&arc_of(d), info, context, &RdmEp) }.map(Owned::into_raw)
+        unsafe { open_endpoint(&arc_of(d), info, Context::of(context), &RdmEp) }
+            .map(Owned::into_raw)
     };
     out(ep_out, open())
 }
@@ -149,7 +148,7 @@ pub(crate) extern "C" fn fi_passive_ep(
         // SAFETY: `fabric` is null or a kofi fid the consumer keeps open.
         let f = unsafe { lookup::<Fabric>(fabric) }?;
         // SAFETY: `f` was published; `info` is null or valid (ABI).
-        unsafe { open_passive(&arc_of(f), info, context) }.map(Owned::into_raw)
+        unsafe { open_passive(&arc_of(f), info, Context::of(context)) }.map(Owned::into_raw)
     };
     out(pep_out, open())
 }
@@ -171,7 +170,7 @@ pub(crate) extern "C" fn fi_cq_open(
         // SAFETY: `attr` is null or valid (ABI).
         let a = unsafe { attr.as_ref() }.ok_or(EINVAL)?;
         // SAFETY: `d` was published.
-        open_cq(&unsafe { arc_of(d) }, a, context).map(Owned::into_raw)
+        open_cq(&unsafe { arc_of(d) }, a, Context::of(context), None).map(Owned::into_raw)
     };
     out(cq_out, open())
 }
@@ -193,7 +192,7 @@ pub(crate) extern "C" fn fi_eq_open(
         // SAFETY: `attr` is null or valid (ABI).
         let a = unsafe { attr.as_ref() }.ok_or(EINVAL)?;
         // SAFETY: `f` was published.
-        open_eq(&unsafe { arc_of(f) }, a, context).map(Owned::into_raw)
+        open_eq(&unsafe { arc_of(f) }, a, Context::of(context), None).map(Owned::into_raw)
     };
     out(eq_out, open())
 }

@@ -6,6 +6,7 @@
 
 use crate::abi;
 use crate::compat::CStrBytes;
+use crate::context::Context;
 use crate::errno::{self, to_c, to_c_ssize};
 use crate::flags::FI_PEEK;
 use crate::object::{lookup, Object};
@@ -229,7 +230,8 @@ pub(crate) extern "C" fn fi_eq_write(
         }
         // SAFETY: `buf` is valid for `len` bytes (ABI).
         let bytes = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), len) };
-        q.post_event(event, core::ptr::null(), bytes, &[], core::ptr::null_mut())?;
+        let (fid, info) = (core::ptr::null(), core::ptr::null_mut());
+        q.post_event(event, fid, Context::NONE, bytes, &[], info)?;
         Ok(len)
     })();
     to_c_ssize(result)

@@ -6,6 +6,7 @@
 
 use crate::abi;
 use crate::api_data::{one_kvec, plain};
+use crate::context::Context;
 use crate::errno::to_c_ssize;
 use crate::flags::*;
 use crate::iov::local_of;
@@ -29,7 +30,7 @@ unsafe fn tagged_in<'a>(msg: *const abi::fi_msg_tagged) -> Result<TaggedMsg<'a>>
             // SAFETY: The caller's guarantee.
             local: unsafe { local_of!(m) }?,
             addr: m.addr,
-            context: m.context,
+            context: Context::of(m.context),
             data: m.data,
         },
         tag: m.tag,

@@ -7,6 +7,7 @@
 //! endpoint ops. (The core's RDM layer is the other backend, `rdm::RdmEp`.)
 
 use crate::abi;
+use crate::context::Context;
 use crate::errno::{self, from_c as op_result};
 use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
 use crate::object::{Bind, Endpoint, EpBackend, Object};
@@ -47,7 +48,9 @@ fn posted(ret: isize) -> Result {
 
 impl ProviderEp {
     fn ops(ep: &Endpoint) -> &abi::kofi_ep_ops {
-        ep.domain.ep_ops()
+        // SAFETY: Registration checked `ep_ops` is non-null; the module is
+        // pinned by the endpoint's fabric.
+        unsafe { &*ep.domain.fabric.table().ep_ops }
     }
 
     /// The provider's ABI minor version is at least `minor`.
@@ -151,11 +154,11 @@ impl EpBackend for ProviderEp {
         posted(unsafe { op(ep.public(), a, flags) })
     }
 
-    fn cancel(&self, ep: &Endpoint, context: *mut c_void) -> Result {
+    fn cancel(&self, ep: &Endpoint, context: Context) -> Result {
         let op = Self::ops(ep).cancel.filter(|_| Self::has(ep, 1));
         let op = op.ok_or_else(errno::enosys)?;
         // SAFETY: The provider's open endpoint; the context is a cookie.
-        posted(unsafe { op(ep.public(), context) })
+        posted(unsafe { op(ep.public(), context.as_ptr()) })
     }
 
     unsafe fn connect(&self, ep: &Endpoint, addr: *const c_void, param: &[u8]) -> Result {

@@ -5,8 +5,7 @@
 //! The exports (api_cm.rs) and the RDM layer call these.
 
 use crate::abi;
-use crate::backend::{name_buf, param_c};
-use crate::errno::{self, from_c as op_result};
+use crate::errno;
 use crate::object::{ConnReq, Endpoint, Object, PassiveEp};
 use core::sync::atomic::Ordering;
 use kernel::ffi::c_void;
@@ -29,12 +28,7 @@ impl PassiveEp {
         if self.listening.load(Ordering::Acquire) {
             return Err(errno::eopbadstate());
         }
-        let op = self
-            .ops()
-            .and_then(|o| o.listen)
-            .ok_or_else(errno::enosys)?;
-        // SAFETY: The provider's passive endpoint, its module pinned.
-        op_result(unsafe { op(self.public()) })?;
+        self.provider_listen()?;
         self.listening.store(true, Ordering::Release);
         Ok(())
     }
@@ -45,24 +39,13 @@ impl PassiveEp {
             return Err(EINVAL);
         }
         check_param(param)?;
-        let op = self
-            .ops()
-            .and_then(|o| o.reject)
-            .ok_or_else(errno::enosys)?;
-        // SAFETY: The provider's objects; `param` lives for the call.
-        op_result(unsafe { op(self.public(), req.fid(), param_c(param), param.len()) })
+        self.provider_reject(req, param)
     }
 
     /// The local address into `buf`; its length goes to `len` (also when
     /// `buf` is too small: -FI_ETOOSMALL).
     pub(crate) fn getname(&self, buf: &mut [u8], len: &mut usize) -> Result {
-        let op = self
-            .ops()
-            .and_then(|o| o.getname)
-            .ok_or_else(errno::enosys)?;
-        *len = buf.len();
-        // SAFETY: The provider's endpoint; `buf` holds `*len` bytes.
-        op_result(unsafe { op(self.public(), name_buf(buf), len) })
+        self.provider_getname(buf, len)
     }
 }
 

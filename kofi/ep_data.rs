@@ -240,7 +240,7 @@ impl Endpoint {
             // Discards only a message peeked at or claimed.
             return Err(errno::ebadflags());
         }
-        if flags & FI_CLAIM != 0 && m.msg.context.is_null() {
+        if flags & FI_CLAIM != 0 && m.msg.context.is_none() {
             // The context is what pairs a claim with its receive.
             return Err(EINVAL);
         }

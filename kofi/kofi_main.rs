@@ -23,6 +23,7 @@ mod cntr;
 #[path = "../include/kofi/rust/compat.rs"]
 #[allow(dead_code)]
 mod compat;
+mod context;
 mod ep_cm;
 mod ep_data;
 mod errno;
@@ -38,6 +39,7 @@ mod mr;
 mod msg;
 mod netlink;
 mod object;
+mod provider_ops;
 mod queue;
 mod rdm;
 mod registry;

@@ -9,6 +9,7 @@ use crate::abi;
 use crate::backend::ProviderEp;
 use crate::cntr::{self, Cntr};
 use crate::compat::CStrBytes;
+use crate::context::Context;
 use crate::errno;
 use crate::flags::*;
 use crate::info_match;
@@ -17,11 +18,10 @@ use crate::object::{
     arc_of, class_of, lookup, publish, reclaim, Bind, ConnReq, Domain, Endpoint, EpBackend,
     EpLimits, Fabric, Object, PassiveEp,
 };
-use crate::queue::{Cq, Eq};
+use crate::queue::{Cq, Eq, QueueOwner};
 use core::ops::Deref;
 use core::ptr::NonNull;
 use core::sync::atomic::Ordering;
-use kernel::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -146,7 +146,7 @@ fn limits(i: &abi::fi_info) -> EpLimits {
 pub(crate) unsafe fn open_endpoint(
     domain: &Arc<Domain>,
     info: *mut abi::fi_info,
-    context: *mut c_void,
+    context: Context,
     rdm: &'static dyn EpBackend,
 ) -> Result<Owned<Endpoint>> {
     let d = &**domain;
@@ -175,7 +175,7 @@ pub(crate) unsafe fn open_endpoint(
     }
     let backend = if limits.core_rdm { rdm } else { &ProviderEp };
     let ep = Arc::pin_init(
-        Endpoint::new(domain.clone(), limits, context, backend),
+        Endpoint::new(domain.clone(), limits, context.as_ptr(), backend),
         GFP_KERNEL,
     )?;
     // SAFETY: A checked info, valid (the caller's guarantee).
@@ -193,38 +193,46 @@ pub(crate) unsafe fn open_endpoint(
 pub(crate) unsafe fn open_passive(
     fabric: &Arc<Fabric>,
     info: *mut abi::fi_info,
-    context: *mut c_void,
+    context: Context,
 ) -> Result<Owned<PassiveEp>> {
     // SAFETY: The caller's guarantee.
     let i = unsafe { check_info(info, fabric) }?;
-    let pep = Arc::pin_init(PassiveEp::new(fabric.clone(), context, i), GFP_KERNEL)?;
-    let open = pep.ops().and_then(|o| o.open).ok_or_else(errno::enosys)?;
-    // SAFETY: The module is pinned by the fabric; the objects are valid.
-    errno::from_c(unsafe { open(fabric.public(), info, pep.public()) })?;
+    let pep = Arc::pin_init(
+        PassiveEp::new(fabric.clone(), context.as_ptr(), i),
+        GFP_KERNEL,
+    )?;
+    // SAFETY: A checked info, valid (the caller's guarantee).
+    unsafe { pep.provider_open(info) }?;
     fabric.users.get();
     fabric.provider().count(abi::FI_CLASS_PEP, true);
     Ok(Owned::publish(pep))
 }
 
-/// Opens a completion queue of `domain`.
+/// Opens a completion queue of `domain`; `owner` is told of its entries
+/// (see [`QueueOwner`]).
 pub(crate) fn open_cq(
     domain: &Arc<Domain>,
     attr: &abi::fi_cq_attr,
-    context: *mut c_void,
+    context: Context,
+    owner: Option<Arc<dyn QueueOwner>>,
 ) -> Result<Owned<Cq>> {
-    let cq = Arc::pin_init(Cq::new(domain.clone(), attr, context)?, GFP_KERNEL)?;
+    let cq = Cq::new(domain.clone(), attr, context.as_ptr(), owner)?;
+    let cq = Arc::pin_init(cq, GFP_KERNEL)?;
     domain.users.get();
     domain.fabric.provider().count(abi::FI_CLASS_CQ, true);
     Ok(Owned::publish(cq))
 }
 
-/// Opens an event queue of `fabric`.
+/// Opens an event queue of `fabric`; `owner` is told of its events (see
+/// [`QueueOwner`]).
 pub(crate) fn open_eq(
     fabric: &Arc<Fabric>,
     attr: &abi::fi_eq_attr,
-    context: *mut c_void,
+    context: Context,
+    owner: Option<Arc<dyn QueueOwner>>,
 ) -> Result<Owned<Eq>> {
-    let eq = Arc::pin_init(Eq::new(fabric.clone(), attr, context)?, GFP_KERNEL)?;
+    let eq = Eq::new(fabric.clone(), attr, context.as_ptr(), owner)?;
+    let eq = Arc::pin_init(eq, GFP_KERNEL)?;
     fabric.users.get();
     fabric.provider().count(abi::FI_CLASS_EQ, true);
     Ok(Owned::publish(eq))
@@ -245,10 +253,7 @@ pub(crate) unsafe fn close(fid: *mut abi::fid) -> Result {
             // SAFETY: The class says it is a fabric.
             let f = unsafe { lookup::<Fabric>(fid.cast()) }?;
             f.users.check_idle()?;
-            if let Some(close) = f.table().fabric_close {
-                // SAFETY: The provider's fabric, its module pinned.
-                unsafe { close(f.public()) };
-            }
+            f.provider_close();
             f.provider().fabrics.fetch_sub(1, Ordering::AcqRel);
             f.provider().count(abi::FI_CLASS_FABRIC, false);
             // SAFETY: The owner's reference, not used after.
@@ -258,10 +263,7 @@ pub(crate) unsafe fn close(fid: *mut abi::fid) -> Result {
             // SAFETY: The class says it is a domain.
             let d = unsafe { lookup::<Domain>(fid.cast()) }?;
             d.users.check_idle()?;
-            if let Some(close) = d.ops().close {
-                // SAFETY: The provider's domain, its module pinned.
-                unsafe { close(d.public()) };
-            }
+            d.provider_close();
             d.fabric.users.put();
             d.fabric.provider().count(abi::FI_CLASS_DOMAIN, false);
             // SAFETY: The owner's reference, not used after.
@@ -302,10 +304,7 @@ pub(crate) unsafe fn close(fid: *mut abi::fid) -> Result {
         abi::FI_CLASS_PEP => {
             // SAFETY: The class says it is a passive endpoint.
             let pep = unsafe { lookup::<PassiveEp>(fid.cast()) }?;
-            if let Some(close) = pep.ops().and_then(|o| o.close) {
-                // SAFETY: The provider's endpoint; it reports nothing after.
-                unsafe { close(pep.public()) };
-            }
+            pep.provider_close();
             let eq = pep.eq.lock().take();
             if let Some(eq) = eq {
                 // As for an endpoint: its unread errors go with it (a

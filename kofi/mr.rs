@@ -191,13 +191,9 @@ fn regattr(domain: &Arc<Domain>, attr: &abi::fi_mr_attr, flags: u64) -> Result<*
         }),
         GFP_KERNEL,
     )?;
-    if let Some(reg) = domain.ops().mr_reg {
-        // SAFETY: The provider's module is pinned by the domain's fabric; the
-        // region is not yet visible to anyone else.
-        let ret = unsafe { reg(domain.public(), mr.public(), attr, flags) };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
+    // SAFETY: The checked attr `mr` was made from; `mr` is not yet
+    // visible to anyone else.
+    if unsafe { domain.provider_mr_reg(&mr, attr, flags) }? {
         mr.prov_registered.store(true, Ordering::Release);
     }
     // The descriptor is the region itself: the core checks what a consumer
@@ -246,10 +242,7 @@ fn insert(domain: &Domain, mr: &Arc<Mr>) -> Result {
 
 fn close_with_provider(mr: &Mr) {
     if mr.prov_registered.swap(false, Ordering::AcqRel) {
-        if let Some(close) = mr.domain.ops().mr_close {
-            // SAFETY: The provider registered the region and its module is pinned.
-            unsafe { close(mr.public()) };
-        }
+        mr.domain.provider_mr_close(mr);
     }
 }
 
@@ -553,15 +546,10 @@ fn enable(mr: *mut abi::fid_mr) -> Result {
         return Ok(());
     }
     let ep = bound.as_ref().ok_or(EINVAL)?;
-    let op = m.domain.mr_enable_op();
-    if let (Some(op), true) = (op, m.prov_registered.load(Ordering::Acquire)) {
-        // SAFETY: The provider's module is pinned by the domain's fabric; the
-        // region is bound to `ep`, an open MSG endpoint of its domain, and
+    if m.prov_registered.load(Ordering::Acquire) {
+        // The region is bound to `ep`, an open MSG endpoint of its domain;
         // the lock keeps a second enable out.
-        let ret = unsafe { op(m.domain.public(), m.public(), ep.public()) };
-        if ret != 0 {
-            return Err(Error::from_errno(ret));
-        }
+        m.domain.provider_mr_enable(m, ep)?;
     }
     m.enabled.store(true, Ordering::Release);
     Ok(())

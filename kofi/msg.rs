@@ -5,8 +5,8 @@
 //! provider's ops.
 
 use crate::abi;
+use crate::context::Context;
 use crate::iov::{Iov, Local};
-use kernel::ffi::c_void;
 
 /// A message: its local buffers, its peer (an AV address, or 0 on a
 /// connected endpoint), the consumer's context for the completion and the
@@ -14,14 +14,14 @@ use kernel::ffi::c_void;
 pub(crate) struct Msg<'a> {
     pub(crate) local: Local<'a>,
     pub(crate) addr: u64,
-    pub(crate) context: *mut c_void,
+    pub(crate) context: Context,
     pub(crate) data: u64,
 }
 
 impl<'a> Msg<'a> {
     /// A message of `iov`, without descriptors or remote CQ data, on a
     /// connected endpoint.
-    pub(crate) fn connected(iov: Iov<'a>, context: *mut c_void) -> Self {
+    pub(crate) fn connected(iov: Iov<'a>, context: Context) -> Self {
         Msg {
             local: Local::new(iov),
             addr: 0,
@@ -38,7 +38,7 @@ impl<'a> Msg<'a> {
             desc: self.local.desc_raw(),
             iov_count: self.local.iov.count(),
             addr: self.addr,
-            context: self.context,
+            context: self.context.as_ptr(),
             data: self.data,
         }
     }
@@ -53,7 +53,7 @@ impl<'a> Msg<'a> {
             addr: self.addr,
             rma_iov: remote.as_ptr(),
             rma_iov_count: remote.len(),
-            context: self.context,
+            context: self.context.as_ptr(),
             data: self.data,
         }
     }

@@ -10,6 +10,7 @@
 use crate::abi;
 use crate::av::Av;
 use crate::cntr::Cntr;
+use crate::context::Context;
 use crate::errno;
 use crate::lock::{new_bh_spinlock, BhSpinLock};
 use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
@@ -41,6 +42,13 @@ pub(crate) unsafe trait Object: Sized + Send + Sync + 'static {
     /// The `struct fid` at the head of the object.
     fn fid(&self) -> *mut abi::fid {
         self.public().cast()
+    }
+
+    /// The context the object was opened with.
+    fn context(&self) -> Context {
+        // SAFETY: The object's own head, written when it was made and not
+        // changed after.
+        Context::of(unsafe { (*self.fid()).context })
     }
 }
 
@@ -201,32 +209,6 @@ unsafe impl Object for Domain {
 unsafe impl Send for Domain {}
 // SAFETY: See `Fabric`.
 unsafe impl Sync for Domain {}
-
-impl Domain {
-    pub(crate) fn ops(&self) -> &abi::kofi_domain_ops {
-        // SAFETY: Registration checked `domain_ops` is non-null; the module is
-        // pinned by the fabric.
-        unsafe { &*self.fabric.table().domain_ops }
-    }
-
-    pub(crate) fn ep_ops(&self) -> &abi::kofi_ep_ops {
-        // SAFETY: As for `ops`.
-        unsafe { &*self.fabric.table().ep_ops }
-    }
-
-    /// The provider's fi_mr_enable op, when its ABI (1.2 on) has it at all.
-    pub(crate) fn mr_enable_op(
-        &self,
-    ) -> Option<
-        unsafe extern "C" fn(*mut abi::fid_domain, *mut abi::fid_mr, *mut abi::fid_ep) -> c_int,
-    > {
-        if self.fabric.provider().abi_minor >= 2 {
-            self.ops().mr_enable
-        } else {
-            None
-        }
-    }
-}
 
 /// What an endpoint is bound to. Set before fi_enable, fixed after.
 #[derive(Default)]
@@ -431,7 +413,7 @@ pub(crate) trait EpBackend: Sync {
     unsafe fn atomic(&self, ep: &Endpoint, a: &abi::kofi_atomic, flags: u64) -> Result;
 
     /// Takes back the posted receive of `context`.
-    fn cancel(&self, ep: &Endpoint, context: *mut c_void) -> Result;
+    fn cancel(&self, ep: &Endpoint, context: Context) -> Result;
 
     /// # Safety
     ///
@@ -549,11 +531,6 @@ impl PassiveEp {
             eq <- new_bh_spinlock!(None, "kofi_pep_eq"),
         }? Error)
     }
-
-    pub(crate) fn ops(&self) -> Option<&abi::kofi_pep_ops> {
-        // SAFETY: `pep_ops` is null or valid while the fabric pins the module.
-        unsafe { self.fabric.table().pep_ops.as_ref() }
-    }
 }
 
 /// A pending connection request, named by `fi_info.handle` on FI_CONNREQ.
@@ -580,11 +557,8 @@ impl Drop for ConnReq {
             .fabric
             .provider()
             .count(abi::FI_CLASS_CONNREQ, false);
-        if let Some(release) = self.pep.ops().and_then(|o| o.connreq_release) {
-            // SAFETY: The provider's module is pinned through `pep`; this is
-            // the request's last reference, released once.
-            unsafe { release(self.public.get()) };
-        }
+        // This is the request's last reference, released once.
+        self.provider_release();
     }
 }
 

@@ -11,6 +11,7 @@
 //! (FI_EOVERRUN), and the provider that posted it is told.
 
 use crate::abi;
+use crate::context::Context;
 use crate::errno;
 use crate::info::InfoBox;
 use crate::lock::{new_bh_spinlock, BhSpinLock, BhSpinLockBackend};
@@ -25,10 +26,39 @@ use kernel::sync::{new_condvar, Arc, CondVar, CondVarTimeoutResult};
 use kernel::time::msecs_to_jiffies;
 use kernel::types::Opaque;
 
+/// The owner of a queue inside kofi (the RDM layer's internal queues):
+/// told of each entry the queue adds, beside its sleepers, and of each
+/// progress request made of it ([`Cq::owner_makes_progress`]). What a
+/// consumer's C handler is to the queues of the C API.
+pub(crate) trait QueueOwner: Send + Sync {
+    /// Any context but hardirq.
+    fn wake(&self);
+}
+
+/// Who a queue tells of each entry, beside its sleepers.
+enum Handler<F> {
+    None,
+    /// The consumer's C handler (kofi's extension of the queue's attr).
+    C(F),
+    Owner(Arc<dyn QueueOwner>),
+}
+
+impl<F> Handler<F> {
+    /// The queue's handler: the attr's or `owner`, not both.
+    fn of(c: Option<F>, owner: Option<Arc<dyn QueueOwner>>) -> Result<Self> {
+        match (c, owner) {
+            (None, None) => Ok(Handler::None),
+            (Some(f), None) => Ok(Handler::C(f)),
+            (None, Some(o)) => Ok(Handler::Owner(o)),
+            (Some(_), Some(_)) => Err(EINVAL),
+        }
+    }
+}
+
 /// A successful completion, in the richest format (FI_CQ_FORMAT_TAGGED).
 #[derive(Clone, Copy)]
 pub(crate) struct Completion {
-    pub(crate) op_context: *mut c_void,
+    pub(crate) op_context: Context,
     pub(crate) flags: u64,
     pub(crate) len: usize,
     pub(crate) buf: *mut c_void,
@@ -52,7 +82,7 @@ unsafe impl Send for CqError {}
 impl Completion {
     /// No completion (a reader's buffer before [`Cq::take`] fills it).
     pub(crate) const NONE: Completion = Completion {
-        op_context: ptr::null_mut(),
+        op_context: Context::NONE,
         flags: 0,
         len: 0,
         buf: ptr::null_mut(),
@@ -187,7 +217,7 @@ pub(crate) struct Cq {
     can_wait: bool,
     /// fi_cq_sread waits for `cond` entries (FI_CQ_COND_THRESHOLD).
     threshold_cond: bool,
-    handler: abi::kofi_cq_handler_t,
+    handler: Handler<unsafe extern "C" fn(*mut abi::fid_cq)>,
     /// The queue's owner makes the progress providers ask for, told by the
     /// handler (see [`Cq::owner_makes_progress`]).
     owner_progress: AtomicBool,
@@ -208,11 +238,12 @@ unsafe impl Send for Cq {}
 unsafe impl Sync for Cq {}
 
 impl Cq {
-    /// Checks `attr` and builds the queue.
+    /// Checks `attr` and builds the queue, of `owner` if it has one.
     pub(crate) fn new(
         domain: Arc<Domain>,
         attr: &abi::fi_cq_attr,
         context: *mut c_void,
+        owner: Option<Arc<dyn QueueOwner>>,
     ) -> Result<impl PinInit<Self, Error>> {
         let size = queue_size(attr.size, abi::KOFI_CQ_SIZE_DEFAULT, abi::KOFI_CQ_SIZE_MAX)?;
         let format = match attr.format {
@@ -231,7 +262,7 @@ impl Cq {
             return Err(EINVAL);
         }
         let ring = CompletionRing::new(slots(size)?);
-        let handler = attr.comp_handler;
+        let handler = Handler::of(attr.comp_handler, owner)?;
         let threshold_cond = attr.wait_cond == abi::fi_cq_wait_cond_FI_CQ_COND_THRESHOLD;
         Ok(try_pin_init!(Cq {
             public: Opaque::new(abi::fid_cq {
@@ -283,13 +314,13 @@ impl Cq {
                 abi::fi_cq_format_FI_CQ_FORMAT_CONTEXT => ptr::write_unaligned(
                     at.cast(),
                     abi::fi_cq_entry {
-                        op_context: c.op_context,
+                        op_context: c.op_context.as_ptr(),
                     },
                 ),
                 abi::fi_cq_format_FI_CQ_FORMAT_MSG => ptr::write_unaligned(
                     at.cast(),
                     abi::fi_cq_msg_entry {
-                        op_context: c.op_context,
+                        op_context: c.op_context.as_ptr(),
                         flags: c.flags,
                         len: c.len,
                     },
@@ -297,7 +328,7 @@ impl Cq {
                 abi::fi_cq_format_FI_CQ_FORMAT_TAGGED => ptr::write_unaligned(
                     at.cast(),
                     abi::fi_cq_tagged_entry {
-                        op_context: c.op_context,
+                        op_context: c.op_context.as_ptr(),
                         flags: c.flags,
                         len: c.len,
                         buf: c.buf,
@@ -308,7 +339,7 @@ impl Cq {
                 _ => ptr::write_unaligned(
                     at.cast(),
                     abi::fi_cq_data_entry {
-                        op_context: c.op_context,
+                        op_context: c.op_context.as_ptr(),
                         flags: c.flags,
                         len: c.len,
                         buf: c.buf,
@@ -328,10 +359,12 @@ impl Cq {
     }
 
     fn call_handler(&self) {
-        if let Some(handler) = self.handler {
+        match &self.handler {
+            Handler::None => {}
             // SAFETY: The consumer gave this handler for this queue; it is
             // documented to run in the poster's context.
-            unsafe { handler(self.public()) };
+            Handler::C(handler) => unsafe { handler(self.public()) },
+            Handler::Owner(owner) => owner.wake(),
         }
     }
 
@@ -340,7 +373,7 @@ impl Cq {
     /// taking each endpoint from [`Cq::next_progress_request`]: the core's
     /// RDM layer, whose internal queue nobody sleeps on, does so.
     pub(crate) fn owner_makes_progress(&self) {
-        if self.handler.is_some() {
+        if !matches!(self.handler, Handler::None) {
             self.owner_progress.store(true, Ordering::Release);
         }
     }
@@ -571,6 +604,8 @@ pub(crate) struct EqEvent {
     event: u32,
     /// The object a CM event is about (null for fi_eq_write's events).
     fid: *const abi::fid,
+    /// That object's context, when the event was added.
+    context: Context,
     bytes: KVec<u8>,
     /// The info of an FI_CONNREQ, owned until the consumer reads it.
     info: *mut abi::fi_info,
@@ -584,9 +619,10 @@ impl EqEvent {
         self.event
     }
 
-    /// The object a CM event is about.
-    pub(crate) fn fid(&self) -> *const abi::fid {
-        self.fid
+    /// The context of the object a CM event is about (none for
+    /// fi_eq_write's events).
+    pub(crate) fn context(&self) -> Context {
+        self.context
     }
 
     /// A CM event's private data: what follows its `fi_eq_cm_entry`.
@@ -670,7 +706,7 @@ pub(crate) struct Eq {
     /// Endpoints bound to it.
     pub(crate) users: Users,
     can_wait: bool,
-    handler: abi::kofi_eq_handler_t,
+    handler: Handler<unsafe extern "C" fn(*mut abi::fid_eq)>,
     #[pin]
     state: BhSpinLock<EqState>,
     #[pin]
@@ -688,10 +724,12 @@ unsafe impl Send for Eq {}
 unsafe impl Sync for Eq {}
 
 impl Eq {
+    /// Checks `attr` and builds the queue, of `owner` if it has one.
     pub(crate) fn new(
         fabric: Arc<Fabric>,
         attr: &abi::fi_eq_attr,
         context: *mut c_void,
+        owner: Option<Arc<dyn QueueOwner>>,
     ) -> Result<impl PinInit<Self, Error>> {
         let size = queue_size(attr.size, abi::KOFI_EQ_SIZE_DEFAULT, abi::KOFI_EQ_SIZE_MAX)?;
         let can_wait = can_wait(attr.wait_obj)?;
@@ -699,7 +737,7 @@ impl Eq {
             return Err(EINVAL);
         }
         let ring = CompletionRing::new(slots(size)?);
-        let handler = attr.event_handler;
+        let handler = Handler::of(attr.event_handler, owner)?;
         Ok(try_pin_init!(Eq {
             public: Opaque::new(abi::fid_eq {
                 fid: fid_head(abi::FI_CLASS_EQ, context),
@@ -720,22 +758,25 @@ impl Eq {
     fn post(&self, slot: EqSlot) -> Result {
         let result = self.state.lock().ring.post(slot);
         self.waiters.notify_all();
-        if let Some(handler) = self.handler {
-            // SAFETY: The consumer's handler for this queue, documented to run
-            // in the poster's context.
-            unsafe { handler(self.public()) };
+        match &self.handler {
+            Handler::None => {}
+            // SAFETY: The consumer's handler for this queue, documented to
+            // run in the poster's context.
+            Handler::C(handler) => unsafe { handler(self.public()) },
+            Handler::Owner(owner) => owner.wake(),
         }
         // A lost event's info (if any) is freed as the slot drops here.
         result.map_err(|(Overrun, _lost)| errno::eoverrun())
     }
 
-    /// Adds an event about `fid` (null: the consumer's own): the entry's
-    /// bytes are `head` followed by `data`. An `info` passes to the queue
-    /// (and on to the reader).
+    /// Adds an event about `fid`, whose context is `context` (null: the
+    /// consumer's own): the entry's bytes are `head` followed by `data`. An
+    /// `info` passes to the queue (and on to the reader).
     pub(crate) fn post_event(
         &self,
         event: u32,
         fid: *const abi::fid,
+        context: Context,
         head: &[u8],
         data: &[u8],
         info: *mut abi::fi_info,
@@ -743,6 +784,7 @@ impl Eq {
         let mut ev = EqEvent {
             event,
             fid,
+            context,
             bytes: KVec::new(),
             info,
         };

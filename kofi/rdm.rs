@@ -35,6 +35,7 @@ pub(crate) mod wire;
 use crate::abi;
 use crate::addr::Name;
 use crate::backend::{usize_of, usize_option};
+use crate::context::Context;
 use crate::errno;
 use crate::flags::*;
 use crate::info::InfoBox;
@@ -42,7 +43,7 @@ use crate::iov::Iov;
 use crate::lifecycle::Owned;
 use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
 use crate::object::{Endpoint, EpBackend, Object, PassiveEp};
-use crate::queue::{Cq, Eq};
+use crate::queue::{Cq, Eq, QueueOwner};
 // `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
 #[allow(unused_imports)]
 use crate::compat::VecExt;
@@ -91,7 +92,7 @@ impl Token {
     const RX: u64 = 2;
     const CONN: u64 = 3;
 
-    pub(crate) fn encode(self) -> *mut c_void {
+    pub(crate) fn encode(self) -> Context {
         let (kind, slot, gen, index) = match self {
             Token::Tx { slot, gen } => (Self::TX, slot, gen, 0),
             Token::Rx { slot, gen, index } => (Self::RX, slot, gen, index),
@@ -99,11 +100,11 @@ impl Token {
         };
         let v =
             (kind << 60) | ((slot as u64 & 0xf_ffff) << 40) | (u64::from(gen) << 8) | index as u64;
-        v as usize as *mut c_void
+        Context::value(v)
     }
 
-    pub(crate) fn decode(p: *mut c_void) -> Option<Token> {
-        let v = p as usize as u64;
+    pub(crate) fn decode(context: Context) -> Option<Token> {
+        let v = context.as_value();
         let slot = ((v >> 40) & 0xf_ffff) as usize;
         let gen = (v >> 8) as u32;
         let index = (v & 0xff) as usize;
@@ -178,7 +179,7 @@ impl Iovs {
 
     /// A message of the buffers, without descriptors, to the connected
     /// peer.
-    pub(crate) fn msg(&self, context: *mut c_void, data: u64) -> Msg<'_> {
+    pub(crate) fn msg(&self, context: Context, data: u64) -> Msg<'_> {
         Msg {
             data,
             ..Msg::connected(self.as_iov(), context)
@@ -196,7 +197,7 @@ impl Iovs {
 
 /// Sends `bytes` (a frame that lives until the send completes) on the MSG
 /// endpoint `ep`.
-pub(crate) fn send_bytes(ep: &Endpoint, bytes: &[u8], context: *mut c_void) -> Result {
+pub(crate) fn send_bytes(ep: &Endpoint, bytes: &[u8], context: Context) -> Result {
     let kvec = abi::kvec {
         iov_base: bytes.as_ptr().cast_mut().cast(),
         iov_len: bytes.len(),
@@ -302,7 +303,7 @@ impl TxOp {
     pub(crate) fn queued(
         gen: u32,
         peer: usize,
-        context: *mut c_void,
+        context: Context,
         flags: u64,
         kind: OpKind,
     ) -> TxOp {
@@ -328,7 +329,7 @@ pub(crate) struct TxOp {
     pub(crate) gen: u32,
     pub(crate) peer: usize,
     pub(crate) conn: Option<usize>,
-    pub(crate) context: *mut c_void,
+    pub(crate) context: Context,
     /// The completion's flags (FI_COMPLETION: the consumer wants one).
     pub(crate) flags: u64,
     pub(crate) len: usize,
@@ -388,14 +389,14 @@ pub(crate) struct Multi {
 /// when both say it is done.
 pub(crate) struct MultiState {
     pub(crate) id: u64,
-    pub(crate) context: *mut c_void,
+    pub(crate) context: Context,
     pub(crate) outstanding: usize,
     pub(crate) released: bool,
 }
 
 /// A consumer's receive.
 pub(crate) struct Recv {
-    pub(crate) context: *mut c_void,
+    pub(crate) context: Context,
     pub(crate) flags: u64,
     pub(crate) iov: Iovs,
     pub(crate) cap: usize,
@@ -426,7 +427,7 @@ pub(crate) struct Inbound {
     /// The tag of a tagged message.
     pub(crate) tag: Option<u64>,
     /// The context of the FI_PEEK | FI_CLAIM that reserved it.
-    pub(crate) claimed: Option<*mut c_void>,
+    pub(crate) claimed: Option<Context>,
     pub(crate) recv: Option<Recv>,
     /// (buffer index, payload length) of segments waiting for a receive.
     pub(crate) held: KVec<(usize, usize)>,
@@ -680,43 +681,32 @@ impl Rdm {
 /// reported inside the call), else a consumer asleep on the endpoint's
 /// receive CQ in its own thread, else the work item: a hand-off and a
 /// context switch fewer per message. Any context but hardirq.
-fn wake(rdm: ArcBorrow<'_, Rdm>) {
+fn wake(rdm: &Arc<Rdm>) {
     // Said before looking at the calls: a call that ends after this look
     // sees it (see `Rdm::call`).
     rdm.left_to_calls.store(true, Ordering::SeqCst);
     if rdm.calls.load(Ordering::SeqCst) != 0 {
         return;
     }
-    // SAFETY: Called by the internal queues' handlers, which run only while
-    // the queues are open; `RdmEp::close` closes them before it returns, and
-    // the endpoint lives until then.
+    // SAFETY: Called by the internal queues, which add entries only while
+    // open; `RdmEp::close` closes them before it returns, and the endpoint
+    // lives until then.
     let ep = unsafe { &*rdm.ep };
     if !ep.request_progress() {
-        Arc::from(rdm).kick();
+        rdm.clone().kick();
     }
 }
 
-/// The internal CQ's handler (an entry, or progress asked of us): may run
-/// in softirq context.
-///
-/// # Safety
-///
-/// `cq` is an internal CQ opened by `cm::listen`.
-unsafe extern "C" fn cq_handler(cq: *mut abi::fid_cq) {
-    // SAFETY: The CQ's context is its endpoint's `Rdm` (see `cm::listen`),
-    // alive while the CQ is open.
-    wake(unsafe { ArcBorrow::from_raw((*cq.cast::<abi::fid>()).context.cast::<Rdm>()) });
-}
+/// The internal queues' owner: what they add (an entry, or progress asked
+/// of us) is the endpoint's progress to make ([`wake`]); may be told in
+/// softirq context. It holds the endpoint's state until the queues go
+/// (`RdmEp::close`, or a failed open).
+pub(crate) struct QueuesOwner(pub(crate) Arc<Rdm>);
 
-/// The internal EQ's handler.
-///
-/// # Safety
-///
-/// `eq` is an internal EQ opened by `cm::listen`.
-unsafe extern "C" fn eq_handler(eq: *mut abi::fid_eq) {
-    // SAFETY: The EQ's context is its endpoint's `Rdm` (see `cm::listen`),
-    // alive while the EQ is open.
-    wake(unsafe { ArcBorrow::from_raw((*eq.cast::<abi::fid>()).context.cast::<Rdm>()) });
+impl QueueOwner for QueuesOwner {
+    fn wake(&self) {
+        wake(&self.0);
+    }
 }
 
 /// The `Rdm` of `ep`, an FI_EP_RDM endpoint whose fi_close has not begun
@@ -789,10 +779,9 @@ unsafe fn open(e: &Endpoint, info: *const abi::fi_info) -> Result {
         }? Error),
         GFP_KERNEL,
     )?;
-    let raw: *const Rdm = &*rdm;
     {
         let mut s = rdm.state.lock();
-        if let Err(err) = cm::listen(&rdm, raw, &mut s) {
+        if let Err(err) = cm::listen(&rdm, &mut s) {
             s.closing = true;
             s.pep = None;
             s.cq = None;
@@ -922,7 +911,7 @@ impl EpBackend for RdmEp {
         rdm.call(|| tx::atomic(&rdm, a, flags))
     }
 
-    fn cancel(&self, ep: &Endpoint, context: *mut c_void) -> Result {
+    fn cancel(&self, ep: &Endpoint, context: Context) -> Result {
         let rdm = rdm_of(ep)?;
         rdm.call(|| rx::cancel(&rdm, context))
     }

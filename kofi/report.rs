@@ -4,6 +4,7 @@
 //! `kofi_provider.h`). They may run in softirq context.
 
 use crate::abi;
+use crate::context::Context;
 use crate::errno::{self, to_c};
 use crate::flags::*;
 use crate::object::{arc_of, fid_head, lookup, publish, ConnReq, Endpoint, Object, PassiveEp};
@@ -110,7 +111,7 @@ pub(crate) extern "C" fn kofi_ep_complete_tagged(
     tag: u64,
 ) -> c_int {
     let c = Completion {
-        op_context,
+        op_context: Context::of(op_context),
         flags: flags & CQ_FLAGS,
         len,
         buf,
@@ -186,22 +187,18 @@ fn ep_event(ep: *mut abi::fid_ep, event: u32, data: *const c_void, len: usize) -
     eq.post_event(
         event,
         e.fid(),
+        e.context(),
         &cm_head(e.fid(), ptr::null_mut()),
         bytes,
         ptr::null_mut(),
     )
 }
 
-/// An EQ error entry about the object `fid`, with its context.
-///
-/// # Safety
-///
-/// `fid` is the head of a live object.
-unsafe fn error_entry(fid: *mut abi::fid, err: c_int, prov_errno: c_int) -> abi::fi_eq_err_entry {
+/// An EQ error entry about `object`, with its context.
+fn error_entry<O: Object>(object: &O, err: c_int, prov_errno: c_int) -> abi::fi_eq_err_entry {
     abi::fi_eq_err_entry {
-        fid,
-        // SAFETY: The caller's guarantee.
-        context: unsafe { (*fid).context },
+        fid: object.fid(),
+        context: object.context().as_ptr(),
         err,
         prov_errno,
         ..Default::default()
@@ -237,8 +234,7 @@ pub(crate) extern "C" fn kofi_ep_event_error(
         }
         let bytes = check_data(data, datalen)?;
         let eq = e.eq().ok_or_else(errno::enoeq)?;
-        // SAFETY: The head of a live endpoint.
-        eq.post_error(unsafe { error_entry(e.fid(), err, prov_errno) }, bytes)
+        eq.post_error(error_entry(e, err, prov_errno), bytes)
     })();
     to_c(result)
 }
@@ -258,8 +254,7 @@ pub(crate) extern "C" fn kofi_pep_event_error(
             return Err(EINVAL);
         }
         let eq = p.eq.lock().clone().ok_or_else(errno::enoeq)?;
-        // SAFETY: The head of a live passive endpoint.
-        eq.post_error(unsafe { error_entry(p.fid(), err, prov_errno) }, &[])
+        eq.post_error(error_entry(p, err, prov_errno), &[])
     })();
     to_c(result)
 }
@@ -324,7 +319,7 @@ pub(crate) extern "C" fn kofi_pep_connreq(
         p.choices.apply(i);
         // From here the event owns `info`, on success or failure.
         let head = cm_head(p.fid(), info);
-        let r = eq.post_event(abi::FI_CONNREQ, p.fid(), &head, bytes, info);
+        let r = eq.post_event(abi::FI_CONNREQ, p.fid(), p.context(), &head, bytes, info);
         Ok::<_, Error>(r)
     })();
     match result {

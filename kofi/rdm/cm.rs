@@ -3,18 +3,18 @@
 //! Connections of an RDM endpoint: its listener, connections made on first
 //! use and accepted from peers, and what a lost connection fails.
 
-use super::{wire, Conn, Phase, Rdm, State, Token, RX_BUFS, SEG};
+use super::{wire, Conn, Phase, QueuesOwner, Rdm, State, Token, RX_BUFS, SEG};
 use crate::abi;
 use crate::addr::Name;
+use crate::context::Context;
 use crate::errno;
 use crate::flags::*;
 use crate::info::InfoBox;
 use crate::lifecycle::{open_cq, open_endpoint, open_eq, open_passive, Owned};
 use crate::object::{Bind, Endpoint};
-use crate::queue::EqTaken;
-use core::ptr;
-use kernel::ffi::c_void;
+use crate::queue::{EqTaken, QueueOwner};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 
 /// Connections an endpoint keeps at most (requests beyond are refused).
 const CONNS_MAX: usize = 256;
@@ -28,31 +28,35 @@ const CQ_SIZE: usize = CONNS_MAX * (RX_BUFS + super::TX_INFLIGHT_MAX + 1);
 const EQ_SIZE: usize = 2 * CONNS_MAX + 64;
 
 /// Opens the internal queues and the listener, and learns the endpoint's
-/// name. The queues' context is `raw`, the `Rdm` they wake.
-pub(super) fn listen(rdm: &Rdm, raw: *const Rdm, s: &mut State) -> Result {
-    let context = raw.cast_mut().cast::<c_void>();
+/// name. The queues wake `rdm` ([`QueuesOwner`]).
+pub(super) fn listen(rdm: &Arc<Rdm>, s: &mut State) -> Result {
+    let owner: Arc<dyn QueueOwner> = Arc::new(QueuesOwner(rdm.clone()), GFP_KERNEL)?;
     // The endpoint being opened: its domain and fabric.
     let domain = &rdm.endpoint().domain;
     let fabric = &domain.fabric;
     let eq_attr = abi::fi_eq_attr {
         size: EQ_SIZE,
-        event_handler: Some(super::eq_handler),
         ..Default::default()
     };
-    s.eq = Some(open_eq(fabric, &eq_attr, context)?);
+    s.eq = Some(open_eq(
+        fabric,
+        &eq_attr,
+        Context::NONE,
+        Some(owner.clone()),
+    )?);
     let cq_attr = abi::fi_cq_attr {
         size: CQ_SIZE,
         format: abi::fi_cq_format_FI_CQ_FORMAT_DATA,
-        comp_handler: Some(super::cq_handler),
         ..Default::default()
     };
-    let cq = s.cq.insert(open_cq(domain, &cq_attr, context)?);
+    let cq =
+        s.cq.insert(open_cq(domain, &cq_attr, Context::NONE, Some(owner))?);
     // Progress the providers ask of the MSG endpoints is the endpoint's
     // progress to make (`Rdm::progress`), in the consumer's thread when one
     // sleeps: no work item between the socket and the consumer.
     cq.owner_makes_progress();
     // SAFETY: The MSG info, ours, valid.
-    let pep = unsafe { open_passive(fabric, s.msg_info.as_ptr(), ptr::null_mut()) }?;
+    let pep = unsafe { open_passive(fabric, s.msg_info.as_ptr(), Context::NONE) }?;
     let listener = s.pep.insert(pep);
     listener.bind_eq(s.eq.as_deref().ok_or(EINVAL)?, 0)?;
     listener.listen()?;
@@ -166,21 +170,16 @@ impl Rdm {
         let Some(eq) = s.eq.as_ref().map(Owned::arc) else {
             return false;
         };
-        let conn_of = |fid: *const abi::fid| {
-            if fid.is_null() {
-                return None;
-            }
-            // SAFETY: An internal EQ entry's fid is one of our MSG endpoints
-            // (their events are purged as they close), whose context we set.
-            match Token::decode(unsafe { (*fid).context }) {
-                Some(Token::Conn { slot, gen }) => Some((slot, gen)),
-                _ => None,
-            }
+        // An internal EQ entry's object is the listener or one of our MSG
+        // endpoints, whose context names its connection.
+        let conn_of = |context: Context| match Token::decode(context) {
+            Some(Token::Conn { slot, gen }) => Some((slot, gen)),
+            _ => None,
         };
         match eq.take() {
             EqTaken::Empty => false,
             EqTaken::Failed(err) => {
-                if let Some((slot, gen)) = conn_of(err.fid) {
+                if let Some((slot, gen)) = conn_of(Context::of(err.context)) {
                     self.conn_lost(s, slot, gen, err.err);
                 }
                 true
@@ -193,12 +192,12 @@ impl Rdm {
                         }
                     }
                     abi::FI_CONNECTED => {
-                        if let Some((slot, gen)) = conn_of(ev.fid()) {
+                        if let Some((slot, gen)) = conn_of(ev.context()) {
                             self.connected(s, slot, gen);
                         }
                     }
                     abi::FI_SHUTDOWN => {
-                        if let Some((slot, gen)) = conn_of(ev.fid()) {
+                        if let Some((slot, gen)) = conn_of(ev.context()) {
                             self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
                         }
                     }

@@ -11,6 +11,7 @@ use super::{
 use crate::abi;
 use crate::addr::Name;
 use crate::compat::VecExt;
+use crate::context::Context;
 use crate::errno;
 use crate::flags::*;
 use crate::iov::Iov;
@@ -18,7 +19,6 @@ use crate::lifecycle::Owned;
 use crate::msg::{Msg, TaggedMsg};
 use crate::queue::{Completion, Taken};
 use core::ptr;
-use kernel::ffi::c_void;
 use kernel::prelude::*;
 
 /// Receives posted at most (-FI_EAGAIN beyond).
@@ -280,7 +280,7 @@ fn peek(
     let rflags = FI_TAGGED | FI_RECV | FI_COMPLETION;
     let Some(i) = first_unexpected(s, wants, from) else {
         let entry = abi::fi_cq_err_entry {
-            op_context: m.msg.context,
+            op_context: m.msg.context.as_ptr(),
             flags: rflags,
             tag: m.tag,
             err: abi::FI_ENOMSG as i32,
@@ -335,7 +335,7 @@ fn tag_of(r: &Recv) -> u64 {
 
 /// fi_cancel: takes back the oldest receive posted with `context` that no
 /// message was matched to yet (-FI_EBUSY when one is being filled).
-pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
+pub(super) fn cancel(rdm: &Rdm, context: Context) -> Result {
     let mut s = rdm.state.lock();
     if let Some(i) = s.recvs.iter().position(|r| r.context == context) {
         let r = s.recvs.remove_at(i);
@@ -354,7 +354,7 @@ pub(super) fn cancel(rdm: &Rdm, context: *mut c_void) -> Result {
             flags |= FI_MULTI_RECV;
         }
         let entry = abi::fi_cq_err_entry {
-            op_context: r.context,
+            op_context: r.context.as_ptr(),
             flags,
             buf: r.iov.base(),
             tag: tag_of(&r),
@@ -395,7 +395,7 @@ impl Rdm {
                     handled += 1;
                     self.completed(
                         s,
-                        err.op_context,
+                        Context::of(err.op_context),
                         err.flags,
                         err.len,
                         err.data,
@@ -407,15 +407,7 @@ impl Rdm {
         }
     }
 
-    fn completed(
-        &self,
-        s: &mut State,
-        ctx: *mut core::ffi::c_void,
-        flags: u64,
-        len: usize,
-        data: u64,
-        err: i32,
-    ) {
+    fn completed(&self, s: &mut State, ctx: Context, flags: u64, len: usize, data: u64, err: i32) {
         match Token::decode(ctx) {
             Some(Token::Tx { slot, gen }) => self.tx_done(s, slot, gen, err),
             Some(Token::Rx { slot, gen, index }) => {
@@ -436,7 +428,7 @@ impl Rdm {
         let _ = crate::report::complete_from(
             self.endpoint(),
             Completion {
-                op_context: ptr::null_mut(),
+                op_context: Context::NONE,
                 flags: FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA,
                 len,
                 buf: ptr::null_mut(),
@@ -767,7 +759,7 @@ impl Rdm {
                 let _ = crate::report::complete_error_of(
                     self.endpoint(),
                     abi::fi_cq_err_entry {
-                        op_context: r.context,
+                        op_context: r.context.as_ptr(),
                         flags: r.flags | data_flag,
                         len: r.cap,
                         buf: r.iov.base(),
@@ -858,7 +850,7 @@ impl Rdm {
             Take::Claimed => abi::FI_ECONNRESET as i32,
         };
         let entry = abi::fi_cq_err_entry {
-            op_context: r.context,
+            op_context: r.context.as_ptr(),
             flags: r.flags,
             tag: ib.tag.unwrap_or(0),
             err,

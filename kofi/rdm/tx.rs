@@ -9,6 +9,7 @@ use super::{
 };
 use crate::abi;
 use crate::compat::VecExt;
+use crate::context::Context;
 use crate::errno;
 use crate::flags::*;
 use crate::msg::{Msg, Rma, RmaMsg};
@@ -232,14 +233,14 @@ pub(super) fn atomic(rdm: &Rdm, a: &abi::kofi_atomic, flags: u64) -> Result {
         count,
         answered: false,
     };
-    let op = TxOp::queued(gen, peer, m.context, flags, kind);
+    let op = TxOp::queued(gen, peer, Context::of(m.context), flags, kind);
     submit(rdm, &mut s, op)
 }
 
 /// Queues our answer to a peer's atomic operation.
 pub(super) fn answer(rdm: &Rdm, s: &mut State, peer: usize, frame: KVec<u8>) -> Result {
     let gen = s.next_gen();
-    let op = TxOp::queued(gen, peer, ptr::null_mut(), 0, OpKind::Answer { frame });
+    let op = TxOp::queued(gen, peer, Context::NONE, 0, OpKind::Answer { frame });
     submit(rdm, s, op)
 }
 
@@ -490,7 +491,7 @@ impl Rdm {
         let _ = crate::report::complete_error_of(
             self.endpoint(),
             abi::fi_cq_err_entry {
-                op_context: op.context,
+                op_context: op.context.as_ptr(),
                 flags: op.flags,
                 err,
                 ..Default::default()
