@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The core's one iov type: an operation's local buffers as the C ABI
-//! carries them (kvecs or bio_vecs) and their descriptors, borrowed from
-//! the caller, with the checks and the copy every user of them shares.
+//! carries them (kvecs or bio_vecs, [`Iov`], shared with the providers in
+//! `include/kofi/rust/iovec.rs`) and their descriptors, borrowed from the
+//! caller, with the checks every user of them shares.
 
 use crate::abi;
 use crate::errno;
@@ -10,12 +11,7 @@ use core::ptr;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
 
-/// An operation's buffers: kernel virtual ranges or pages.
-#[derive(Clone, Copy)]
-pub(crate) enum Iov<'a> {
-    Kvec(&'a [abi::kvec]),
-    Bvec(&'a [abi::bio_vec]),
-}
+pub(crate) use crate::iovec::{Iov, Iovs};
 
 /// One buffer of an [`Iov`].
 pub(crate) enum Buffer<'a> {
@@ -85,14 +81,6 @@ impl<'a> Iov<'a> {
         }
     }
 
-    /// How many buffers.
-    pub(crate) fn count(&self) -> usize {
-        match self {
-            Iov::Kvec(v) => v.len(),
-            Iov::Bvec(v) => v.len(),
-        }
-    }
-
     /// Buffer `i`.
     pub(crate) fn buffer(&self, i: usize) -> Option<Buffer<'a>> {
         match *self {
@@ -135,50 +123,6 @@ impl<'a> Iov<'a> {
             _ if self.count() == 0 => (ptr::null(), ptr::null()),
             Iov::Kvec(v) => (v.as_ptr(), ptr::null()),
             Iov::Bvec(v) => (ptr::null(), v.as_ptr()),
-        }
-    }
-
-    /// Copies `src` into the buffers from byte `at` on; the bytes copied
-    /// (fewer when the buffers end first).
-    ///
-    /// # Safety
-    ///
-    /// The buffers are memory the caller may write, all of it (a posted
-    /// receive's, whose total [`Iov::total`] checked), apart from `src`.
-    pub(crate) unsafe fn copy_to(&self, at: usize, src: &[u8]) -> usize {
-        let (bvec, p, nr, total): (bool, *const c_void, usize, usize) = match self {
-            Iov::Kvec(v) => (
-                false,
-                v.as_ptr().cast(),
-                v.len(),
-                v.iter().map(|k| k.iov_len).sum(),
-            ),
-            Iov::Bvec(v) => (
-                true,
-                v.as_ptr().cast(),
-                v.len(),
-                v.iter().map(|b| b.bv_len as usize).sum(),
-            ),
-        };
-        if at >= total || src.is_empty() {
-            return 0;
-        }
-        let len = src.len().min(total - at);
-        let mut iter = core::mem::MaybeUninit::<abi::iov_iter>::zeroed();
-        // SAFETY: The arrays describe writable buffers of `total` bytes (the
-        // caller's guarantee); the window `at..at + len` lies within them.
-        unsafe {
-            abi::kofi_iov_iter_window(
-                iter.as_mut_ptr(),
-                abi::ITER_DEST,
-                bvec,
-                p,
-                nr,
-                total,
-                at,
-                len,
-            );
-            abi::kofi_copy_to_iter(src.as_ptr().cast(), len, iter.as_mut_ptr())
         }
     }
 }

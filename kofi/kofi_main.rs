@@ -33,6 +33,9 @@ mod getinfo;
 mod info;
 mod info_match;
 mod iov;
+#[path = "../include/kofi/rust/iovec.rs"]
+#[allow(dead_code)]
+mod iovec;
 mod lifecycle;
 mod lock;
 mod mr;

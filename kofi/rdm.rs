@@ -119,44 +119,29 @@ impl Token {
 
 /// A consumer's buffers, copied from its call (the array need not outlive
 /// the call; the memory must, until the completion).
-pub(crate) enum Iovs {
-    Kvec(KVec<abi::kvec>),
-    Bvec(KVec<abi::bio_vec>),
-}
+pub(crate) use crate::iov::Iovs;
 
 impl Iovs {
-    /// A copy of a message's kvecs or bio_vecs (their total was checked
-    /// by the core).
+    /// A copy of a message's kvecs or bio_vecs, and their total (checked).
     pub(crate) fn copy(iov: Iov<'_>) -> Result<(Iovs, usize)> {
         let total = iov.total()?;
-        let copy = match iov {
-            Iov::Kvec(v) => {
-                let mut c = KVec::with_capacity(v.len(), GFP_KERNEL)?;
-                c.extend_from_slice(v, GFP_KERNEL)?;
-                Iovs::Kvec(c)
-            }
-            Iov::Bvec(v) => {
-                let mut c = KVec::with_capacity(v.len(), GFP_KERNEL)?;
-                c.extend_from_slice(v, GFP_KERNEL)?;
-                Iovs::Bvec(c)
-            }
-        };
-        Ok((copy, total))
+        Ok((Iovs::copy_of(iov)?, total))
     }
 
     /// A copy of the `total` bytes of the buffers, and one kvec of it: an
     /// inject's bytes, taken at the call.
     pub(crate) fn inject_copy(&self, total: usize) -> Result<(Iovs, KVec<u8>)> {
-        let Iovs::Kvec(v) = self else {
+        if !matches!(self, Iovs::Kvec(_)) {
             // Injects of pages are not offered: their bytes are copied only
             // from kernel virtual addresses.
             return Err(errno::eopnotsupp());
-        };
-        let mut bytes = KVec::with_capacity(total, GFP_KERNEL)?;
-        for k in v.iter().filter(|k| k.iov_len != 0) {
-            // SAFETY: The consumer's buffer, valid for the call.
-            let src = unsafe { core::slice::from_raw_parts(k.iov_base.cast::<u8>(), k.iov_len) };
-            bytes.extend_from_slice(src, GFP_KERNEL)?;
+        }
+        let mut bytes = KVec::new();
+        bytes.extend_with(total, 0, GFP_KERNEL)?;
+        // SAFETY: The consumer's buffers, `total` bytes (checked), readable
+        // for the call.
+        if unsafe { self.as_iov().copy_out(0, &mut bytes) } != total {
+            return Err(EFAULT);
         }
         let mut one = KVec::with_capacity(1, GFP_KERNEL)?;
         one.push(
@@ -167,14 +152,6 @@ impl Iovs {
             GFP_KERNEL,
         )?;
         Ok((Iovs::Kvec(one), bytes))
-    }
-
-    /// The buffers as the core's iov type.
-    pub(crate) fn as_iov(&self) -> Iov<'_> {
-        match self {
-            Iovs::Kvec(v) => Iov::Kvec(v),
-            Iovs::Bvec(v) => Iov::Bvec(v),
-        }
     }
 
     /// A message of the buffers, without descriptors, to the connected

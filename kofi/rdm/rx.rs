@@ -678,7 +678,7 @@ impl Rdm {
                 unsafe {
                     r.iov
                         .as_iov()
-                        .copy_to(at, &c.bufs[index][wire::HDR_LEN..len])
+                        .copy_in(at, &c.bufs[index][wire::HDR_LEN..len])
                 };
             }
             s.inbound[i].got += payload;
@@ -714,7 +714,7 @@ impl Rdm {
                 let bytes = &c.bufs[*index][wire::HDR_LEN..wire::HDR_LEN + len];
                 // SAFETY: As in `segment`: the receive's buffers, the
                 // consumer's until its completion.
-                unsafe { recv.iov.as_iov().copy_to(at, bytes) };
+                unsafe { recv.iov.as_iov().copy_in(at, bytes) };
             }
             at += len;
         }

@@ -256,9 +256,7 @@ enum Posted {
 
 /// One segment's buffers: the header then `len` payload bytes from `off`.
 fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Result<Iovs> {
-    let mut skip = off;
-    let mut left = len;
-    match &op.iov {
+    let mut out = match &op.iov {
         Iovs::Kvec(v) => {
             let mut out = KVec::with_capacity(v.len() + 1, GFP_KERNEL)?;
             out.push(
@@ -268,26 +266,7 @@ fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Resu
                 },
                 GFP_KERNEL,
             )?;
-            for k in v.iter() {
-                if left == 0 {
-                    break;
-                }
-                if skip >= k.iov_len {
-                    skip -= k.iov_len;
-                    continue;
-                }
-                let n = (k.iov_len - skip).min(left);
-                out.push(
-                    abi::kvec {
-                        iov_base: k.iov_base.cast::<u8>().wrapping_add(skip).cast(),
-                        iov_len: n,
-                    },
-                    GFP_KERNEL,
-                )?;
-                left -= n;
-                skip = 0;
-            }
-            Ok(Iovs::Kvec(out))
+            Iovs::Kvec(out)
         }
         Iovs::Bvec(v) => {
             let mut out = KVec::with_capacity(v.len() + 1, GFP_KERNEL)?;
@@ -302,30 +281,11 @@ fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Resu
                 },
                 GFP_KERNEL,
             )?;
-            for b in v.iter() {
-                let blen = b.bv_len as usize;
-                if left == 0 {
-                    break;
-                }
-                if skip >= blen {
-                    skip -= blen;
-                    continue;
-                }
-                let n = (blen - skip).min(left);
-                out.push(
-                    abi::bio_vec {
-                        bv_page: b.bv_page,
-                        bv_len: n as u32,
-                        bv_offset: b.bv_offset + skip as u32,
-                    },
-                    GFP_KERNEL,
-                )?;
-                left -= n;
-                skip = 0;
-            }
-            Ok(Iovs::Bvec(out))
+            Iovs::Bvec(out)
         }
-    }
+    };
+    op.iov.as_iov().window_into(off, len, &mut out)?;
+    Ok(out)
 }
 
 fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {

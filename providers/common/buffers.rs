@@ -6,6 +6,7 @@
 //! and regions held by the peers' RMA that use them ([`MrHold`]).
 
 use crate::abi;
+use crate::iovec::{Iov, Iovs};
 use core::any::Any;
 use core::ptr::NonNull;
 use kernel::alloc::{Allocator, Vec};
@@ -96,15 +97,9 @@ impl Drop for MrHold {
 }
 
 /// The consumer's buffers of an operation, kvecs or bio_vecs (pages), valid
-/// until its completion is reported (the consumer's promise under the ABI).
-pub(super) enum Buffers {
-    Kvec(KVec<abi::kvec>),
-    Bvec(KVec<abi::bio_vec>),
-}
-
-// SAFETY: Descriptors of buffers the consumer lends to the provider until the
-// operation completes, from whichever thread completes it.
-unsafe impl Send for Buffers {}
+/// until its completion is reported (the consumer's promise under the ABI):
+/// a copy of their descriptors.
+pub(super) type Buffers = Iovs;
 
 impl Buffers {
     /// A copy of the arrays (not the data) the core checked.
@@ -113,92 +108,64 @@ impl Buffers {
         bvec: *const abi::bio_vec,
         count: usize,
     ) -> Result<Buffers> {
-        if count == 0 || !iov.is_null() {
-            let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
-            if count != 0 {
-                // SAFETY: The core checked `iov` holds `count` kvecs.
-                let src = unsafe { core::slice::from_raw_parts(iov, count) };
-                v.extend_from_slice(src, GFP_KERNEL)?;
-            }
-            return Ok(Buffers::Kvec(v));
+        if count == 0 {
+            return Ok(Iovs::Kvec(KVec::new()));
         }
-        let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
+        if !iov.is_null() {
+            // SAFETY: The core checked `iov` holds `count` kvecs.
+            return Iovs::copy_of(Iov::Kvec(unsafe {
+                core::slice::from_raw_parts(iov, count)
+            }));
+        }
         // SAFETY: The core checked exactly one array is given: `bvec` holds
         // `count` bio_vecs.
-        let src = unsafe { core::slice::from_raw_parts(bvec, count) };
-        v.extend_from_slice(src, GFP_KERNEL)?;
-        Ok(Buffers::Bvec(v))
+        Iovs::copy_of(Iov::Bvec(unsafe {
+            core::slice::from_raw_parts(bvec, count)
+        }))
     }
 
     /// The buffers as lent ones, for an operation that uses them in place,
     /// with what the provider keeps of their regions.
     pub(super) fn into_lent(self, premapped: PremappedList) -> Lent {
         match self {
-            Buffers::Kvec(iov) => Lent::Kvecs(Kvecs { iov, premapped }),
-            Buffers::Bvec(bvecs) => Lent::Pages(Pages { bvecs, premapped }),
+            Iovs::Kvec(iov) => Lent::Kvecs(Kvecs { iov, premapped }),
+            Iovs::Bvec(bvecs) => Lent::Pages(Pages { bvecs, premapped }),
         }
     }
 
     pub(super) fn len(&self) -> usize {
-        match self {
-            Buffers::Kvec(v) => v.iter().map(|k| k.iov_len).sum(),
-            Buffers::Bvec(v) => v.iter().map(|b| b.bv_len as usize).sum(),
-        }
-    }
-
-    /// An iov_iter over the buffers.
-    pub(super) fn iter(&self, direction: u32) -> abi::iov_iter {
-        let mut iter = abi::iov_iter::default();
-        let len = self.len();
-        // SAFETY: The arrays describe the consumer's buffers, which stay
-        // valid while the operation is in progress.
-        unsafe {
-            match self {
-                Buffers::Kvec(v) => {
-                    abi::iov_iter_kvec(&mut iter, direction, v.as_ptr(), v.len(), len)
-                }
-                Buffers::Bvec(v) => {
-                    abi::iov_iter_bvec(&mut iter, direction, v.as_ptr(), v.len(), len)
-                }
-            }
-        }
-        iter
+        self.as_iov().len()
     }
 
     /// Appends the bytes of the buffers to `out`.
     pub(super) fn gather<A: Allocator>(&self, out: &mut Vec<u8, A>) -> Result {
-        let len = self.len();
-        let at = out.len();
-        out.extend_with(len, 0, GFP_KERNEL)?;
-        let mut iter = self.iter(abi::ITER_SOURCE);
-        // SAFETY: `out` has `len` writable bytes from `at`; `iter` covers `len`.
-        let n = unsafe { abi::_copy_from_iter(out.as_mut_ptr().add(at).cast(), len, &mut iter) };
-        if n == len {
-            Ok(())
-        } else {
-            Err(EFAULT)
-        }
+        append_from(self.as_iov(), 0, self.len(), out)
     }
 
-    /// Copies `src` into the buffers as far as it fits; the bytes copied.
-    pub(super) fn scatter(&self, src: &[u8]) -> usize {
-        self.scatter_at(0, src)
-    }
-
-    /// As [`Buffers::scatter`], from byte `offset` of the buffers on.
+    /// Copies `src` into the buffers from byte `offset` on, as far as it
+    /// fits; the bytes copied.
     pub(super) fn scatter_at(&self, offset: usize, src: &[u8]) -> usize {
-        let len = self.len();
-        if offset >= len {
-            return 0;
-        }
-        let n = src.len().min(len - offset);
-        let mut iter = self.iter(abi::ITER_DEST);
-        // SAFETY: `iter` covers `len > offset` bytes; advancing within them
-        // is valid; `src` has `n` readable bytes and `n <= len - offset`.
-        unsafe {
-            abi::iov_iter_advance(&mut iter, offset);
-            abi::_copy_to_iter(src.as_ptr().cast(), n, &mut iter)
-        }
+        // SAFETY: The consumer's buffers of a receive, writable until its
+        // completion, apart from `src`.
+        unsafe { self.as_iov().copy_in(offset, src) }
+    }
+}
+
+/// Appends bytes `at .. at + len` of `iov`, the consumer's buffers of an
+/// operation in progress, to `out`; -EINVAL past their end.
+fn append_from<A: Allocator>(iov: Iov<'_>, at: usize, len: usize, out: &mut Vec<u8, A>) -> Result {
+    if !matches!(at.checked_add(len), Some(end) if end <= iov.len()) {
+        return Err(EINVAL);
+    }
+    let start = out.len();
+    out.extend_with(len, 0, GFP_KERNEL)?;
+    // SAFETY: The consumer's buffers, readable while the operation is in
+    // progress; `out` is ours.
+    let n = unsafe { iov.copy_out(at, &mut out[start..]) };
+    if n == len {
+        Ok(())
+    } else {
+        Err(EFAULT)
     }
 }
 
@@ -209,11 +176,16 @@ pub(crate) enum Lent {
 }
 
 impl Lent {
-    pub(crate) fn len(&self) -> usize {
+    /// The buffers, borrowed.
+    pub(crate) fn as_iov(&self) -> Iov<'_> {
         match self {
-            Lent::Kvecs(k) => k.len(),
-            Lent::Pages(p) => p.len(),
+            Lent::Kvecs(k) => Iov::Kvec(&k.iov),
+            Lent::Pages(p) => Iov::Bvec(&p.bvecs),
         }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.as_iov().len()
     }
 
     /// Buffer `i`: where its bytes are and how many; `None` past the last.
@@ -243,70 +215,14 @@ impl Lent {
     /// An iterator over the buffers from byte `offset` on, for sending
     /// from them.
     pub(crate) fn iter_at(&self, offset: usize) -> abi::iov_iter {
-        let mut iter = abi::iov_iter::default();
-        // SAFETY: The arrays describe the consumer's buffers, lent until the
-        // operation completes; advancing by at most their length stays
-        // within them (iov_iter_advance also clamps).
-        unsafe {
-            match self {
-                Lent::Kvecs(k) => abi::iov_iter_kvec(
-                    &mut iter,
-                    abi::ITER_SOURCE,
-                    k.iov.as_ptr(),
-                    k.iov.len(),
-                    k.len(),
-                ),
-                Lent::Pages(p) => abi::iov_iter_bvec(
-                    &mut iter,
-                    abi::ITER_SOURCE,
-                    p.bvecs.as_ptr(),
-                    p.bvecs.len(),
-                    p.len(),
-                ),
-            }
-            abi::iov_iter_advance(&mut iter, offset.min(self.len()));
-        }
-        iter
+        self.as_iov().iter_at(abi::ITER_SOURCE, offset)
     }
 
     /// Bytes `offset .. offset + len` of the buffers as buffers of their
     /// own: new descriptors of the same memory, lent as these are (without
     /// their regions: a provider that sends pieces copies them).
     pub(crate) fn range(&self, offset: usize, len: usize) -> Result<Lent> {
-        if !matches!(offset.checked_add(len), Some(end) if end <= self.len()) {
-            return Err(EINVAL);
-        }
-        Ok(match self {
-            Lent::Kvecs(k) => Lent::Kvecs(Kvecs {
-                iov: cut(
-                    &k.iov,
-                    offset,
-                    len,
-                    |kv| kv.iov_len,
-                    |kv, skip, n| abi::kvec {
-                        iov_base: kv.iov_base.wrapping_byte_add(skip),
-                        iov_len: n,
-                    },
-                )?,
-                premapped: KVec::new(),
-            }),
-            // An offset past the first page of a multi-page bio_vec is
-            // valid: iov_iter finds the page from it.
-            Lent::Pages(p) => Lent::Pages(Pages {
-                bvecs: cut(
-                    &p.bvecs,
-                    offset,
-                    len,
-                    |bv| bv.bv_len as usize,
-                    |bv, skip, n| abi::bio_vec {
-                        bv_page: bv.bv_page,
-                        bv_len: n as u32,
-                        bv_offset: bv.bv_offset + skip as u32,
-                    },
-                )?,
-                premapped: KVec::new(),
-            }),
-        })
+        Ok(self.as_iov().window(offset, len)?.into_lent(KVec::new()))
     }
 
     /// Appends bytes `offset .. offset + len` of the buffers to `out` (for
@@ -317,49 +233,8 @@ impl Lent {
         len: usize,
         out: &mut Vec<u8, A>,
     ) -> Result {
-        if !matches!(offset.checked_add(len), Some(end) if end <= self.len()) {
-            return Err(EINVAL);
-        }
-        let at = out.len();
-        out.extend_with(len, 0, GFP_KERNEL)?;
-        let mut iter = self.iter_at(offset);
-        // SAFETY: `out` has `len` writable bytes from `at`; the iterator
-        // covers at least `len` more (checked above).
-        let n = unsafe { abi::_copy_from_iter(out.as_mut_ptr().add(at).cast(), len, &mut iter) };
-        if n == len {
-            Ok(())
-        } else {
-            Err(EFAULT)
-        }
+        append_from(self.as_iov(), offset, len, out)
     }
-}
-
-/// The descriptors covering bytes `offset .. offset + len` of those in `v`
-/// (whose lengths `len_of` gives), each made by `part(d, skip, n)`: `n`
-/// bytes of `d` from its byte `skip` on.
-fn cut<T>(
-    v: &[T],
-    mut offset: usize,
-    mut len: usize,
-    len_of: impl Fn(&T) -> usize,
-    part: impl Fn(&T, usize, usize) -> T,
-) -> Result<KVec<T>> {
-    let mut out = KVec::new();
-    for d in v {
-        if len == 0 {
-            break;
-        }
-        let l = len_of(d);
-        if offset >= l {
-            offset -= l;
-            continue;
-        }
-        let n = (l - offset).min(len);
-        out.push(part(d, offset, n), GFP_KERNEL)?;
-        len -= n;
-        offset = 0;
-    }
-    Ok(out)
 }
 
 /// The pages of a message, lent by the consumer until its send completes.
@@ -377,7 +252,7 @@ impl Pages {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.bvecs.iter().map(|b| b.bv_len as usize).sum()
+        Iov::Bvec(&self.bvecs).len()
     }
 }
 
@@ -396,6 +271,6 @@ impl Kvecs {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.iov.iter().map(|k| k.iov_len).sum()
+        Iov::Kvec(&self.iov).len()
     }
 }

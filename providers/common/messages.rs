@@ -3,7 +3,7 @@
 //! The operations a provider is handed: messages, tagged messages, RMA,
 //! and posted receives with what reports them.
 
-use super::buffers::{Buffers, Kvecs, Lent, Pages, Premapped, PremappedList};
+use super::buffers::{Buffers, Lent, Premapped, PremappedList};
 use super::handles::EpRef;
 use super::{fi_error, Context};
 use crate::abi;
@@ -126,18 +126,7 @@ impl PostedRecv {
         for p in self.premapped.iter() {
             premapped.push(p.clone(), GFP_KERNEL)?;
         }
-        Ok(match &self.buffers {
-            Buffers::Kvec(v) => {
-                let mut iov = KVec::with_capacity(v.len(), GFP_KERNEL)?;
-                iov.extend_from_slice(v, GFP_KERNEL)?;
-                Lent::Kvecs(Kvecs { iov, premapped })
-            }
-            Buffers::Bvec(v) => {
-                let mut bvecs = KVec::with_capacity(v.len(), GFP_KERNEL)?;
-                bvecs.extend_from_slice(v, GFP_KERNEL)?;
-                Lent::Pages(Pages { bvecs, premapped })
-            }
-        })
+        Ok(Buffers::copy_of(self.buffers.as_iov())?.into_lent(premapped))
     }
 
     /// The buffers' total size.
@@ -147,17 +136,13 @@ impl PostedRecv {
 
     /// Copies a message into the buffers; returns the bytes that fit.
     pub(crate) fn fill(&self, src: &[u8]) -> usize {
-        self.buffers.scatter(src)
+        self.buffers.scatter_at(0, src)
     }
 
     /// An iov_iter over the buffers from byte `offset` on (`offset` at most
     /// the capacity), for a provider that receives straight into them.
     pub(crate) fn iter_at(&self, offset: usize) -> abi::iov_iter {
-        let mut iter = self.buffers.iter(abi::ITER_DEST);
-        // SAFETY: `iter` covers the buffers; advancing by at most their
-        // length stays within them (iov_iter_advance also clamps).
-        unsafe { abi::iov_iter_advance(&mut iter, offset.min(self.buffers.len())) };
-        iter
+        self.buffers.as_iov().iter_at(abi::ITER_DEST, offset)
     }
 
     /// Copies `src` into the buffers from byte `offset` on (a part of a read
@@ -188,7 +173,7 @@ impl RmaMsg<'_> {
 
     /// Copies `src` into the local buffers (of a read); returns bytes copied.
     pub(crate) fn scatter(&self, src: &[u8]) -> Result<usize> {
-        Ok(self.buffers()?.scatter(src))
+        Ok(self.buffers()?.scatter_at(0, src))
     }
 }
 

@@ -25,6 +25,9 @@ mod device;
 #[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
+#[path = "../../include/kofi/rust/iovec.rs"]
+#[allow(dead_code)]
+mod iovec;
 #[path = "../common/mod.rs"]
 #[allow(dead_code)]
 mod kofi;

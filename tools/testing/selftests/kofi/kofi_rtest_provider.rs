@@ -20,6 +20,9 @@ mod compat;
 #[path = "../../../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
+#[path = "../../../../include/kofi/rust/iovec.rs"]
+#[allow(dead_code)]
+mod iovec;
 #[path = "../../../../providers/common/mod.rs"]
 #[allow(dead_code)]
 mod kofi;
