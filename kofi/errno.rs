@@ -11,11 +11,7 @@ use kernel::error::Error;
 use kernel::ffi::{c_char, c_int};
 use kernel::prelude::*;
 
-/// The kernel [`Error`] for a positive kofi error number.
-pub(crate) fn fi(errnum: u32) -> Error {
-    // `errnum` is a positive errno below MAX_ERRNO, so the conversion is exact.
-    Error::from_errno(-(errnum as c_int))
-}
+pub(crate) use crate::fi_error::fi_error as fi;
 
 macro_rules! fi_errors {
     ($($fn:ident => $code:ident),* $(,)?) => {

@@ -23,10 +23,13 @@ mod cntr;
 #[path = "../include/kofi/rust/compat.rs"]
 #[allow(dead_code)]
 mod compat;
+#[path = "../include/kofi/rust/context.rs"]
 mod context;
 mod ep_cm;
 mod ep_data;
 mod errno;
+#[path = "../include/kofi/rust/fi_error.rs"]
+mod fi_error;
 #[path = "../include/kofi/rust/flags.rs"]
 mod flags;
 mod getinfo;

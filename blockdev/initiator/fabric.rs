@@ -26,10 +26,7 @@ fn error(ret: isize) -> Error {
     Error::from_errno(ret as i32)
 }
 
-/// A kofi error number (`FI_E*`) as an [`Error`].
-pub(crate) fn fi_error(errnum: u32) -> Error {
-    Error::from_errno(-(errnum as i32))
-}
+pub(crate) use crate::fi_error::fi_error;
 
 /// Private data of a connection event, as the peer sent it.
 pub(crate) struct CmData {

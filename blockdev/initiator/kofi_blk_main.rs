@@ -22,6 +22,8 @@ mod control;
 mod device;
 mod errno;
 mod fabric;
+#[path = "../../include/kofi/rust/fi_error.rs"]
+mod fi_error;
 #[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;

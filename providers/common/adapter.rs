@@ -342,7 +342,7 @@ impl<P: Provider> Adapter<P> {
     unsafe extern "C" fn ep_cancel(ep: *mut abi::fid_ep, context: *mut c_void) -> isize {
         // SAFETY: The core calls this only on an open, enabled endpoint of
         // this provider, set up by `ep_open`; `context` is a cookie.
-        ret(unsafe { Self::ep(ep).cancel(Context(context)) }) as isize
+        ret(unsafe { Self::ep(ep).cancel(Context::of(context)) }) as isize
     }
 
     /// # Safety

@@ -41,10 +41,8 @@ impl EpRef {
     /// Reports a completed operation (see `kofi_ep_complete`): `flags` are
     /// the operation's own (with its FI_COMPLETION) plus what happened.
     pub(crate) fn complete(&self, flags: u64, ctx: Context, len: usize, data: u64) -> Result {
-        // SAFETY: `ptr` is live (type invariants).
-        to_result(unsafe {
-            abi::kofi_ep_complete(self.ptr.as_ptr(), flags, ctx.0, len, ptr::null_mut(), data)
-        })
+        // What kofi_ep_complete is: a tagged completion without a tag.
+        self.complete_tagged(flags, ctx, len, data, 0)
     }
 
     /// Reports a completed tagged operation (`flags` with FI_TAGGED) of a
@@ -62,7 +60,7 @@ impl EpRef {
             abi::kofi_ep_complete_tagged(
                 self.ptr.as_ptr(),
                 flags,
-                ctx.0,
+                ctx.as_ptr(),
                 len,
                 ptr::null_mut(),
                 data,
@@ -83,7 +81,7 @@ impl EpRef {
         prov_errno: i32,
     ) -> Result {
         self.fail_entry(abi::fi_cq_err_entry {
-            op_context: ctx.0,
+            op_context: ctx.as_ptr(),
             flags,
             len,
             olen,
@@ -131,7 +129,7 @@ impl EpRef {
         tag: u64,
     ) -> Result {
         self.fail_entry(abi::fi_cq_err_entry {
-            op_context: recv.context.0,
+            op_context: recv.context.as_ptr(),
             flags: FI_RECV | recv.kind(),
             len,
             olen,

@@ -82,6 +82,66 @@ macro_rules! ip_conn_by_inherent_methods {
 #[allow(unused_imports)]
 pub(crate) use ip_conn_by_inherent_methods;
 
+/// The `kofi::Endpoint` impl of an IP provider's endpoint type `$ep` (an
+/// `ip: IpEndpoint<$conn>` and a `domain` field): connection management,
+/// names, receives, cancel and progress through its [`IpEndpoint`], the
+/// same for every IP provider; the sends and RMA, the provider's own, are
+/// given as `$ops` (the impl is `#[vtable]`'s, which sees them all).
+/// (Unused by providers without connections.)
+#[allow(unused_macros)]
+macro_rules! ip_endpoint_ops {
+    ($ep:ty, $conn:ty, { $($ops:tt)* }) => {
+        #[vtable]
+        impl $crate::kofi::Endpoint for $ep {
+            fn connect(&self, addr: $crate::kofi::PeerAddr, param: &[u8]) -> Result {
+                self.ip.connect(addr, |dest| {
+                    let (ep, domain) = (self.ip.ep().clone(), self.domain.clone());
+                    <$conn>::connect(dest, param, ep, domain, self.ip.rx_cq_data())
+                })
+            }
+
+            fn accept(&self, param: &[u8]) -> Result {
+                self.ip.accept(param)
+            }
+
+            fn shutdown(&self) -> Result {
+                self.ip.shutdown()
+            }
+
+            fn getname(&self, out: &mut KVec<u8>) -> Result {
+                self.ip.name(false, out)
+            }
+
+            fn getpeer(&self, out: &mut KVec<u8>) -> Result {
+                self.ip.name(true, out)
+            }
+
+            fn recvmsg(&self, msg: &$crate::kofi::Msg<'_>, flags: u64) -> Result {
+                self.ip.recv(msg.to_posted(flags)?, flags)
+            }
+
+            fn trecvmsg(&self, msg: &$crate::kofi::TaggedMsg<'_>, flags: u64) -> Result {
+                use $crate::flags::{FI_DISCARD, FI_PEEK};
+                // A peek or a discard uses no buffers (fi_tagged(3)).
+                let buffers = flags & (FI_PEEK | FI_DISCARD) == 0;
+                self.ip.recv(msg.to_posted(flags, buffers)?, flags)
+            }
+
+            fn cancel(&self, context: $crate::kofi::Context) -> Result {
+                self.ip.cancel(context)
+            }
+
+            fn progress(&self) {
+                self.ip.progress()
+            }
+
+            $($ops)*
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use ip_endpoint_ops;
+
 /// An IP provider's active endpoint apart from its transport.
 pub(crate) struct IpEndpoint<C: IpConn> {
     ep: EpRef,

@@ -184,7 +184,7 @@ macro_rules! operation_accessors {
         impl $op<'_> {
             /// The consumer's context, returned in the operation's completion.
             pub(crate) fn context(&self) -> Context {
-                Context(self.raw.context)
+                Context::of(self.raw.context)
             }
 
             /// Remote CQ data (with FI_REMOTE_CQ_DATA).

@@ -53,26 +53,9 @@ pub(crate) use self::{
     registration::{module_kofi_provider, ProviderModule, Registration},
 };
 
-use core::ptr;
-use kernel::ffi::{c_int, c_void};
-use kernel::prelude::*;
-
 crate::compat::kofi_modinfo!(import_kofi);
 
-/// A positive kofi error number (`FI_E*`) as a kernel [`Error`].
-pub(crate) fn fi_error(errnum: u32) -> Error {
-    Error::from_errno(-(errnum as c_int))
-}
+pub(crate) use crate::fi_error::fi_error;
 
 /// The consumer's context of an operation, returned in its completion.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Context(*mut c_void);
-
-// SAFETY: An opaque cookie of the consumer's, never dereferenced.
-unsafe impl Send for Context {}
-// SAFETY: As above.
-unsafe impl Sync for Context {}
-
-impl Context {
-    pub(crate) const NONE: Context = Context(ptr::null_mut());
-}
+pub(crate) use crate::context::Context;

@@ -20,6 +20,11 @@ mod abi;
 #[allow(dead_code)]
 mod compat;
 mod conn;
+#[path = "../../include/kofi/rust/context.rs"]
+#[allow(dead_code)]
+mod context;
+#[path = "../../include/kofi/rust/fi_error.rs"]
+mod fi_error;
 #[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
@@ -43,8 +48,8 @@ use conn::{Conn, TxPayload};
 use flags::*;
 use kofi::ip_endpoint::IpEndpoint;
 use kofi::{
-    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef,
-    RmaMsg, TaggedMsg,
+    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PepRef, RmaMsg,
+    TaggedMsg,
 };
 use kofi::{sockaddr, tagged, workqueue};
 use listener::Listener;
@@ -269,31 +274,7 @@ impl SockEp {
     }
 }
 
-#[vtable]
-impl kofi::Endpoint for SockEp {
-    fn connect(&self, addr: PeerAddr, param: &[u8]) -> Result {
-        self.ip.connect(addr, |dest| {
-            let (ep, domain) = (self.ip.ep().clone(), self.domain.clone());
-            Conn::connect(dest, param, ep, domain, self.ip.rx_cq_data())
-        })
-    }
-
-    fn accept(&self, param: &[u8]) -> Result {
-        self.ip.accept(param)
-    }
-
-    fn shutdown(&self) -> Result {
-        self.ip.shutdown()
-    }
-
-    fn getname(&self, out: &mut KVec<u8>) -> Result {
-        self.ip.name(false, out)
-    }
-
-    fn getpeer(&self, out: &mut KVec<u8>) -> Result {
-        self.ip.name(true, out)
-    }
-
+kofi::ip_endpoint::ip_endpoint_ops!(SockEp, Conn, {
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
         let h = Header::new(Op::Send);
         let parts = SendParts {
@@ -303,10 +284,6 @@ impl kofi::Endpoint for SockEp {
             gather: |out: &mut KVVec<u8>| msg.gather(out),
         };
         self.send(h, flags, parts)
-    }
-
-    fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        self.ip.recv(msg.to_posted(flags)?, flags)
     }
 
     fn tsendmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
@@ -320,20 +297,6 @@ impl kofi::Endpoint for SockEp {
             gather: |out: &mut KVVec<u8>| msg.gather(out),
         };
         self.send(h, flags | FI_TAGGED, parts)
-    }
-
-    fn trecvmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
-        // A peek or a discard uses no buffers (fi_tagged(3)).
-        let buffers = flags & (FI_PEEK | FI_DISCARD) == 0;
-        self.ip.recv(msg.to_posted(flags, buffers)?, flags)
-    }
-
-    fn cancel(&self, context: Context) -> Result {
-        self.ip.cancel(context)
-    }
-
-    fn progress(&self) {
-        self.ip.progress()
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
@@ -360,7 +323,7 @@ impl kofi::Endpoint for SockEp {
         );
         self.conn()?.post_rma(call, parts, None)
     }
-}
+});
 
 /// An RMA call's local buffers, as its parts carry them.
 enum Local {

@@ -21,7 +21,12 @@ mod abi;
 #[allow(dead_code)]
 mod compat;
 mod conn;
+#[path = "../../include/kofi/rust/context.rs"]
+#[allow(dead_code)]
+mod context;
 mod device;
+#[path = "../../include/kofi/rust/fi_error.rs"]
+mod fi_error;
 #[path = "../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;
@@ -45,8 +50,8 @@ use flags::*;
 use kofi::ip_endpoint::IpEndpoint;
 use kofi::sockaddr::SockAddr;
 use kofi::{
-    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PeerAddr, PepRef,
-    RmaMsg, TaggedMsg,
+    fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PepRef, RmaMsg,
+    TaggedMsg,
 };
 use kofi::{sockaddr, tagged, workqueue};
 use rdma::{CmId, CmIdSlot};
@@ -303,40 +308,12 @@ impl VerbsEp {
     }
 }
 
-#[vtable]
-impl kofi::Endpoint for VerbsEp {
-    fn connect(&self, addr: PeerAddr, param: &[u8]) -> Result {
-        self.ip.connect(addr, |dest| {
-            let (ep, domain) = (self.ip.ep().clone(), self.domain.clone());
-            Conn::connect(dest, param, ep, domain, self.ip.rx_cq_data())
-        })
-    }
-
-    fn accept(&self, param: &[u8]) -> Result {
-        self.ip.accept(param)
-    }
-
-    fn shutdown(&self) -> Result {
-        self.ip.shutdown()
-    }
-
-    fn getname(&self, out: &mut KVec<u8>) -> Result {
-        self.ip.name(false, out)
-    }
-
-    fn getpeer(&self, out: &mut KVec<u8>) -> Result {
-        self.ip.name(true, out)
-    }
-
+kofi::ip_endpoint::ip_endpoint_ops!(VerbsEp, Conn, {
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
         let payload = || msg.lend();
         let copy = |out: &mut KVec<u8>| msg.gather(out);
         self.send(flags, msg.context(), data, None, payload, copy)
-    }
-
-    fn recvmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
-        self.ip.recv(msg.to_posted(flags)?, flags)
     }
 
     fn tsendmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
@@ -345,20 +322,6 @@ impl kofi::Endpoint for VerbsEp {
         let copy = |out: &mut KVec<u8>| msg.gather(out);
         let flags = flags | FI_TAGGED;
         self.send(flags, msg.context(), data, Some(msg.tag()), payload, copy)
-    }
-
-    fn trecvmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
-        // A peek or a discard uses no buffers (fi_tagged(3)).
-        let buffers = flags & (FI_PEEK | FI_DISCARD) == 0;
-        self.ip.recv(msg.to_posted(flags, buffers)?, flags)
-    }
-
-    fn cancel(&self, context: Context) -> Result {
-        self.ip.cancel(context)
-    }
-
-    fn progress(&self) {
-        self.ip.progress()
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {
@@ -383,7 +346,7 @@ impl kofi::Endpoint for VerbsEp {
         self.conn()?
             .rma(false, local, parts, None, msg.context(), flags)
     }
-}
+});
 
 /// Refuses a completion level the provider cannot keep. A send or write
 /// completes when the peer's RC acknowledgement arrives (or, for a

@@ -17,6 +17,11 @@ mod abi;
 #[path = "../../../../include/kofi/rust/compat.rs"]
 #[allow(dead_code)]
 mod compat;
+#[path = "../../../../include/kofi/rust/context.rs"]
+#[allow(dead_code)]
+mod context;
+#[path = "../../../../include/kofi/rust/fi_error.rs"]
+mod fi_error;
 #[path = "../../../../include/kofi/rust/flags.rs"]
 #[allow(dead_code)]
 mod flags;

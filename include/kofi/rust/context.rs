@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The contexts kofi hands back as it was given them: an object's (its
-//! fid's) and an operation's (its completion's).
+//! fid's) and an operation's (its completion's). The core and the providers
+//! compile this file in (as `crate::context`).
 
 use core::ptr;
 use kernel::ffi::c_void;
