@@ -171,6 +171,12 @@ pub(crate) const PIECES_MAX: usize = 32;
 /// The bytes of a key table a peer reads.
 pub(crate) const TABLE_LEN: usize = 24 + 16 * PIECES_MAX;
 
+/// Whether `key` names a region in pieces, whose key table a peer reads
+/// first ([`KEY_TABLE`]).
+pub(crate) fn names_table(key: u64) -> bool {
+    key & KEY_TABLE != 0
+}
+
 /// Where an access at `addr` of the region of key `key` (one MR's, not a
 /// table's) goes: the address the device is given, and the rkey.
 pub(crate) fn remote(key: u64, addr: u64) -> (u64, u32) {

@@ -419,10 +419,9 @@ impl Conn {
     fn tables_ready(&self, g: &mut Inner) -> bool {
         loop {
             let key = match g.queue.front() {
-                Some(TxOp::Rma { parts, next: 0, .. }) => parts
-                    .iter()
-                    .map(|p| p.key)
-                    .find(|k| k & wire::KEY_TABLE != 0),
+                Some(TxOp::Rma { parts, next: 0, .. }) => {
+                    parts.iter().map(|p| p.key).find(|&k| wire::names_table(k))
+                }
                 _ => None,
             };
             let Some(key) = key else {
