@@ -118,17 +118,6 @@ u64 kofi_bvec_phys(const struct bio_vec *bv)
 	return page_to_phys(bv->bv_page) + bv->bv_offset;
 }
 
-/* The core's own work (FI_EP_RDM progress); it must go on under memory pressure. */
-struct workqueue_struct *kofi_wq_alloc(void)
-{
-	return alloc_workqueue("kofi_rdm", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
-}
-
-void kofi_wq_destroy(struct workqueue_struct *wq)
-{
-	destroy_workqueue(wq);
-}
-
 /* The page of kmalloc'ed memory, to send a header from it in a bio_vec. */
 struct page *kofi_virt_to_page(const void *addr)
 {

@@ -32,9 +32,6 @@ void kofi_iov_iter_window(struct iov_iter *iter, unsigned int direction, bool bv
 struct bio_vec;
 u64 kofi_bvec_phys(const struct bio_vec *bv);
 bool kofi_in_task(void);
-struct workqueue_struct;
-struct workqueue_struct *kofi_wq_alloc(void);
-void kofi_wq_destroy(struct workqueue_struct *wq);
 struct page *kofi_virt_to_page(const void *addr);
 size_t kofi_copy_to_iter(const void *from, size_t len, struct iov_iter *iter);
 size_t kofi_copy_from_iter(void *to, size_t len, struct iov_iter *iter);

@@ -8,6 +8,7 @@
 //! `Documentation/kofi/overview.rst`.
 
 use kernel::prelude::*;
+use kernel::{bindings, c_str};
 
 mod abi;
 mod addr;
@@ -52,6 +53,8 @@ mod registry;
 mod report;
 #[path = "../include/kofi/rust/ring.rs"]
 mod ring;
+#[path = "../include/kofi/rust/workqueue.rs"]
+mod workqueue;
 
 module! {
     type: Kofi,
@@ -70,24 +73,20 @@ pub extern "C" fn fi_version() -> u32 {
 
 struct Kofi {
     _registry: Pin<KBox<registry::Registry>>,
+    // Last: what the RDM layer queued runs before its code goes.
+    _queue: workqueue::OwnQueue,
 }
 
 impl kernel::Module for Kofi {
     fn init(_module: &'static ThisModule) -> Result<Self> {
-        rdm::init()?;
-        let registry = match registry::Registry::install() {
-            Ok(r) => r,
-            Err(e) => {
-                rdm::exit();
-                return Err(e);
-            }
-        };
+        // The RDM layer's progress, off the consumers' threads.
+        let queue = workqueue::OwnQueue::new(c_str!("kofi_rdm"), bindings::wq_flags_WQ_UNBOUND)?;
+        let registry = registry::Registry::install()?;
         // SAFETY: No preconditions; undone in `drop`. The family's callbacks
         // need the registry, installed above.
         let r = unsafe { abi::kofi_nl_register() };
         if r != 0 {
             registry::Registry::uninstall();
-            rdm::exit();
             return Err(Error::from_errno(r));
         }
         // SAFETY: No preconditions; undone in `drop`.
@@ -99,6 +98,7 @@ impl kernel::Module for Kofi {
         );
         Ok(Kofi {
             _registry: registry,
+            _queue: queue,
         })
     }
 }
@@ -111,7 +111,6 @@ impl Drop for Kofi {
         // SAFETY: Registered in `init`; returns once no callback runs.
         unsafe { abi::kofi_nl_unregister() };
         registry::Registry::uninstall();
-        rdm::exit();
         pr_info!("core unloaded\n");
     }
 }

@@ -47,11 +47,11 @@ use crate::queue::{Cq, Eq, QueueOwner};
 // `pop` and `clear`: the compatibility trait's on 6.12, inherent on 7.3.
 #[allow(unused_imports)]
 use crate::compat::VecExt;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use kernel::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
-use kernel::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
+use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 /// Payload bytes of one segment: a segment with its header is one 16 KiB
 /// MSG send (kofi_verbs' eager size, so it needs no rendezvous).
@@ -567,39 +567,11 @@ impl WorkItem for Rdm {
     }
 }
 
-/// The core's workqueue for RDM progress, for the module's lifetime.
-static WQ: AtomicPtr<abi::workqueue_struct> = AtomicPtr::new(core::ptr::null_mut());
-
-/// Allocates the workqueue; at module load.
-pub(crate) fn init() -> Result {
-    // SAFETY: No preconditions.
-    let wq = unsafe { abi::kofi_wq_alloc() };
-    if wq.is_null() {
-        return Err(ENOMEM);
-    }
-    WQ.store(wq, Ordering::Release);
-    Ok(())
-}
-
-/// Destroys the workqueue (running what is queued); at module unload.
-pub(crate) fn exit() {
-    let wq = WQ.swap(core::ptr::null_mut(), Ordering::AcqRel);
-    if !wq.is_null() {
-        // SAFETY: Allocated in `init`; nothing queues after every endpoint
-        // is closed, which module unload implies.
-        unsafe { abi::kofi_wq_destroy(wq) };
-    }
-}
-
 impl Rdm {
     /// Queues the progress work.
     fn kick(self: Arc<Self>) {
-        let wq = WQ.load(Ordering::Acquire);
-        // SAFETY: The workqueue lives from `init` to `exit`, and endpoints
-        // exist only in between.
-        let queue = unsafe { workqueue::Queue::from_raw(wq.cast()) };
         // Already queued is fine: that run will see what is new.
-        let _ = queue.enqueue(self);
+        let _ = crate::workqueue::queue().enqueue(self);
     }
 
     /// The consumer's endpoint.

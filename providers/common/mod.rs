@@ -25,8 +25,8 @@
 //! build (`info.rs`). The provider's own code needs no FFI. What IP
 //! providers share beyond that lives here too: the active endpoint apart
 //! from its transport (`ip_endpoint.rs`), socket addresses (`sockaddr.rs`),
-//! tagged matching (`tagged.rs`) and the provider's workqueue
-//! (`workqueue.rs`).
+//! and tagged matching (`tagged.rs`). The provider's workqueue is
+//! `include/kofi/rust/workqueue.rs`, which the core uses too.
 
 mod adapter;
 pub(crate) mod buffers;
@@ -38,7 +38,6 @@ pub(crate) mod provider;
 pub(crate) mod registration;
 pub(crate) mod sockaddr;
 pub(crate) mod tagged;
-pub(crate) mod workqueue;
 
 // What each provider uses of these differs.
 #[allow(unused_imports)]

@@ -43,6 +43,8 @@ mod socket;
 mod timer;
 #[allow(dead_code)]
 mod wire;
+#[path = "../../include/kofi/rust/workqueue.rs"]
+mod workqueue;
 
 use conn::{Conn, TxPayload};
 use flags::*;
@@ -51,7 +53,7 @@ use kofi::{
     fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PepRef, RmaMsg,
     TaggedMsg,
 };
-use kofi::{sockaddr, tagged, workqueue};
+use kofi::{sockaddr, tagged};
 use listener::Listener;
 use socket::SockAddr;
 use wire::{Header, Op};

@@ -43,6 +43,8 @@ mod ring;
 #[path = "../common/timer.rs"]
 mod timer;
 mod wire;
+#[path = "../../include/kofi/rust/workqueue.rs"]
+mod workqueue;
 
 use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
 use device::{VDomain, VRegion, VerbsDomain};
@@ -53,7 +55,7 @@ use kofi::{
     fi_error, Context, DomainRef, EpRef, Info, InfoList, InfoRef, Lent, Msg, PepRef, RmaMsg,
     TaggedMsg,
 };
-use kofi::{sockaddr, tagged, workqueue};
+use kofi::{sockaddr, tagged};
 use rdma::{CmId, CmIdSlot};
 
 kofi::module_kofi_provider! {

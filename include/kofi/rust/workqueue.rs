@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The provider's own workqueue, for the module's lifetime: WQ_MEM_RECLAIM,
-//! so its progress goes on under memory pressure (storage depends on it),
-//! and destroyed only after what is queued on it has run, so no work of
-//! the provider's outlives its code. Each provider crate compiles this
-//! file (`#[path]`), so each has a queue of its own.
+//! A module's own workqueue, for the module's lifetime: WQ_MEM_RECLAIM, so
+//! its progress goes on under memory pressure (storage depends on it), and
+//! destroyed only after what is queued on it has run, so no work of the
+//! module's outlives its code. Each crate that needs one (the core, for the
+//! RDM layer's progress; each provider) compiles this file (`#[path]`), so
+//! each has a queue of its own.
 
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
@@ -14,17 +15,18 @@ use kernel::workqueue::Queue;
 
 static WQ: AtomicPtr<bindings::workqueue_struct> = AtomicPtr::new(ptr::null_mut());
 
-/// The provider's workqueue.
+/// The module's workqueue.
 ///
-/// Called only while the module's [`OwnQueue`] lives: by the provider's
+/// Called only while the module's [`OwnQueue`] lives: by the module's
 /// objects, which are all closed before the module goes.
 pub(crate) fn queue() -> &'static Queue {
-    // SAFETY: Set by `OwnQueue::new` before the provider registers, and
-    // destroyed by its drop after the provider's objects are gone.
+    // SAFETY: Set by `OwnQueue::new` in the module's init, before any
+    // object of the module exists, and destroyed by its drop after they
+    // are all gone.
     unsafe { Queue::from_raw(WQ.load(Ordering::Acquire)) }
 }
 
-/// Owns the provider's workqueue: made first in the module's init, dropped
+/// Owns the module's workqueue: made first in the module's init, dropped
 /// last.
 ///
 /// # Invariants
