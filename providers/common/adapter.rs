@@ -467,10 +467,10 @@ impl<P: Provider> Adapter<P> {
         attr: *const abi::fi_mr_attr,
         _flags: u64,
     ) -> c_int {
-        // SAFETY: A live domain of this provider; the core checked `attr`
-        // and allocated `mr`, not yet visible to anyone else.
         // INVARIANT: fi_mr_reg's attributes: the consumer keeps the memory
         // registered until the region's close, which drops its state.
+        // SAFETY: A live domain of this provider; the core checked `attr`
+        // and allocated `mr`, not yet visible to anyone else.
         ret(unsafe {
             state::<P::Domain>(domain.cast())
                 .mr_reg(&MrAttr { raw: &*attr })
