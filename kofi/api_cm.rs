@@ -144,7 +144,7 @@ pub(crate) extern "C" fn fi_getname(
             }
             abi::FI_CLASS_PEP => {
                 // SAFETY: The class says it is a passive endpoint, open.
-                unsafe { lookup::<PassiveEp>(fid.cast()) }?.getname(buf, len)
+                unsafe { lookup::<PassiveEp>(fid.cast()) }?.provider_getname(buf, len)
             }
             _ => Err(EINVAL),
         }

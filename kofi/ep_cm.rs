@@ -41,12 +41,6 @@ impl PassiveEp {
         check_param(param)?;
         self.provider_reject(req, param)
     }
-
-    /// The local address into `buf`; its length goes to `len` (also when
-    /// `buf` is too small: -FI_ETOOSMALL).
-    pub(crate) fn getname(&self, buf: &mut [u8], len: &mut usize) -> Result {
-        self.provider_getname(buf, len)
-    }
 }
 
 impl Endpoint {
@@ -91,12 +85,12 @@ impl Endpoint {
         self.backend().shutdown(self, flags)
     }
 
-    /// The local address, as [`PassiveEp::getname`] gives it.
+    /// The local address, as [`PassiveEp::provider_getname`] gives it.
     pub(crate) fn getname(&self, buf: &mut [u8], len: &mut usize) -> Result {
         self.backend().getname(self, buf, len)
     }
 
-    /// The connected peer's address, as [`PassiveEp::getname`] gives a
+    /// The connected peer's address, as [`PassiveEp::provider_getname`] gives a
     /// name.
     pub(crate) fn getpeer(&self, buf: &mut [u8], len: &mut usize) -> Result {
         self.backend().getpeer(self, buf, len)

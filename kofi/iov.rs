@@ -21,7 +21,7 @@ pub(crate) enum Buffer<'a> {
 
 /// Whether a kvec can describe memory: a buffer unless empty, and none that
 /// wraps the address space.
-pub(crate) fn kvec_valid(k: &abi::kvec) -> bool {
+fn kvec_valid(k: &abi::kvec) -> bool {
     (!k.iov_base.is_null() || k.iov_len == 0)
         && (k.iov_base as usize).checked_add(k.iov_len).is_some()
 }
@@ -114,16 +114,6 @@ impl<'a> Iov<'a> {
             }
         }
         Ok(total)
-    }
-
-    /// The arrays as a C message carries them: `(msg_iov, msg_bvec)`, both
-    /// null when there is no buffer.
-    pub(crate) fn as_raw(&self) -> (*const abi::kvec, *const abi::bio_vec) {
-        match self {
-            _ if self.count() == 0 => (ptr::null(), ptr::null()),
-            Iov::Kvec(v) => (v.as_ptr(), ptr::null()),
-            Iov::Bvec(v) => (ptr::null(), v.as_ptr()),
-        }
     }
 }
 

@@ -124,16 +124,6 @@ struct page *kofi_virt_to_page(const void *addr)
 	return virt_to_page(addr);
 }
 
-size_t kofi_copy_to_iter(const void *from, size_t len, struct iov_iter *iter)
-{
-	return copy_to_iter(from, len, iter);
-}
-
-size_t kofi_copy_from_iter(void *to, size_t len, struct iov_iter *iter)
-{
-	return copy_from_iter(to, len, iter);
-}
-
 /* "a.b.c.d:port" or "[v6]:port"; the length without the NUL, as snprintf. */
 int kofi_sockaddr_str(const struct sockaddr_storage *addr, char *buf, size_t len)
 {

@@ -33,8 +33,6 @@ struct bio_vec;
 u64 kofi_bvec_phys(const struct bio_vec *bv);
 bool kofi_in_task(void);
 struct page *kofi_virt_to_page(const void *addr);
-size_t kofi_copy_to_iter(const void *from, size_t len, struct iov_iter *iter);
-size_t kofi_copy_from_iter(void *to, size_t len, struct iov_iter *iter);
 struct sockaddr_storage;
 int kofi_sockaddr_str(const struct sockaddr_storage *addr, char *buf, size_t len);
 int kofi_sockaddr_node(const struct sockaddr_storage *addr, char *node, size_t len,

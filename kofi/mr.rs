@@ -9,7 +9,7 @@
 use crate::abi;
 use crate::errno;
 use crate::flags;
-use crate::iov::{kvec_valid, Buffer, Local};
+use crate::iov::{Buffer, Iov, Iovs, Local};
 use crate::lock::{new_bh_spinlock, BhSpinLock};
 use crate::object::{self, class_of, fid_head, lookup, publish, Domain, Endpoint, Object};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,12 +22,6 @@ use kernel::types::Opaque;
 /// The most iovs in one registration when the provider does not say.
 const MR_IOV_LIMIT_DEFAULT: usize = 256;
 
-/// The memory of a region.
-pub(crate) enum MrIov {
-    Kvec(KVec<abi::kvec>),
-    Bvec(KVec<abi::bio_vec>),
-}
-
 /// A registered memory region.
 #[repr(C)]
 #[pin_data]
@@ -37,7 +31,7 @@ pub(crate) struct Mr {
     access: u64,
     offset: u64,
     len: u64,
-    iov: MrIov,
+    iov: Iovs,
     /// Lookups holding the region; changed under the table's lock.
     inflight: AtomicUsize,
     /// The provider's mr_reg succeeded: call its mr_close.
@@ -78,8 +72,8 @@ impl Mr {
     /// locked).
     unsafe fn window(&self, iter: *mut abi::iov_iter, direction: u32, start: usize, len: usize) {
         let (bvec, ptr, nr) = match &self.iov {
-            MrIov::Kvec(v) => (false, v.as_ptr().cast::<c_void>(), v.len()),
-            MrIov::Bvec(v) => (true, v.as_ptr().cast::<c_void>(), v.len()),
+            Iovs::Kvec(v) => (false, v.as_ptr().cast::<c_void>(), v.len()),
+            Iovs::Bvec(v) => (true, v.as_ptr().cast::<c_void>(), v.len()),
         };
         let total = self.len as usize;
         // SAFETY: The array lives with the region (the caller's guarantee);
@@ -108,51 +102,25 @@ impl MrTable {
 }
 
 /// The region's iovs, checked, and their total length.
-fn copy_iovs(attr: &abi::fi_mr_attr, limit: usize) -> Result<(MrIov, u64)> {
+fn copy_iovs(attr: &abi::fi_mr_attr, limit: usize) -> Result<(Iovs, u64)> {
     let count = attr.iov_count;
     if count == 0 || count > limit {
         return Err(EINVAL);
     }
-    let mut total: u64 = 0;
-    let iov = match attr.iov_type {
-        abi::kofi_iov_type_KOFI_IOV_KVEC => {
-            if attr.mr_iov.is_null() {
-                return Err(EINVAL);
-            }
-            // SAFETY: `mr_iov` holds `iov_count` kvecs (ABI).
-            let src = unsafe { core::slice::from_raw_parts(attr.mr_iov, count) };
-            let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
-            for k in src {
-                if !kvec_valid(k) {
-                    return Err(EINVAL);
-                }
-                total = total.checked_add(k.iov_len as u64).ok_or(EINVAL)?;
-                v.push(*k, GFP_KERNEL)?;
-            }
-            MrIov::Kvec(v)
-        }
-        abi::kofi_iov_type_KOFI_IOV_BVEC => {
-            if attr.mr_bvec.is_null() {
-                return Err(EINVAL);
-            }
-            // SAFETY: `mr_bvec` holds `iov_count` bio_vecs (ABI).
-            let src = unsafe { core::slice::from_raw_parts(attr.mr_bvec, count) };
-            let mut v = KVec::with_capacity(count, GFP_KERNEL)?;
-            for b in src {
-                if b.bv_page.is_null() && b.bv_len != 0 {
-                    return Err(EINVAL);
-                }
-                total = total.checked_add(u64::from(b.bv_len)).ok_or(EINVAL)?;
-                v.push(*b, GFP_KERNEL)?;
-            }
-            MrIov::Bvec(v)
-        }
+    let (kvecs, bvecs) = match attr.iov_type {
+        abi::kofi_iov_type_KOFI_IOV_KVEC => (attr.mr_iov, core::ptr::null()),
+        abi::kofi_iov_type_KOFI_IOV_BVEC => (core::ptr::null(), attr.mr_bvec),
         _ => return Err(EINVAL),
     };
+    // SAFETY: The array of the iov type, when given, holds `iov_count`
+    // entries (ABI); the other is null, and a missing one is -EINVAL.
+    let iov = unsafe { Iov::from_raw(kvecs, bvecs, count) }?;
+    // A region's faults are all -EINVAL, an overflowing length too.
+    let total = iov.total().map_err(|_| EINVAL)?;
     if total == 0 {
         return Err(EINVAL);
     }
-    Ok((iov, total))
+    Ok((Iovs::copy_of(iov)?, total as u64))
 }
 
 fn regattr(domain: &Arc<Domain>, attr: &abi::fi_mr_attr, flags: u64) -> Result<*mut abi::fid_mr> {
@@ -443,7 +411,7 @@ pub(crate) unsafe fn check_desc(
 impl Mr {
     /// Whether `k` lies within one of the region's kvecs.
     fn holds_bytes(&self, k: &abi::kvec) -> bool {
-        let MrIov::Kvec(v) = &self.iov else {
+        let Iovs::Kvec(v) = &self.iov else {
             return k.iov_len == 0;
         };
         let (start, len) = (k.iov_base as usize, k.iov_len);
@@ -458,7 +426,7 @@ impl Mr {
     /// physical address: the same pages may be described from another
     /// first page).
     fn holds_pages(&self, b: &abi::bio_vec) -> bool {
-        let MrIov::Bvec(v) = &self.iov else {
+        let Iovs::Bvec(v) = &self.iov else {
             return b.bv_len == 0;
         };
         if b.bv_len == 0 {
@@ -615,22 +583,15 @@ pub(crate) fn update_span(
     let regions = domain.mrs.regions.lock();
     let mr = regions.get(&key).ok_or_else(errno::enokey)?;
     let start = span(mr, addr, buf.len(), access)?;
-    let len = buf.len();
-    let window = |direction| {
-        let mut iter = core::mem::MaybeUninit::<abi::iov_iter>::zeroed();
-        // SAFETY: `span` checked the window lies inside the region, which
-        // stays in the table, whose lock is held, while the iterator is used.
-        unsafe { mr.window(iter.as_mut_ptr(), direction, start, len) };
-        iter
-    };
-    let mut from = window(abi::ITER_SOURCE);
-    // SAFETY: `buf` has room for the window's bytes; the iterator is set.
-    unsafe { abi::kofi_copy_from_iter(buf.as_mut_ptr().cast(), len, from.as_mut_ptr()) };
+    let memory = mr.iov.as_iov();
+    // SAFETY: `span` checked the window lies inside the region, whose
+    // memory stays registered while it is in the table, whose lock is held;
+    // `buf` is ours.
+    unsafe { memory.copy_out(start, buf) };
     update(buf);
     if access & flags::FI_REMOTE_WRITE != 0 {
-        let mut to = window(abi::ITER_DEST);
-        // SAFETY: As above, in the other direction.
-        unsafe { abi::kofi_copy_to_iter(buf.as_ptr().cast(), len, to.as_mut_ptr()) };
+        // SAFETY: As above, in the other direction (FI_REMOTE_WRITE).
+        unsafe { memory.copy_in(start, buf) };
     }
     Ok(())
 }

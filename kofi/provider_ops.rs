@@ -153,7 +153,8 @@ impl PassiveEp {
         op_result(unsafe { reject(self.public(), req.fid(), param_c(param), param.len()) })
     }
 
-    /// The local address into `buf`; its length to `len`.
+    /// The local address into `buf`; its length goes to `len` (also when
+    /// `buf` is too small: -FI_ETOOSMALL).
     pub(crate) fn provider_getname(&self, buf: &mut [u8], len: &mut usize) -> Result {
         let getname = self
             .ops()

@@ -62,7 +62,7 @@ pub(super) fn listen(rdm: &Arc<Rdm>, s: &mut State) -> Result {
     listener.listen()?;
     let mut raw_name = [0u8; 128];
     let mut len = 0;
-    listener.getname(&mut raw_name, &mut len)?;
+    listener.provider_getname(&mut raw_name, &mut len)?;
     let name = Name::parse(&raw_name[..len.min(raw_name.len())]).map_err(|_| EINVAL)?;
     if name.is_wildcard() {
         // Peers could not reach us by it: the info needs a source address.

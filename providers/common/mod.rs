@@ -48,7 +48,7 @@ pub(crate) use self::{
     messages::{
         cancel_posted, report_cancelled, send_kind, Msg, PostedRecv, RmaMsg, TagMatch, TaggedMsg,
     },
-    provider::{Domain, Endpoint, MrAttr, MrMemory, NoPassiveEp, PassiveEndpoint, Provider},
+    provider::{Domain, Endpoint, MrAttr, NoPassiveEp, PassiveEndpoint, Provider},
     registration::{module_kofi_provider, ProviderModule, Registration},
 };
 

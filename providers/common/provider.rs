@@ -9,14 +9,9 @@ use super::info::{InfoList, InfoRef};
 use super::messages::{Msg, RmaMsg, TaggedMsg};
 use super::Context;
 use crate::abi;
+use crate::iovec::Iov;
 use kernel::error::VTABLE_DEFAULT_ERROR;
 use kernel::prelude::*;
-
-/// The memory of a registration.
-pub(crate) enum MrMemory<'a> {
-    Kvecs(&'a [abi::kvec]),
-    Pages(&'a [abi::bio_vec]),
-}
 
 /// A registration's arguments, checked by the core, borrowed for the op.
 ///
@@ -40,15 +35,16 @@ impl MrAttr<'_> {
         self.raw.offset
     }
 
-    pub(crate) fn memory(&self) -> MrMemory<'_> {
+    /// The registration's memory.
+    pub(crate) fn memory(&self) -> Iov<'_> {
         let n = self.raw.iov_count;
         // SAFETY: The core checked the array of the iov type holds `n`
         // entries; it lives as long as the registration call.
         unsafe {
             if self.raw.iov_type == abi::kofi_iov_type_KOFI_IOV_BVEC {
-                MrMemory::Pages(core::slice::from_raw_parts(self.raw.mr_bvec, n))
+                Iov::Bvec(core::slice::from_raw_parts(self.raw.mr_bvec, n))
             } else {
-                MrMemory::Kvecs(core::slice::from_raw_parts(self.raw.mr_iov, n))
+                Iov::Kvec(core::slice::from_raw_parts(self.raw.mr_iov, n))
             }
         }
     }

@@ -7,7 +7,8 @@
 
 use crate::abi;
 use crate::compat::VecExt;
-use crate::kofi::{Lent, LocalAt, MrAttr, MrMemory, Premapped};
+use crate::iovec::Iov;
+use crate::kofi::{Lent, LocalAt, MrAttr, Premapped};
 use crate::sockaddr::SockAddr;
 use core::ops::Range;
 use core::ptr::{self, NonNull};
@@ -274,10 +275,8 @@ impl<H: CqOwner> Cq<H> {
     /// Called by the RDMA core with a completion of a work request posted
     /// with one of a `Cq<H>`'s slots, on a QP of that CQ.
     unsafe extern "C" fn done(_cq: *mut abi::ib_cq, wc: *mut abi::ib_wc) {
-        // SAFETY: The core passes a valid completion; its cqe is the first
-        // field of a `Slot<H>` (repr(C)) of the CQ it completed on, which
-        // is live while it is polled, as is the owner it holds (type
-        // invariants).
+        // SAFETY: A valid completion; its cqe heads a `Slot<H>` (repr(C)) of
+        // the CQ being polled, live with the owner it holds (invariants).
         unsafe {
             let wc = &*wc;
             let slot = &*wc.__bindgen_anon_1.wr_cqe.cast::<Slot<H>>();
@@ -710,8 +709,9 @@ impl LocalMap {
     /// the map at the region's close, or releases it ([`LocalMap::release`])
     /// at the device's removal.
     pub(crate) fn new(dev: Device, attr: &MrAttr<'_>) -> Result<Arc<LocalMap>> {
-        let (kv, bv, n) = memory_arrays(&attr.memory());
-        let n = u32::try_from(n).map_err(|_| EINVAL)?;
+        let memory = attr.memory();
+        let (kv, bv) = memory.as_raw();
+        let n = u32::try_from(memory.count()).map_err(|_| EINVAL)?;
         let mut err = 0;
         // SAFETY: The arrays hold `n` entries, of memory the consumer keeps
         // registered until the region's close (`MrAttr` invariants); the
@@ -789,14 +789,6 @@ pub(crate) fn inline_sge(buf: &[u8]) -> abi::ib_sge {
     }
 }
 
-/// The kvec array, the bio_vec array and the entries of `memory`.
-fn memory_arrays(memory: &MrMemory<'_>) -> (*const abi::kvec, *const abi::bio_vec, usize) {
-    match memory {
-        MrMemory::Kvecs(k) => (k.as_ptr(), ptr::null(), k.len()),
-        MrMemory::Pages(p) => (ptr::null(), p.as_ptr(), p.len()),
-    }
-}
-
 /// A fast-registered memory region for remote access.
 ///
 /// # Invariants
@@ -825,7 +817,7 @@ impl Region {
         // SAFETY: The consumer keeps the memory registered until the
         // region's close (`MrAttr` invariants), by which the owner drops
         // the region.
-        unsafe { Region::new(pd, &attr.memory(), attr.offset(), remote_read, remote_write) }
+        unsafe { Region::new(pd, attr.memory(), attr.offset(), remote_read, remote_write) }
     }
 
     /// Maps the memory and allocates the MR.
@@ -835,13 +827,13 @@ impl Region {
     /// The memory stays valid while the region exists.
     unsafe fn new(
         pd: &Arc<Pd>,
-        memory: &MrMemory<'_>,
+        memory: Iov<'_>,
         offset: u64,
         remote_read: bool,
         remote_write: bool,
     ) -> Result<Region> {
-        let (kv, bv, n) = memory_arrays(memory);
-        let n = u32::try_from(n).map_err(|_| EINVAL)?;
+        let (kv, bv) = memory.as_raw();
+        let n = u32::try_from(memory.count()).map_err(|_| EINVAL)?;
         let mut err = 0;
         // SAFETY: The arrays hold `n` entries of memory valid while the
         // region exists (the caller's guarantee); the PD is live.
@@ -884,13 +876,9 @@ impl Region {
         if let Some(r) = Region::of_premapped(pd, lent, remote_read, remote_write)? {
             return Ok(Some(r));
         }
-        let memory = match lent {
-            Lent::Kvecs(k) => MrMemory::Kvecs(k.kvecs()),
-            Lent::Pages(p) => MrMemory::Pages(p.bvecs()),
-        };
         // SAFETY: Lent buffers stay valid until their operation completes,
         // and the region does not outlive the operation (see above).
-        match unsafe { Region::new(pd, &memory, 0, remote_read, remote_write) } {
+        match unsafe { Region::new(pd, lent.as_iov(), 0, remote_read, remote_write) } {
             Ok(r) if r.wrs() == 1 => Ok(Some(r)),
             Ok(_) | Err(EINVAL) => Ok(None),
             Err(e) => Err(e),
@@ -1221,10 +1209,10 @@ impl HandlerRef {
 impl Drop for IdCore {
     fn drop(&mut self) {
         if let Some(handler) = self.handler.take() {
-            // SAFETY: Ours (type invariants); its QP went before, with the
-            // `Qp` that holds a reference to this. Destroying the id waits
-            // for its event callbacks, after which the context is ours to
-            // release.
+            // Destroying the id waits for its event callbacks, after which
+            // the context is ours to release.
+            // SAFETY: Ours (type invariants); its QP went first, with the
+            // `Qp` that holds a reference to this.
             unsafe { abi::rdma_destroy_id(self.ptr.as_ptr()) };
             handler.release();
         }

@@ -39,6 +39,16 @@ impl<'a> Iov<'a> {
         }
     }
 
+    /// The arrays as a C message carries them: `(msg_iov, msg_bvec)`, both
+    /// null when there is no buffer.
+    pub(crate) fn as_raw(&self) -> (*const abi::kvec, *const abi::bio_vec) {
+        match self {
+            _ if self.count() == 0 => (core::ptr::null(), core::ptr::null()),
+            Iov::Kvec(v) => (v.as_ptr(), core::ptr::null()),
+            Iov::Bvec(v) => (core::ptr::null(), v.as_ptr()),
+        }
+    }
+
     /// Their bytes in all (the caller checked the sum fits where it came
     /// from the consumer).
     pub(crate) fn len(&self) -> usize {
