@@ -570,8 +570,18 @@ impl Cq {
             };
             *free = Some(arc());
         }
+        let one_sleeper = state.sleepers == 1;
         drop(state);
-        self.waiters.notify_all();
+        if one_sleeper {
+            // A synchronous wake-up, as a socket's data_ready wakes its
+            // reader: the waker (a softirq, or a thread about to wait for
+            // the answer) gives way, and the sleeper stays on this CPU. It
+            // makes the progress, or leaves as the last sleeper, which makes
+            // it too (see `sread`).
+            self.waiters.notify_sync();
+        } else {
+            self.waiters.notify_all();
+        }
         if by_owner {
             self.call_handler();
         }

@@ -143,15 +143,7 @@ impl Iovs {
         if unsafe { self.as_iov().copy_out(0, &mut bytes) } != total {
             return Err(EFAULT);
         }
-        let mut one = KVec::with_capacity(1, GFP_KERNEL)?;
-        one.push(
-            abi::kvec {
-                iov_base: bytes.as_mut_ptr().cast(),
-                iov_len: bytes.len(),
-            },
-            GFP_KERNEL,
-        )?;
-        Ok((Iovs::Kvec(one), bytes))
+        Ok((Iovs::one(bytes.as_mut_ptr(), bytes.len()), bytes))
     }
 
     /// A message of the buffers, without descriptors, to the connected
@@ -291,7 +283,7 @@ impl TxOp {
             context,
             flags,
             len: 0,
-            iov: Iovs::Kvec(KVec::new()),
+            iov: Iovs::none(),
             _copy: None,
             kind,
             posted: 0,

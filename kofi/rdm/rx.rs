@@ -130,20 +130,13 @@ fn carve(s: &mut State, at: usize, total: usize) -> Result<Recv> {
         return Err(EINVAL);
     };
     let room = m.len - m.used;
-    let mut one = KVec::with_capacity(1, GFP_KERNEL)?;
-    one.push(
-        abi::kvec {
-            iov_base: m.base.wrapping_add(m.used).cast(),
-            iov_len: room,
-        },
-        GFP_KERNEL,
-    )?;
+    let iov = Iovs::one(m.base.wrapping_add(m.used), room);
     m.used = (m.used + total.min(room)).next_multiple_of(8).min(m.len);
     let (id, released) = (m.id, m.len - m.used < min);
     let share = Recv {
         context: r.context,
         flags: r.flags,
-        iov: Iovs::Kvec(one),
+        iov,
         cap: room,
         from: r.from,
         wants: r.wants,
@@ -234,7 +227,7 @@ pub(super) fn trecvmsg(rdm: &Rdm, m: &TaggedMsg<'_>, flags: u64) -> Result {
     };
     let (iov, cap) = match take {
         // The buffers are not used (fi_tagged.h).
-        Take::Discard { .. } => (Iovs::Kvec(KVec::new()), 0),
+        Take::Discard { .. } => (Iovs::none(), 0),
         _ => Iovs::copy(m.msg.local.iov)?,
     };
     let recv = Recv {
@@ -310,7 +303,7 @@ fn peek(
         let recv = Recv {
             context: m.msg.context,
             flags: rflags,
-            iov: Iovs::Kvec(KVec::new()),
+            iov: Iovs::none(),
             cap: 0,
             from,
             wants,

@@ -12,6 +12,7 @@ use crate::compat::VecExt;
 use crate::context::Context;
 use crate::errno;
 use crate::flags::*;
+use crate::iovec::Descs;
 use crate::msg::{Msg, Rma, RmaMsg};
 use crate::queue::Completion;
 use core::ptr;
@@ -258,7 +259,7 @@ enum Posted {
 fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Result<Iovs> {
     let mut out = match &op.iov {
         Iovs::Kvec(v) => {
-            let mut out = KVec::with_capacity(v.len() + 1, GFP_KERNEL)?;
+            let mut out = Descs::with_capacity(v.len() + 1, GFP_KERNEL)?;
             out.push(
                 abi::kvec {
                     iov_base: hdr.as_ptr().cast_mut().cast(),
@@ -269,7 +270,7 @@ fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Resu
             Iovs::Kvec(out)
         }
         Iovs::Bvec(v) => {
-            let mut out = KVec::with_capacity(v.len() + 1, GFP_KERNEL)?;
+            let mut out = Descs::with_capacity(v.len() + 1, GFP_KERNEL)?;
             let addr = hdr.as_ptr();
             // SAFETY: The header is kmalloc'ed (a `KBox`), in the linear map.
             let page = unsafe { abi::kofi_virt_to_page(addr.cast()) };

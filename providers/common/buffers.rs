@@ -6,7 +6,7 @@
 //! and regions held by the peers' RMA that use them ([`MrHold`]).
 
 use crate::abi;
-use crate::iovec::{Iov, Iovs};
+use crate::iovec::{Descs, Iov, Iovs};
 use core::any::Any;
 use core::ptr::NonNull;
 use kernel::alloc::{Allocator, Vec};
@@ -109,7 +109,7 @@ impl Buffers {
         count: usize,
     ) -> Result<Buffers> {
         if count == 0 {
-            return Ok(Iovs::Kvec(KVec::new()));
+            return Ok(Iovs::Kvec(Descs::new()));
         }
         if !iov.is_null() {
             // SAFETY: The core checked `iov` holds `count` kvecs.
@@ -239,7 +239,7 @@ impl Lent {
 
 /// The pages of a message, lent by the consumer until its send completes.
 pub(crate) struct Pages {
-    pub(super) bvecs: KVec<abi::bio_vec>,
+    pub(super) bvecs: Descs<abi::bio_vec>,
     pub(super) premapped: PremappedList,
 }
 
@@ -258,7 +258,7 @@ impl Pages {
 
 /// The kvecs of a message, lent by the consumer until its send completes.
 pub(crate) struct Kvecs {
-    pub(super) iov: KVec<abi::kvec>,
+    pub(super) iov: Descs<abi::kvec>,
     pub(super) premapped: PremappedList,
 }
 

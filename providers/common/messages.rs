@@ -61,7 +61,7 @@ impl TaggedMsg<'_> {
             return self.posted(flags, Some(self.tag_match()));
         }
         Ok(PostedRecv {
-            buffers: Buffers::Kvec(KVec::new()),
+            buffers: Buffers::none(),
             premapped: KVec::new(),
             context: self.context(),
             flags,

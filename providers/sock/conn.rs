@@ -18,6 +18,7 @@
 use crate::abi;
 use crate::compat::VecExt;
 use crate::flags::*;
+use crate::iovec::Iov;
 use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, send_kind, Context, DomainRef, EpRef, Info, Lent,
@@ -92,6 +93,23 @@ impl TxPayload {
             TxPayload::None => 0,
             TxPayload::Copied(v) => v.len(),
             TxPayload::Lent(l) => l.len(),
+        }
+    }
+
+    /// Calls `f` with an iterator over the payload's bytes (None when there
+    /// are none), valid for the call.
+    fn with_iter<R>(&self, f: impl FnOnce(Option<&abi::iov_iter>) -> R) -> R {
+        match self {
+            TxPayload::None => f(None),
+            TxPayload::Copied(v) => {
+                let kv = abi::kvec {
+                    iov_base: v.as_ptr().cast_mut().cast(),
+                    iov_len: v.len(),
+                };
+                let iter = Iov::Kvec(core::slice::from_ref(&kv)).iter_at(abi::ITER_SOURCE, 0);
+                f(Some(&iter))
+            }
+            TxPayload::Lent(l) => f(Some(&l.iter_at(0))),
         }
     }
 
@@ -781,7 +799,11 @@ impl Inner {
             let total = HEADER_LEN + payload_len;
             let more = self.tx.len() > 1;
             let result = if self.tx_sent < HEADER_LEN {
-                sock.send(&front.header[self.tx_sent..], more || payload_len != 0)
+                // The header and the payload behind it in one socket call.
+                let header = &front.header[self.tx_sent..];
+                front
+                    .payload
+                    .with_iter(|payload| sock.send_frame(header, payload, more))
             } else {
                 let skip = self.tx_sent - HEADER_LEN;
                 match &front.payload {
@@ -992,6 +1014,11 @@ impl Inner {
             .sock
             .as_ref()
             .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+        // Most frames end where the socket's bytes do: a look at its queue
+        // is cheaper than the receive call that would find it empty.
+        if !sock.has_input() {
+            return Ok(None);
+        }
         match sock.recv(&mut self.rx.header[at..])? {
             Received::Bytes(n) => Ok(Some(n)),
             Received::WouldBlock => Ok(None),

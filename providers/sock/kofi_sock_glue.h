@@ -30,6 +30,11 @@ int ksock_accept(struct socket *sock, struct socket **res);
 int ksock_connect(struct socket *sock, const struct sockaddr_storage *addr);
 /* Whether received bytes wait to be read. */
 bool ksock_readable(struct socket *sock);
+/*
+ * Whether a read could find something: bytes, EOF or an error (false: it
+ * would block, and the socket's data_ready or state_change comes first).
+ */
+bool ksock_has_input(struct socket *sock);
 /* 1: established; 0: still connecting; negative: the socket's error. */
 int ksock_state(struct socket *sock);
 /* Bytes sent or received, -EAGAIN when it would block, 0 on EOF (recv). */
@@ -39,6 +44,14 @@ int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t le
 int ksock_recv_iter(struct socket *sock, const struct iov_iter *iter, size_t len);
 /* Sends what @iter describes (which is not advanced); TCP copies it. */
 int ksock_send_iter(struct socket *sock, const struct iov_iter *iter, bool more);
+/*
+ * Sends @hdr_len bytes at @hdr then what @payload describes (NULL: none) in
+ * one call, as far as the socket takes them: the bytes sent, counting the
+ * header's. A payload of many pieces may leave it to the header alone
+ * (sent with MSG_MORE), and the caller sends the payload next.
+ */
+int ksock_send_frame(struct socket *sock, const void *hdr, size_t hdr_len,
+		     const struct iov_iter *payload, bool more);
 void ksock_shutdown(struct socket *sock);
 int ksock_getname(struct socket *sock, struct sockaddr_storage *addr, bool peer);
 /* Parses @node (an IPv4 or IPv6 literal, or NULL for any) and @port. */

@@ -176,6 +176,13 @@ impl Socket {
         unsafe { abi::ksock_readable(self.raw()) }
     }
 
+    /// Whether a read could find something: bytes, EOF or an error. When
+    /// not, the socket's callbacks come before there is.
+    pub(crate) fn has_input(&self) -> bool {
+        // SAFETY: The socket is ours.
+        unsafe { abi::ksock_has_input(self.raw()) }
+    }
+
     /// Whether the connection is established (false: still connecting).
     pub(crate) fn established(&self) -> Result<bool> {
         // SAFETY: The socket is ours.
@@ -192,6 +199,36 @@ impl Socket {
         };
         // SAFETY: The socket is ours; `iov` describes `buf`.
         let ret = unsafe { abi::ksock_send(self.raw(), &iov, 1, buf.len(), more) };
+        if ret == -(abi::EAGAIN as i32) {
+            return Ok(0);
+        }
+        to_result(ret.min(0))?;
+        Ok(ret as usize)
+    }
+
+    /// Sends `header` then `payload` (an iterator over the bytes that follow
+    /// it) in one call, as far as the socket takes them: the bytes sent,
+    /// counting the header's; 0 when the socket is full. A payload in many
+    /// pieces may leave it to the header alone.
+    pub(crate) fn send_frame(
+        &self,
+        header: &[u8],
+        payload: Option<&abi::iov_iter>,
+        more: bool,
+    ) -> Result<usize> {
+        let payload = payload.map_or(core::ptr::null(), core::ptr::from_ref);
+        // SAFETY: The socket is ours; `header` is readable for its length
+        // and `payload`, when given, describes buffers readable until the
+        // frame's send completes (TCP copies them before returning).
+        let ret = unsafe {
+            abi::ksock_send_frame(
+                self.raw(),
+                header.as_ptr().cast(),
+                header.len(),
+                payload,
+                more,
+            )
+        };
         if ret == -(abi::EAGAIN as i32) {
             return Ok(0);
         }

@@ -22,8 +22,91 @@ pub(crate) enum Iov<'a> {
 
 /// Buffers' descriptors, owned (not their bytes).
 pub(crate) enum Iovs {
-    Kvec(KVec<abi::kvec>),
-    Bvec(KVec<abi::bio_vec>),
+    Kvec(Descs<abi::kvec>),
+    Bvec(Descs<abi::bio_vec>),
+}
+
+/// Descriptors an operation holds in place, before it spills to the heap.
+const INLINE_DESCS: usize = 4;
+
+/// Descriptors, kept in place up to [`INLINE_DESCS`] of them and in a
+/// vector beyond: an operation on a buffer or a few (nearly all of them)
+/// allocates nothing for its descriptors, whose copy the profile of a
+/// round trip showed in `krealloc` on every send and receive.
+pub(crate) struct Descs<T: Copy + Default>(Store<T>);
+
+/// Where [`Descs`] keep theirs.
+///
+/// # Invariants
+///
+/// `Inline`'s count is at most [`INLINE_DESCS`].
+enum Store<T: Copy + Default> {
+    Inline([T; INLINE_DESCS], usize),
+    Heap(KVec<T>),
+}
+
+impl<T: Copy + Default> Descs<T> {
+    pub(crate) fn new() -> Self {
+        // INVARIANT: None in place.
+        Descs(Store::Inline([T::default(); INLINE_DESCS], 0))
+    }
+
+    /// Room for `n` descriptors.
+    pub(crate) fn with_capacity(n: usize, flags: kernel::alloc::Flags) -> Result<Self> {
+        if n <= INLINE_DESCS {
+            Ok(Descs::new())
+        } else {
+            Ok(Descs(Store::Heap(KVec::with_capacity(n, flags)?)))
+        }
+    }
+
+    /// A copy of `v`.
+    pub(crate) fn copy_of(v: &[T], flags: kernel::alloc::Flags) -> Result<Self> {
+        let mut d = Descs::with_capacity(v.len(), flags)?;
+        d.extend_from_slice(v, flags)?;
+        Ok(d)
+    }
+
+    /// One descriptor (nothing to allocate).
+    pub(crate) fn one(d: T) -> Self {
+        let mut a = [T::default(); INLINE_DESCS];
+        a[0] = d;
+        // INVARIANT: One in place.
+        Descs(Store::Inline(a, 1))
+    }
+
+    pub(crate) fn push(&mut self, d: T, flags: kernel::alloc::Flags) -> Result {
+        self.extend_from_slice(core::slice::from_ref(&d), flags)
+    }
+
+    pub(crate) fn extend_from_slice(&mut self, v: &[T], flags: kernel::alloc::Flags) -> Result {
+        match &mut self.0 {
+            Store::Inline(a, n) if *n + v.len() <= INLINE_DESCS => {
+                a[*n..*n + v.len()].copy_from_slice(v);
+                // INVARIANT: Checked just above.
+                *n += v.len();
+            }
+            Store::Inline(a, n) => {
+                let mut heap = KVec::with_capacity(*n + v.len(), flags)?;
+                heap.extend_from_slice(&a[..*n], flags)?;
+                heap.extend_from_slice(v, flags)?;
+                self.0 = Store::Heap(heap);
+            }
+            Store::Heap(heap) => heap.extend_from_slice(v, flags)?,
+        }
+        Ok(())
+    }
+}
+
+impl<T: Copy + Default> core::ops::Deref for Descs<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match &self.0 {
+            Store::Inline(a, n) => &a[..*n],
+            Store::Heap(v) => v,
+        }
+    }
 }
 
 // SAFETY: Descriptors only: whoever holds them uses the memory they name
@@ -147,8 +230,8 @@ impl<'a> Iov<'a> {
     /// The descriptors of bytes `at .. at + len`, as [`Iov::window_into`].
     pub(crate) fn window(&self, at: usize, len: usize) -> Result<Iovs> {
         let mut out = match self {
-            Iov::Kvec(_) => Iovs::Kvec(KVec::new()),
-            Iov::Bvec(_) => Iovs::Bvec(KVec::new()),
+            Iov::Kvec(_) => Iovs::Kvec(Descs::new()),
+            Iov::Bvec(_) => Iovs::Bvec(Descs::new()),
         };
         self.window_into(at, len, &mut out)?;
         Ok(out)
@@ -158,11 +241,11 @@ impl<'a> Iov<'a> {
 /// Appends to `out` the descriptors covering bytes `at .. at + len` of
 /// those in `v` (whose lengths `len_of` gives), each made by
 /// `part(d, skip, n)`: `n` bytes of `d` from its byte `skip` on.
-fn cut<T>(
+fn cut<T: Copy + Default>(
     v: &[T],
     mut at: usize,
     mut len: usize,
-    out: &mut KVec<T>,
+    out: &mut Descs<T>,
     len_of: impl Fn(&T) -> usize,
     part: impl Fn(&T, usize, usize) -> T,
 ) -> Result {
@@ -187,17 +270,22 @@ impl Iovs {
     /// A copy of the descriptors of `iov`.
     pub(crate) fn copy_of(iov: Iov<'_>) -> Result<Iovs> {
         Ok(match iov {
-            Iov::Kvec(v) => {
-                let mut c = KVec::with_capacity(v.len(), GFP_KERNEL)?;
-                c.extend_from_slice(v, GFP_KERNEL)?;
-                Iovs::Kvec(c)
-            }
-            Iov::Bvec(v) => {
-                let mut c = KVec::with_capacity(v.len(), GFP_KERNEL)?;
-                c.extend_from_slice(v, GFP_KERNEL)?;
-                Iovs::Bvec(c)
-            }
+            Iov::Kvec(v) => Iovs::Kvec(Descs::copy_of(v, GFP_KERNEL)?),
+            Iov::Bvec(v) => Iovs::Bvec(Descs::copy_of(v, GFP_KERNEL)?),
         })
+    }
+
+    /// No buffer.
+    pub(crate) fn none() -> Iovs {
+        Iovs::Kvec(Descs::new())
+    }
+
+    /// One buffer of `len` bytes at kernel virtual address `base`.
+    pub(crate) fn one(base: *mut u8, len: usize) -> Iovs {
+        Iovs::Kvec(Descs::one(abi::kvec {
+            iov_base: base.cast(),
+            iov_len: len,
+        }))
     }
 
     /// The buffers, borrowed.
