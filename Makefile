@@ -6,6 +6,7 @@
 #   make check    the whole test suite (sets up and builds what it needs)
 #   make demo     boot a VM, load kofi, run a sample consumer, show it
 #   make bench    kofi against raw kernel TCP and raw verbs on the perf kernel
+#   make bench-ab BEFORE=<rev>  the tree's kofi_sock against <rev>'s, in one VM
 #   make profile  perf in the guest: where kofi and the baselines spend time
 #   make setup    install the toolchain (Debian 12)
 #   make kernel   build (or reuse) the cached kernel; PROFILE=debug|perf
@@ -27,7 +28,7 @@ KBUILD_ARGS = -C $(KDIR) M=$(CURDIR) LLVM=1
 
 all: modules tools
 
-.PHONY: all modules tools check demo bench profile setup kernel clean
+.PHONY: all modules tools check demo bench bench-ab profile setup kernel clean
 
 modules:
 	$(MAKE) $(KBUILD_ARGS) modules
@@ -43,6 +44,9 @@ demo:
 
 bench:
 	scripts/bench.sh
+
+bench-ab:
+	BEFORE=$(BEFORE) scripts/bench-ab.sh
 
 profile:
 	scripts/profile.sh

@@ -1,0 +1,73 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# `make bench-ab`, inside the VM (perf kernel): the tree's kofi against an
+# earlier revision's (B_*.ko: its kofi, kofi_sock and samples), in turns in
+# one VM, each round running the raw TCP baseline and then kofi, the order
+# of the two revisions alternating from round to round. A change's gain is
+# then read from runs that share the VM, the host's load and the baseline,
+# not from two VM runs, whose round trips move by more than most changes.
+# Figures: "# ab,<measure>,<rev>,<impl>,<size>,<value>,<round>" lines
+# (measure rtt_ns: kofi_sock round trip, rdm_rtt_ns: the RDM layer's over
+# kofi_sock; bw_mbs: kofi_sock streaming messages; rev after or before).
+#
+# Usage: ab_guest.sh [ROUNDS]
+. /kofi/tests/ktap_helpers.sh
+M=/kofi/modules
+ROUNDS=${1:-10}
+SIZES="64 4096 65536"
+port=7900
+
+# The figure ("<n> ns" or "<n.nn> MB/s") at the end of the last line with $1.
+figure() {
+	dmesg | grep "$1" | tail -1 |
+		sed -n 's/.* \([0-9][0-9]*\) ns$/\1/p; s/.* \([0-9][0-9]*\.[0-9][0-9]\) MB\/s$/\1/p'
+}
+
+# run FIGURE MARK FILE ARGS...: loads FILE (a module whose init is the
+# run), unloads it and prints FIGURE ("measure,rev,impl,size") with the
+# value of its line MARK; false when the run failed.
+run() {
+	fig=$1 mark=$2 file=$3
+	shift 3
+	port=$((port + 1))
+	insmod "$file" "$@" port=$port || return 1
+	rmmod "$(basename "$file" .ko | sed 's/^B_//')" || return 1
+	echo "# ab,$fig,$(figure "$mark"),$round"
+}
+
+# revision REV: loads REV's kofi and kofi_sock (after: the tree's, before:
+# B_*.ko) and sets $P, the prefix of its samples' files.
+revision() {
+	if [ "$1" = after ]; then P=$M/; else P=$M/B_; fi
+	insmod ${P}kofi.ko && insmod ${P}kofi_sock.ko
+}
+
+set -- $SIZES
+ktap_plan $((ROUNDS * 2 * $#))
+for round in $(seq "$ROUNDS"); do
+	if [ $((round % 2)) = 1 ]; then order="after before"; else order="before after"; fi
+	for rev in $order; do
+		revision $rev || exit 1
+		for size in $SIZES; do
+			if [ "$size" -le 4096 ]; then pp=3000; else pp=600; fi
+			warm=$((pp / 10)) n=$((268435456 / size))
+			[ $n -gt 40000 ] && n=40000
+			if run rtt_ns,$rev,raw,$size 'kofi_raw_tcp: pingpong' $M/kofi_raw_tcp.ko \
+				test=pingpong size=$size iters=$pp warmup=$warm &&
+				run rtt_ns,$rev,kofi,$size 'kofi_pingpong: sock:' ${P}kofi_pingpong.ko \
+					size=$size iters=$pp warmup=$warm verify_in_clock=N &&
+				run rdm_rtt_ns,$rev,kofi,$size 'kofi_pingpong: sock rdm:' ${P}kofi_pingpong.ko \
+					ep_type=rdm size=$size iters=$pp warmup=$warm verify_in_clock=N &&
+				run bw_mbs,$rev,raw,$size 'kofi_raw_tcp: bw' $M/kofi_raw_tcp.ko \
+					test=bw size=$size iters=$n &&
+				run bw_mbs,$rev,kofi,$size 'kofi_bw: sock msg' ${P}kofi_bw.ko \
+					test=msg size=$size iters=$n window=16; then
+				ktap_ok "${rev}_${size}_r$round"
+			else
+				ktap_not_ok "${rev}_${size}_r$round"
+			fi
+		done
+		rmmod kofi_sock && rmmod kofi || exit 1
+	done
+done
+ktap_finish
