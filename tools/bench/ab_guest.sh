@@ -8,7 +8,9 @@
 # not from two VM runs, whose round trips move by more than most changes.
 # Figures: "# ab,<measure>,<rev>,<impl>,<size>,<value>,<round>" lines
 # (measure rtt_ns: kofi_sock round trip, rdm_rtt_ns: the RDM layer's over
-# kofi_sock; bw_mbs: kofi_sock streaming messages; rev after or before).
+# kofi_sock; bw_mbs: kofi_sock streaming messages; call_ns: one call
+# through the core to the test provider, impl fi_cq_read or fi_getname
+# (kofi) and their bare baselines (raw); rev after or before).
 #
 # Usage: ab_guest.sh [ROUNDS]
 . /kofi/tests/ktap_helpers.sh
@@ -35,19 +37,35 @@ run() {
 	echo "# ab,$fig,$(figure "$mark"),$round"
 }
 
-# revision REV: loads REV's kofi and kofi_sock (after: the tree's, before:
-# B_*.ko) and sets $P, the prefix of its samples' files.
+# revision REV: loads REV's kofi, kofi_sock and test provider (after: the
+# tree's, before: B_*.ko) and sets $P, the prefix of its samples' files.
 revision() {
 	if [ "$1" = after ]; then P=$M/; else P=$M/B_; fi
-	insmod ${P}kofi.ko && insmod ${P}kofi_sock.ko
+	insmod ${P}kofi.ko && insmod ${P}kofi_sock.ko && insmod ${P}kofi_test_provider.ko
+}
+
+# call_cost REV: one call through REV's core and the bare baseline beside it.
+call_cost() {
+	insmod ${P}kofi_call_cost.ko && rmmod kofi_call_cost || return 1
+	l=$(dmesg | grep 'kofi_call_cost: fi_cq_read' | tail -1)
+	b=$(dmesg | grep 'kofi_call_cost: baseline' | tail -1)
+	echo "# ab,call_ns,$1,kofi,0,$(echo "$l" | sed 's/.*fi_cq_read \([0-9]*\) ns.*/\1/'),$round"
+	echo "# ab,call_ns,$1,raw,0,$(echo "$b" | sed 's/.*empty_read \([0-9]*\) ns.*/\1/'),$round"
+	echo "# ab,call_ns,$1,kofi,1,$(echo "$l" | sed 's/.*fi_getname \([0-9]*\) ns.*/\1/'),$round"
+	echo "# ab,call_ns,$1,raw,1,$(echo "$b" | sed 's/.*getname \([0-9]*\) ns.*/\1/'),$round"
 }
 
 set -- $SIZES
-ktap_plan $((ROUNDS * 2 * $#))
+ktap_plan $((ROUNDS * 2 * ($# + 1)))
 for round in $(seq "$ROUNDS"); do
 	if [ $((round % 2)) = 1 ]; then order="after before"; else order="before after"; fi
 	for rev in $order; do
 		revision $rev || exit 1
+		if call_cost $rev; then
+			ktap_ok "${rev}_call_cost_r$round"
+		else
+			ktap_not_ok "${rev}_call_cost_r$round"
+		fi
 		for size in $SIZES; do
 			if [ "$size" -le 4096 ]; then pp=3000; else pp=600; fi
 			warm=$((pp / 10)) n=$((268435456 / size))
@@ -67,7 +85,7 @@ for round in $(seq "$ROUNDS"); do
 				ktap_not_ok "${rev}_${size}_r$round"
 			fi
 		done
-		rmmod kofi_sock && rmmod kofi || exit 1
+		rmmod kofi_test_provider && rmmod kofi_sock && rmmod kofi || exit 1
 	done
 done
 ktap_finish
