@@ -6,7 +6,7 @@
 
 use crate::abi;
 use crate::errno;
-use crate::object::{ConnReq, Endpoint, Object, PassiveEp};
+use crate::object::{on_backend, ConnReq, Endpoint, Object, PassiveEp};
 use core::sync::atomic::Ordering;
 use kernel::ffi::c_void;
 use kernel::prelude::*;
@@ -87,7 +87,7 @@ impl Endpoint {
 
     /// The local address, as [`PassiveEp::provider_getname`] gives it.
     pub(crate) fn getname(&self, buf: &mut [u8], len: &mut usize) -> Result {
-        self.backend().getname(self, buf, len)
+        on_backend!(self, |b| b.getname(self, buf, len))
     }
 
     /// The connected peer's address, as [`PassiveEp::provider_getname`] gives a

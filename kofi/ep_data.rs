@@ -15,7 +15,7 @@ use crate::info_match;
 use crate::iov::Local;
 use crate::mr::check_descs;
 use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
-use crate::object::{lookup, Endpoint};
+use crate::object::{lookup, on_backend, Endpoint};
 use kernel::prelude::*;
 
 /// Flags a tagged receive accepts from the consumer.
@@ -151,7 +151,7 @@ impl Endpoint {
         // SAFETY: The caller's guarantee.
         unsafe { self.check_send(&m.local, flags) }?;
         // SAFETY: The caller's guarantee.
-        unsafe { self.backend().send(self, m, flags) }
+        unsafe { on_backend!(self, |b| b.send(self, m, flags)) }
     }
 
     /// Posts a receive into `m`'s buffers (`flags` as for [`Self::send`]).
@@ -174,7 +174,7 @@ impl Endpoint {
         // SAFETY: The caller's guarantee.
         unsafe { self.check_recv(&m.local) }?;
         // SAFETY: The caller's guarantee.
-        unsafe { self.backend().recv(self, m, flags) }
+        unsafe { on_backend!(self, |b| b.recv(self, m, flags)) }
     }
 
     /// Posts an RMA between `m`'s buffers and the peer's `remote` ones,
@@ -208,7 +208,7 @@ impl Endpoint {
             return Err(EINVAL);
         }
         // SAFETY: The caller's guarantee.
-        unsafe { self.backend().rma(self, kind, m, flags) }
+        unsafe { on_backend!(self, |b| b.rma(self, kind, m, flags)) }
     }
 
     /// Posts a tagged send of `m` (`flags` as for [`Self::send`]).
@@ -221,7 +221,7 @@ impl Endpoint {
         // SAFETY: The caller's guarantee.
         unsafe { self.check_send(&m.msg.local, flags) }?;
         // SAFETY: The caller's guarantee.
-        unsafe { self.backend().tsend(self, m, flags) }
+        unsafe { on_backend!(self, |b| b.tsend(self, m, flags)) }
     }
 
     /// Posts a tagged receive into `m`'s buffers, or with FI_PEEK, FI_CLAIM
@@ -249,6 +249,6 @@ impl Endpoint {
             unsafe { self.check_recv(&m.msg.local) }?;
         }
         // SAFETY: The caller's guarantee.
-        unsafe { self.backend().trecv(self, m, flags) }
+        unsafe { on_backend!(self, |b| b.trecv(self, m, flags)) }
     }
 }
