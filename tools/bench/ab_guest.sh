@@ -14,6 +14,7 @@
 #
 # Usage: ab_guest.sh [ROUNDS]
 . /kofi/tests/ktap_helpers.sh
+. /kofi/bench/call_cost.sh
 M=/kofi/modules
 ROUNDS=${1:-10}
 SIZES="64 4096 65536"
@@ -44,24 +45,17 @@ revision() {
 	insmod ${P}kofi.ko && insmod ${P}kofi_sock.ko && insmod ${P}kofi_test_provider.ko
 }
 
-# call_cost REV: one call through REV's core and the bare baseline beside it.
-call_cost() {
-	insmod ${P}kofi_call_cost.ko && rmmod kofi_call_cost || return 1
-	l=$(dmesg | grep 'kofi_call_cost: fi_cq_read' | tail -1)
-	b=$(dmesg | grep 'kofi_call_cost: baseline' | tail -1)
-	echo "# ab,call_ns,$1,kofi,0,$(echo "$l" | sed 's/.*fi_cq_read \([0-9]*\) ns.*/\1/'),$round"
-	echo "# ab,call_ns,$1,raw,0,$(echo "$b" | sed 's/.*empty_read \([0-9]*\) ns.*/\1/'),$round"
-	echo "# ab,call_ns,$1,kofi,1,$(echo "$l" | sed 's/.*fi_getname \([0-9]*\) ns.*/\1/'),$round"
-	echo "# ab,call_ns,$1,raw,1,$(echo "$b" | sed 's/.*getname \([0-9]*\) ns.*/\1/'),$round"
-}
-
 set -- $SIZES
 ktap_plan $((ROUNDS * 2 * ($# + 1)))
 for round in $(seq "$ROUNDS"); do
 	if [ $((round % 2)) = 1 ]; then order="after before"; else order="before after"; fi
 	for rev in $order; do
 		revision $rev || exit 1
-		if call_cost $rev; then
+		if call_cost ${P}kofi_call_cost.ko; then
+			echo "# ab,call_ns,$rev,kofi,0,$CQ_NS,$round"
+			echo "# ab,call_ns,$rev,raw,0,$BARE_CQ_NS,$round"
+			echo "# ab,call_ns,$rev,kofi,1,$NAME_NS,$round"
+			echo "# ab,call_ns,$rev,raw,1,$BARE_NAME_NS,$round"
 			ktap_ok "${rev}_call_cost_r$round"
 		else
 			ktap_not_ok "${rev}_call_cost_r$round"

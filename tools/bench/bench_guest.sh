@@ -21,6 +21,7 @@
 # storage table, which takes most of the run)
 . /kofi/tests/ktap_helpers.sh
 . /kofi/tests/rdma_helpers.sh
+. /kofi/bench/call_cost.sh
 M=/kofi/modules
 ROUNDS=5
 storage=1
@@ -92,13 +93,11 @@ insmod $M/kofi.ko && insmod $M/kofi_sock.ko && insmod $M/kofi_verbs.ko &&
 	insmod $M/kofi_test_provider.ko || exit 1
 
 for round in $(seq $ROUNDS); do
-	if insmod $M/kofi_call_cost.ko && rmmod kofi_call_cost; then
-		l=$(dmesg | grep 'kofi_call_cost: fi_cq_read' | tail -1)
-		b=$(dmesg | grep 'kofi_call_cost: baseline' | tail -1)
-		echo "# bench,call_ns,core,fi_cq_read,0,$(echo "$l" | sed 's/.*fi_cq_read \([0-9]*\) ns.*/\1/'),$round"
-		echo "# bench,call_ns,core,fi_getname,0,$(echo "$l" | sed 's/.*fi_getname \([0-9]*\) ns.*/\1/'),$round"
-		echo "# bench,call_ns,baseline,fi_cq_read,0,$(echo "$b" | sed 's/.*empty_read \([0-9]*\) ns.*/\1/'),$round"
-		echo "# bench,call_ns,baseline,fi_getname,0,$(echo "$b" | sed 's/.*getname \([0-9]*\) ns.*/\1/'),$round"
+	if call_cost $M/kofi_call_cost.ko; then
+		echo "# bench,call_ns,core,fi_cq_read,0,$CQ_NS,$round"
+		echo "# bench,call_ns,core,fi_getname,0,$NAME_NS,$round"
+		echo "# bench,call_ns,baseline,fi_cq_read,0,$BARE_CQ_NS,$round"
+		echo "# bench,call_ns,baseline,fi_getname,0,$BARE_NAME_NS,$round"
 		ktap_ok "call_cost_r$round"
 	else
 		ktap_not_ok "call_cost_r$round"
