@@ -109,7 +109,7 @@ impl Buffers {
         count: usize,
     ) -> Result<Buffers> {
         if count == 0 {
-            return Ok(Iovs::Kvec(Descs::new()));
+            return Ok(Iovs::none());
         }
         if !iov.is_null() {
             // SAFETY: The core checked `iov` holds `count` kvecs.

@@ -96,9 +96,9 @@ impl TxPayload {
         }
     }
 
-    /// Calls `f` with an iterator over the payload's bytes (None when there
-    /// are none), valid for the call.
-    fn with_iter<R>(&self, f: impl FnOnce(Option<&abi::iov_iter>) -> R) -> R {
+    /// Calls `f` with an iterator over the payload's bytes from byte `skip`
+    /// on (None when there are none), valid for the call.
+    fn with_iter_at<R>(&self, skip: usize, f: impl FnOnce(Option<&abi::iov_iter>) -> R) -> R {
         match self {
             TxPayload::None => f(None),
             TxPayload::Copied(v) => {
@@ -106,10 +106,10 @@ impl TxPayload {
                     iov_base: v.as_ptr().cast_mut().cast(),
                     iov_len: v.len(),
                 };
-                let iter = Iov::Kvec(core::slice::from_ref(&kv)).iter_at(abi::ITER_SOURCE, 0);
+                let iter = Iov::Kvec(core::slice::from_ref(&kv)).iter_at(abi::ITER_SOURCE, skip);
                 f(Some(&iter))
             }
-            TxPayload::Lent(l) => f(Some(&l.iter_at(0))),
+            TxPayload::Lent(l) => f(Some(&l.iter_at(skip))),
         }
     }
 
@@ -798,20 +798,13 @@ impl Inner {
             let payload_len = front.payload.len();
             let total = HEADER_LEN + payload_len;
             let more = self.tx.len() > 1;
-            let result = if self.tx_sent < HEADER_LEN {
-                // The header and the payload behind it in one socket call.
-                let header = &front.header[self.tx_sent..];
-                front
-                    .payload
-                    .with_iter(|payload| sock.send_frame(header, payload, more))
-            } else {
-                let skip = self.tx_sent - HEADER_LEN;
-                match &front.payload {
-                    TxPayload::Copied(v) => sock.send(&v[skip..], more),
-                    TxPayload::Lent(l) => sock.send_lent(l, skip, more),
-                    TxPayload::None => Ok(0),
-                }
-            };
+            // What is left of the header and of the payload behind it, in
+            // one socket call.
+            let header = front.header.get(self.tx_sent..).unwrap_or(&[]);
+            let skip = self.tx_sent.saturating_sub(HEADER_LEN);
+            let result = front
+                .payload
+                .with_iter_at(skip, |payload| sock.send_frame(header, payload, more));
             let sent = match result {
                 Ok(n) => n,
                 Err(e) => {

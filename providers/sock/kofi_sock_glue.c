@@ -156,13 +156,6 @@ int ksock_state(struct socket *sock)
 	}
 }
 
-int ksock_send(struct socket *sock, const struct kvec *iov, size_t nr, size_t len, bool more)
-{
-	struct msghdr msg = { .msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0) };
-
-	return kernel_sendmsg(sock, &msg, (struct kvec *)iov, nr, len);
-}
-
 int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t len)
 {
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
@@ -177,16 +170,6 @@ int ksock_recv_iter(struct socket *sock, const struct iov_iter *iter, size_t len
 	msg.msg_iter = *iter;
 	iov_iter_truncate(&msg.msg_iter, len);
 	return sock_recvmsg(sock, &msg, MSG_DONTWAIT);
-}
-
-int ksock_send_iter(struct socket *sock, const struct iov_iter *iter, bool more)
-{
-	struct msghdr msg = {
-		.msg_flags = MSG_DONTWAIT | MSG_NOSIGNAL | (more ? MSG_MORE : 0),
-	};
-
-	msg.msg_iter = *iter;
-	return sock_sendmsg(sock, &msg);
 }
 
 /* Pieces a frame sends in one call (on the stack): its header and the payload's. */
@@ -214,6 +197,8 @@ int ksock_send_frame(struct socket *sock, const void *hdr, size_t hdr_len,
 	 */
 	if (!len) {
 		return kernel_sendmsg(sock, &msg, &head, 1, hdr_len);
+	} else if (!hdr_len) {
+		msg.msg_iter = *payload;
 	} else if (iov_iter_is_kvec(payload) && n < KSOCK_FRAME_PIECES) {
 		p.kv[0] = head;
 		for (i = 0; i < n; i++)

@@ -37,17 +37,15 @@ bool ksock_readable(struct socket *sock);
 bool ksock_has_input(struct socket *sock);
 /* 1: established; 0: still connecting; negative: the socket's error. */
 int ksock_state(struct socket *sock);
-/* Bytes sent or received, -EAGAIN when it would block, 0 on EOF (recv). */
-int ksock_send(struct socket *sock, const struct kvec *iov, size_t nr, size_t len, bool more);
+/* Bytes received, -EAGAIN when it would block, 0 on EOF. */
 int ksock_recv(struct socket *sock, const struct kvec *iov, size_t nr, size_t len);
 /* Receives up to @len bytes into what @iter describes (which is not advanced). */
 int ksock_recv_iter(struct socket *sock, const struct iov_iter *iter, size_t len);
-/* Sends what @iter describes (which is not advanced); TCP copies it. */
-int ksock_send_iter(struct socket *sock, const struct iov_iter *iter, bool more);
 /*
- * Sends @hdr_len bytes at @hdr then what @payload describes (NULL: none) in
- * one call, as far as the socket takes them: the bytes sent, counting the
- * header's. A payload of many pieces may leave it to the header alone
+ * Sends @hdr_len bytes at @hdr (none: the rest of a frame's payload) then
+ * what @payload describes (NULL: none; not advanced; TCP copies it) in one
+ * call, as far as the socket takes them: the bytes sent, counting the
+ * header's; -EAGAIN when the socket is full. A payload of many pieces may leave it to the header alone
  * (sent with MSG_MORE), and the caller sends the payload next.
  */
 int ksock_send_frame(struct socket *sock, const void *hdr, size_t hdr_len,

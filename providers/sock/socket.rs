@@ -6,7 +6,7 @@
 
 use crate::abi;
 use crate::compat::VecExt;
-use crate::kofi::{Lent, PostedRecv};
+use crate::kofi::PostedRecv;
 pub(crate) use crate::sockaddr::SockAddr;
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -191,25 +191,15 @@ impl Socket {
         Ok(ret == 1)
     }
 
-    /// Sends what it can of `buf`; 0 when the socket is full.
-    pub(crate) fn send(&self, buf: &[u8], more: bool) -> Result<usize> {
-        let iov = abi::kvec {
-            iov_base: buf.as_ptr().cast_mut().cast(),
-            iov_len: buf.len(),
-        };
-        // SAFETY: The socket is ours; `iov` describes `buf`.
-        let ret = unsafe { abi::ksock_send(self.raw(), &iov, 1, buf.len(), more) };
-        if ret == -(abi::EAGAIN as i32) {
-            return Ok(0);
-        }
-        to_result(ret.min(0))?;
-        Ok(ret as usize)
-    }
-
     /// Sends `header` then `payload` (an iterator over the bytes that follow
-    /// it) in one call, as far as the socket takes them: the bytes sent,
-    /// counting the header's; 0 when the socket is full. A payload in many
-    /// pieces may leave it to the header alone.
+    /// it, the consumer's lent buffers or a copy) in one call, as far as the
+    /// socket takes them: the bytes sent, counting the header's; 0 when the
+    /// socket is full. A payload in many pieces may leave it to the header
+    /// alone. TCP copies what it takes before returning: pages are not
+    /// spliced, so a send's completion means the buffers may be reused, as
+    /// OFI says (a spliced page stays referenced by TCP until the peer
+    /// acknowledges it, and rewriting it before then changes what the peer
+    /// receives).
     pub(crate) fn send_frame(
         &self,
         header: &[u8],
@@ -254,24 +244,6 @@ impl Socket {
             n if n == -(abi::EAGAIN as i32) => Received::WouldBlock,
             n => return Err(Error::from_errno(n)),
         })
-    }
-
-    /// Sends bytes `[skip, len)` of the consumer's lent buffers, kvecs or
-    /// pages; 0 when the socket is full. TCP copies what it takes before
-    /// returning: pages are not spliced, so the send's completion means the
-    /// buffers may be reused, as OFI says (a spliced page stays referenced
-    /// by TCP until the peer acknowledges it, and rewriting it before then
-    /// changes what the peer receives).
-    pub(crate) fn send_lent(&self, lent: &Lent, skip: usize, more: bool) -> Result<usize> {
-        let iter = lent.iter_at(skip);
-        // SAFETY: The socket is ours; `iter` describes the consumer's
-        // buffers, lent until the send completes.
-        let ret = unsafe { abi::ksock_send_iter(self.raw(), &iter, more) };
-        if ret == -(abi::EAGAIN as i32) {
-            return Ok(0);
-        }
-        to_result(ret.min(0))?;
-        Ok(ret as usize)
     }
 
     /// Receives what is there, up to `buf.len()` bytes.
