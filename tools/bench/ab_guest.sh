@@ -14,17 +14,11 @@
 #
 # Usage: ab_guest.sh [ROUNDS]
 . /kofi/tests/ktap_helpers.sh
-. /kofi/bench/call_cost.sh
+. /kofi/bench/bench_helpers.sh
 M=/kofi/modules
 ROUNDS=${1:-10}
 SIZES="64 4096 65536"
 port=7900
-
-# The figure ("<n> ns" or "<n.nn> MB/s") at the end of the last line with $1.
-figure() {
-	dmesg | grep "$1" | tail -1 |
-		sed -n 's/.* \([0-9][0-9]*\) ns$/\1/p; s/.* \([0-9][0-9]*\.[0-9][0-9]\) MB\/s$/\1/p'
-}
 
 # run FIGURE MARK FILE ARGS...: loads FILE (a module whose init is the
 # run), unloads it and prints FIGURE ("measure,rev,impl,size") with the

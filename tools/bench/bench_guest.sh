@@ -21,7 +21,7 @@
 # storage table, which takes most of the run)
 . /kofi/tests/ktap_helpers.sh
 . /kofi/tests/rdma_helpers.sh
-. /kofi/bench/call_cost.sh
+. /kofi/bench/bench_helpers.sh
 M=/kofi/modules
 ROUNDS=5
 storage=1
@@ -29,12 +29,6 @@ storage=1
 SIZES="64 1024 4096 16384 65536 262144 1048576"
 VERBS_SIZES="64 4096 65536 1048576"
 RDM_SIZES="64 4096 65536"
-
-# The figure ("<n> ns" or "<n.nn> MB/s") at the end of the last line with $1.
-figure() {
-	dmesg | grep "$1" | tail -1 |
-		sed -n 's/.* \([0-9][0-9]*\) ns$/\1/p; s/.* \([0-9][0-9]*\.[0-9][0-9]\) MB\/s$/\1/p'
-}
 
 # run NAME FIGURE MARK MODULE ARGS...: loads MODULE (whose init is the run),
 # and prints FIGURE ("measure,transport,impl,size") with the value of its

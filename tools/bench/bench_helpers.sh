@@ -1,5 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
-# Sourced by bench_guest.sh and ab_guest.sh.
+# Sourced by bench_guest.sh and ab_guest.sh: reading the figures the
+# benchmark modules log.
+
+# The figure ("<n> ns" or "<n.nn> MB/s") at the end of the last line with $1.
+figure() {
+	dmesg | grep "$1" | tail -1 |
+		sed -n 's/.* \([0-9][0-9]*\) ns$/\1/p; s/.* \([0-9][0-9]*\.[0-9][0-9]\) MB\/s$/\1/p'
+}
+
 # call_cost FILE: loads the call-cost module FILE (its init measures) and
 # sets CQ_NS and NAME_NS (fi_cq_read and fi_getname through the core) and
 # BARE_CQ_NS and BARE_NAME_NS (their bare baselines) from the lines it
