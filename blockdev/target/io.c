@@ -190,12 +190,13 @@ static void submit(struct blkt_slot *slot)
 /*
  * Moves @nr_pages pages to (a read's data, FI_WRITE) or from (a write's,
  * FI_READ) the initiator's region that @cmd names, in as many operations as
- * the provider's iov limit asks for; each completes with @context, and
- * counts in @pending while it is in flight.
+ * the provider's iov limit asks for; each completes with @context (and
+ * the completion level in @flags), and counts in @pending while it is in
+ * flight.
  */
 static int post_rma(struct blkt_conn *conn, const struct kofi_blk_cmd *cmd,
 		    struct bio_vec *bvecs, unsigned int nr_pages, void *context,
-		    bool to_initiator, unsigned int *pending)
+		    bool to_initiator, u64 flags, unsigned int *pending)
 {
 	u64 addr = le64_to_cpu(cmd->addr);
 	unsigned int first = 0;
@@ -217,8 +218,8 @@ static int post_rma(struct blkt_conn *conn, const struct kofi_blk_cmd *cmd,
 
 		for (i = first; i < first + n; i++)
 			rma.len += bvecs[i].bv_len;
-		ret = to_initiator ? fi_writemsg(conn->ep, &msg, FI_COMPLETION) :
-				     fi_readmsg(conn->ep, &msg, FI_COMPLETION);
+		ret = to_initiator ? fi_writemsg(conn->ep, &msg, FI_COMPLETION | flags) :
+				     fi_readmsg(conn->ep, &msg, FI_COMPLETION | flags);
 		if (ret < 0)
 			return ret;
 		(*pending)++;
@@ -232,7 +233,7 @@ static int post_rma(struct blkt_conn *conn, const struct kofi_blk_cmd *cmd,
 static int start_rma(struct blkt_slot *slot, bool to_initiator)
 {
 	return post_rma(slot->conn, &slot->cmd, slot->bvecs, slot->nr_pages, slot,
-			to_initiator, &slot->rma_pending);
+			to_initiator, 0, &slot->rma_pending);
 }
 
 /*
@@ -240,7 +241,12 @@ static int start_rma(struct blkt_slot *slot, bool to_initiator)
  * is in the initiator's pages when the answer arrives); the pages wait in a
  * blkt_held for the writes to complete. False when the provider does not
  * keep that order or the blkt_held cannot be had: the caller answers after
- * the writes complete instead.
+ * the writes complete instead. The pages need only have been sent when they
+ * are freed (FI_INJECT_COMPLETE): the order, not the writes' completions,
+ * puts the data ahead of the answer. kofi_sock then sends no
+ * acknowledgement of the writes back, nor wakes this side for one; and
+ * FI_MORE (the answer follows at once) lets it send data and answer in one
+ * TCP segment.
  */
 static bool answer_read_early(struct blkt_slot *slot)
 {
@@ -258,7 +264,7 @@ static bool answer_read_early(struct blkt_slot *slot)
 	slot->nr_pages = 0;
 	list_add_tail(&held->node, &conn->held);
 	if (post_rma(conn, &slot->cmd, held->bvecs, held->nr_pages, held, true,
-		     &held->rma_pending))
+		     FI_INJECT_COMPLETE | FI_MORE, &held->rma_pending))
 		fail_slot(slot, EIO);
 	/* Writes already posted still complete into the blkt_held. */
 	if (!held->rma_pending)

@@ -74,8 +74,39 @@ struct TxFrame {
     payload: TxPayload,
     /// An answer to a peer's read (counted in `Inner::reply_bytes`).
     reply: bool,
-    /// A send's completion: its context and flags.
-    done: Option<(Context, u64)>,
+    /// What the frame completes once TCP has taken it.
+    done: Option<Done>,
+}
+
+/// A completion reported once TCP has taken a frame: a send's, or an RMA
+/// write's that asked for no more than FI_INJECT_COMPLETE (its target does
+/// not answer it).
+#[derive(Clone, Copy)]
+pub(crate) struct Done {
+    context: Context,
+    /// The completion's flags (FI_COMPLETION when a CQ entry is wanted).
+    flags: u64,
+    len: usize,
+}
+
+impl Done {
+    /// A send's, with the call's `flags`.
+    pub(crate) fn send(context: Context, flags: u64) -> Done {
+        Done {
+            context,
+            flags: FI_SEND | send_kind(flags) | (flags & FI_COMPLETION),
+            len: 0,
+        }
+    }
+
+    /// An unanswered write's.
+    fn write(call: &RmaCall) -> Done {
+        Done {
+            context: call.context,
+            flags: FI_RMA | FI_WRITE | (call.flags & FI_COMPLETION),
+            len: call.len,
+        }
+    }
 }
 
 /// What follows a frame's header.
@@ -469,7 +500,7 @@ impl Conn {
             };
             g.queue(h, TxPayload::copy_of(data)?, None)?;
             g.phase = Phase::Rejecting;
-            g.flush();
+            g.flush(false);
         }
         self.kick();
         Ok(())
@@ -482,7 +513,7 @@ impl Conn {
             return Err(fi_error(abi::FI_ENOTCONN));
         }
         let _ = g.queue(Header::new(Op::Shutdown), TxPayload::None, None);
-        g.flush();
+        g.flush(false);
         if let Some(s) = &g.sock {
             s.shutdown();
         }
@@ -510,12 +541,13 @@ impl Conn {
     }
 
     /// Queues a message whose payload goes out from the consumer's buffers
-    /// (kvecs or pages, copied by TCP alone), then pushes.
+    /// (kvecs or pages, copied by TCP alone), then pushes (`more`: FI_MORE).
     pub(crate) fn post_payload(
         self: &Arc<Self>,
         header: Header,
         payload: Lent,
-        done: Option<(Context, u64)>,
+        done: Option<Done>,
+        more: bool,
     ) -> Result {
         let progress = {
             let mut g = self.inner.lock();
@@ -523,7 +555,7 @@ impl Conn {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
             g.queue(header, TxPayload::Lent(payload), done)?;
-            g.push()
+            g.push(more)
         };
         if progress {
             self.kick();
@@ -531,12 +563,13 @@ impl Conn {
         Ok(())
     }
 
-    /// Queues a message (a copy of its bytes), then pushes what it can.
+    /// Queues a message (a copy of its bytes), then pushes what it can (`more`: FI_MORE).
     pub(crate) fn post(
         self: &Arc<Self>,
         header: Header,
         payload: KVVec<u8>,
-        done: Option<(Context, u64)>,
+        done: Option<Done>,
+        more: bool,
     ) -> Result {
         let progress = {
             let mut g = self.inner.lock();
@@ -544,7 +577,7 @@ impl Conn {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
             g.queue(header, TxPayload::Copied(payload), done)?;
-            g.push()
+            g.push(more)
         };
         if progress {
             self.kick();
@@ -553,7 +586,9 @@ impl Conn {
     }
 
     /// Queues an RMA call, a frame per part (Write with its bytes, or
-    /// ReadReq), all or none; the last Write carries `cq_data`.
+    /// ReadReq), all or none; the last Write carries `cq_data`. A write
+    /// that asks for no more than FI_INJECT_COMPLETE completes once TCP has
+    /// taken its last part, unanswered; the rest complete on the answers.
     pub(crate) fn post_rma(
         self: &Arc<Self>,
         mut call: RmaCall,
@@ -568,8 +603,12 @@ impl Conn {
             if TX_DEPTH - g.tx.len() < parts.len() {
                 return Err(fi_error(abi::FI_EAGAIN));
             }
-            g.rma.reserve(parts.len(), GFP_KERNEL)?;
-            g.calls.reserve(1, GFP_KERNEL)?;
+            let levels = FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE;
+            let unanswered = call.write && call.flags & levels == FI_INJECT_COMPLETE;
+            if !unanswered {
+                g.rma.reserve(parts.len(), GFP_KERNEL)?;
+                g.calls.reserve(1, GFP_KERNEL)?;
+            }
             call.id = g.next_id;
             call.parts_left = parts.len();
             g.next_id += 1;
@@ -583,9 +622,17 @@ impl Conn {
                 h.addr = part.addr;
                 h.rma_len = part.len as u64;
                 h.id = id;
-                if let (Some(data), true) = (cq_data, i + 1 == count) {
+                let last = i + 1 == count;
+                if let (Some(data), true) = (cq_data, last) {
                     h.flags = wire::FLAG_CQ_DATA;
                     h.data = data;
+                }
+                if unanswered {
+                    h.flags |= wire::FLAG_NO_ANSWER;
+                    let done = last.then(|| Done::write(&call));
+                    // Room in the queue was checked above.
+                    g.queue(h, part.payload, done)?;
+                    continue;
                 }
                 // Room in the queue and the vectors was checked above.
                 g.queue(h, part.payload, None)?;
@@ -599,8 +646,11 @@ impl Conn {
                     GFP_KERNEL,
                 )?;
             }
-            g.calls.push(call, GFP_KERNEL)?;
-            g.push()
+            let more = call.flags & FI_MORE != 0;
+            if !unanswered {
+                g.calls.push(call, GFP_KERNEL)?;
+            }
+            g.push(more)
         };
         if progress {
             self.kick();
@@ -687,7 +737,7 @@ impl Conn {
                 g.fail(e);
                 break;
             }
-            let sent = g.flush();
+            let sent = g.flush(false);
             let received = match g.receive() {
                 Ok(n) => n,
                 Err(e) => {
@@ -741,12 +791,7 @@ fn status_of(r: Result) -> u32 {
 
 impl Inner {
     /// Queues a frame: `header` (its length set) and `payload`.
-    fn queue(
-        &mut self,
-        mut header: Header,
-        payload: TxPayload,
-        done: Option<(Context, u64)>,
-    ) -> Result {
+    fn queue(&mut self, mut header: Header, payload: TxPayload, done: Option<Done>) -> Result {
         header.len = payload.len() as u64;
         self.tx
             .push(TxFrame {
@@ -776,17 +821,22 @@ impl Inner {
         Ok(())
     }
 
-    /// A consumer's send: flushes, then whether the work item has something
-    /// left to do: frames TCP did not take yet, or reading held back for
-    /// their room. (What TCP took needs nothing more: its completions went
-    /// out in `flush`, and the socket's callbacks kick the work for the rest.)
-    fn push(&mut self) -> bool {
-        self.flush();
+    /// A consumer's send (`more`: FI_MORE, another follows at once):
+    /// flushes, then whether the work item has something left to do: frames
+    /// TCP did not take yet, or reading held back for their room. (What TCP
+    /// took needs nothing more: its completions went out in `flush`, and the
+    /// socket's callbacks kick the work for the rest.)
+    fn push(&mut self, more: bool) -> bool {
+        self.flush(more);
         self.tx.len() != 0 || self.rx_waits_for_tx
     }
 
     /// Sends queued frames until the socket is full; whether any byte went.
-    fn flush(&mut self) -> bool {
+    /// With `more_follows` (FI_MORE) TCP holds the last frame's bytes too
+    /// (MSG_MORE) for the next call's frame to join them in one segment; it
+    /// sends them at that call, at an acknowledgement, or at its probe timer
+    /// if the consumer breaks FI_MORE's promise.
+    fn flush(&mut self, more_follows: bool) -> bool {
         let mut moved = false;
         loop {
             let Some(sock) = self.sock.as_ref() else {
@@ -797,7 +847,7 @@ impl Inner {
             };
             let payload_len = front.payload.len();
             let total = HEADER_LEN + payload_len;
-            let more = self.tx.len() > 1;
+            let more = self.tx.len() > 1 || more_follows;
             // What is left of the header and of the payload behind it, in
             // one socket call.
             let header = front.header.get(self.tx_sent..).unwrap_or(&[]);
@@ -825,13 +875,8 @@ impl Inner {
                 if frame.reply {
                     self.reply_bytes -= payload_len;
                 }
-                if let (Some((ctx, flags)), Some(ep)) = (frame.done, &self.ep) {
-                    let _ = ep.complete(
-                        FI_SEND | send_kind(flags) | (flags & FI_COMPLETION),
-                        ctx,
-                        0,
-                        0,
-                    );
+                if let (Some(done), Some(ep)) = (frame.done, &self.ep) {
+                    let _ = ep.complete(done.flags, done.context, done.len, 0);
                 }
             }
         }
@@ -1089,12 +1134,16 @@ impl Inner {
                     let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
                     self.report_write(payload.len(), cq_data)?;
                 }
-                let ack = Header {
-                    status: status_of(written),
-                    id: h.id,
-                    ..Header::new(Op::WriteAck)
-                };
-                self.queue(ack, TxPayload::None, None)?;
+                // An unanswered write is answered only when it failed: its
+                // writer has no call waiting for it and ends the connection.
+                if written.is_err() || h.flags & wire::FLAG_NO_ANSWER == 0 {
+                    let ack = Header {
+                        status: status_of(written),
+                        id: h.id,
+                        ..Header::new(Op::WriteAck)
+                    };
+                    self.queue(ack, TxPayload::None, None)?;
+                }
             }
             (Phase::Connected, Op::ReadReq) => {
                 let (status, data) = self.rma_read(&h);
@@ -1115,6 +1164,8 @@ impl Inner {
                 }
             }
             (Phase::Connected, Op::WriteAck | Op::ReadResp) => {
+                // An answer to nothing pending (a failed unanswered write's
+                // among them) ends the connection.
                 let pending = pop_rma(&mut self.rma, h.id).ok_or_else(proto)?;
                 self.finish_rma(pending, op == Op::WriteAck, h.status, &payload)?;
             }
@@ -1276,8 +1327,9 @@ impl Inner {
         self.release_receives();
         if let Some(ep) = &self.ep {
             while let Some(frame) = self.tx.pop() {
-                if let Some((ctx, flags)) = frame.done {
-                    let _ = ep.complete_error(FI_SEND | send_kind(flags), ctx, err, 0, 0, 0);
+                if let Some(done) = frame.done {
+                    let kind = done.flags & !FI_COMPLETION;
+                    let _ = ep.complete_error(kind, done.context, err, 0, 0, 0);
                 }
             }
             while let Some(call) = self.calls.pop() {

@@ -29,7 +29,8 @@ pub(crate) enum Op {
     Reject = 3,
     /// A message: payload, remote CQ data with `FLAG_CQ_DATA`.
     Send = 4,
-    /// An RMA write of the payload to `key`/`addr`; answered by WriteAck.
+    /// An RMA write of the payload to `key`/`addr`; answered by WriteAck
+    /// (with `FLAG_NO_ANSWER`: only when it fails).
     Write = 5,
     /// Completes the write `id` with `status`.
     WriteAck = 6,
@@ -62,7 +63,10 @@ impl Op {
 pub(crate) const FLAG_CQ_DATA: u16 = 1 << 0;
 /// A tagged message (Send): `key` holds its tag.
 pub(crate) const FLAG_TAGGED: u16 = 1 << 1;
-const KNOWN_FLAGS: u16 = FLAG_CQ_DATA | FLAG_TAGGED;
+/// A Write its writer completed once TCP took it (FI_INJECT_COMPLETE): the
+/// target answers only a failure, which ends the connection.
+pub(crate) const FLAG_NO_ANSWER: u16 = 1 << 2;
+const KNOWN_FLAGS: u16 = FLAG_CQ_DATA | FLAG_TAGGED | FLAG_NO_ANSWER;
 
 /// A decoded header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -189,6 +193,9 @@ impl Header {
             return Err(WireError::BadFlags(self.flags));
         }
         if self.flags & FLAG_TAGGED != 0 && op != Op::Send {
+            return Err(WireError::BadFlags(self.flags));
+        }
+        if self.flags & FLAG_NO_ANSWER != 0 && op != Op::Write {
             return Err(WireError::BadFlags(self.flags));
         }
         let status_allowed = matches!(op, Op::WriteAck | Op::ReadResp | Op::Reject);

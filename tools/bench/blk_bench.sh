@@ -14,19 +14,9 @@
 RUNS=${KOFI_BLK_RUNS:-3}
 SECONDS_PER_RUN=${KOFI_BLK_SECONDS:-4}
 
-# The workloads (KOFI_BLK_WORKLOADS: a subset): name, fio options, and the
-# metrics read from its terse line.
+# The workloads (KOFI_BLK_WORKLOADS: a subset; their fio options in
+# blk_targets.sh) and the metrics read from fio's terse line.
 WORKLOADS=${KOFI_BLK_WORKLOADS:-"randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 read_128k write_128k"}
-fio_args() {
-	case $1 in
-	randread_qd1) echo "--rw=randread --bs=4k --iodepth=1" ;;
-	randwrite_qd1) echo "--rw=randwrite --bs=4k --iodepth=1" ;;
-	randread_qd32) echo "--rw=randread --bs=4k --iodepth=32" ;;
-	randwrite_qd32) echo "--rw=randwrite --bs=4k --iodepth=32" ;;
-	read_128k) echo "--rw=read --bs=128k --iodepth=8" ;;
-	write_128k) echo "--rw=write --bs=128k --iodepth=8" ;;
-	esac
-}
 
 # run DEV TRANSPORT IMPL: every workload RUNS times on DEV.
 run() {

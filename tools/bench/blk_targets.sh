@@ -52,18 +52,34 @@ kofi_off() {
 	echo disk0 >$BLKT/remove_export
 }
 
-# blk_targets_setup: kofi_blkt and kofi_blk loaded, nvmet's subsystem with
-# /dev/ram0 as its namespace, the disk filled once (so reads read pages that
-# exist).
+# blk_targets_setup: kofi_blkt and kofi_blk loaded, and nvmet_setup.
 blk_targets_setup() {
+	insmod /kofi/modules/kofi_blkt.ko && insmod /kofi/modules/kofi_blk.ko || return 1
+	nvmet_setup
+}
+
+# nvmet_setup: nvmet's subsystem with /dev/ram0 as its namespace, the disk
+# filled once (so reads read pages that exist).
+nvmet_setup() {
 	mkdir -p /sys/kernel/config 2>/dev/null
 	mount -t configfs none /sys/kernel/config 2>/dev/null
 	mkdir -p /etc/nvme && echo $HOSTNQN >/etc/nvme/hostnqn && echo $HOSTID >/etc/nvme/hostid
-	insmod /kofi/modules/kofi_blkt.ko && insmod /kofi/modules/kofi_blk.ko || return 1
 	mkdir $CFG/subsystems/$NQN &&
 		echo 1 >$CFG/subsystems/$NQN/attr_allow_any_host &&
 		mkdir $CFG/subsystems/$NQN/namespaces/1 &&
 		echo /dev/ram0 >$CFG/subsystems/$NQN/namespaces/1/device_path &&
 		echo 1 >$CFG/subsystems/$NQN/namespaces/1/enable || { ktap_diag "nvmet set-up failed"; return 1; }
 	dd if=/dev/zero of=/dev/ram0 bs=1M count=64 2>/dev/null
+}
+
+# fio_args WORKLOAD: the fio options of a storage table's workload.
+fio_args() {
+	case $1 in
+	randread_qd1) echo "--rw=randread --bs=4k --iodepth=1" ;;
+	randwrite_qd1) echo "--rw=randwrite --bs=4k --iodepth=1" ;;
+	randread_qd32) echo "--rw=randread --bs=4k --iodepth=32" ;;
+	randwrite_qd32) echo "--rw=randwrite --bs=4k --iodepth=32" ;;
+	read_128k) echo "--rw=read --bs=128k --iodepth=8" ;;
+	write_128k) echo "--rw=write --bs=128k --iodepth=8" ;;
+	esac
 }

@@ -192,16 +192,40 @@ fn tagged_sends_only() {
     assert_eq!(back.tag(), Some(0xfeed_0000_0000_0001));
     assert_eq!(back.data, 7);
     assert_eq!(Header::new(Op::Send).tag(), None);
-    for op in [Op::Write, Op::ReadReq, Op::WriteAck, Op::Connect] {
+    refused_on(
+        FLAG_TAGGED,
+        &[Op::Write, Op::ReadReq, Op::WriteAck, Op::Connect],
+    );
+}
+
+/// `flag` is refused on each of `ops`.
+fn refused_on(flag: u16, ops: &[Op]) {
+    for &op in ops {
         assert_eq!(
             roundtrip(Header {
-                flags: FLAG_TAGGED,
+                flags: flag,
                 ..Header::new(op)
             }),
-            Err(WireError::BadFlags(FLAG_TAGGED)),
-            "{op:?} may not be tagged"
+            Err(WireError::BadFlags(flag)),
+            "{op:?} may not carry flag {flag:#x}"
         );
     }
+}
+
+/// Only a Write may go unanswered.
+#[test]
+fn unanswered_writes_only() {
+    let h = Header {
+        flags: FLAG_NO_ANSWER | FLAG_CQ_DATA,
+        len: 8,
+        rma_len: 8,
+        ..Header::new(Op::Write)
+    };
+    assert_eq!(roundtrip(h), Ok(h));
+    refused_on(
+        FLAG_NO_ANSWER,
+        &[Op::Send, Op::ReadReq, Op::WriteAck, Op::ReadResp],
+    );
 }
 
 /// A deterministic random walk over header bytes: the parser never panics,

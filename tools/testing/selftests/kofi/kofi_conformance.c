@@ -1671,12 +1671,12 @@ static void large_region(struct kunit *test)
 }
 
 /*
- * @writes RMA writes (one or two) of the same 64 KiB, back to back, then a
- * message naming its round, without waiting for the writes' completions,
- * @rounds times with new bytes each: each time the message is received,
- * the region holds the last write's bytes.
+ * @writes RMA writes (one or two) of the same 64 KiB, back to back, with
+ * @flags, then a message naming its round, without waiting for the writes'
+ * completions, @rounds times with new bytes each: each time the message is
+ * received, the region holds the last write's bytes.
  */
-static void writes_then_send(struct kunit *test, int writes, int rounds, int port_n)
+static void writes_then_send(struct kunit *test, int writes, int rounds, int port_n, u64 flags)
 {
 	enum { LEN = 65536 };
 	u8 *region = vzalloc(LEN), *src[2] = { vmalloc(LEN), vmalloc(LEN) };
@@ -1696,9 +1696,14 @@ static void writes_then_send(struct kunit *test, int writes, int rounds, int por
 		got = ~0U;
 		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, &got, sizeof(got), NULL, 0, &got), 0);
 		for (w = 0; w < writes; w++) {
+			struct kvec iov = { src[w], LEN };
+			struct fi_rma_iov rma = { 0, LEN, key };
+			struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1, .rma_iov = &rma,
+						  .rma_iov_count = 1, .context = src[w] };
+
 			fill(src[w], LEN, writes * i + w);
-			KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src[w], LEN, NULL, 0, 0, key,
-						       src[w]), 0);
+			KUNIT_ASSERT_EQ(test, fi_writemsg(p->client.ep, &msg, FI_COMPLETION | flags),
+					0);
 		}
 		note = i;
 		KUNIT_ASSERT_EQ(test, fi_inject(p->client.ep, &note, sizeof(note), 0), 0);
@@ -1732,7 +1737,88 @@ static void send_after_write_finds_its_data(struct kunit *test)
 
 	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_SAW);
 	fi_freeinfo(info);
-	writes_then_send(test, 1, 64, 31);
+	writes_then_send(test, 1, 64, 31, 0);
+}
+
+/*
+ * kofi_blkt's read answer: a write asking only FI_INJECT_COMPLETE, with
+ * FI_MORE, then the message at once. kofi_sock sends such a write
+ * unanswered and the two in one segment; the order still puts the bytes
+ * ahead of the message.
+ */
+static void send_after_unanswered_write_finds_its_data(struct kunit *test)
+{
+	writes_then_send(test, 1, 64, 41, FI_INJECT_COMPLETE | FI_MORE);
+}
+
+/*
+ * FI_MORE is a promise that another call follows at once; one broken still
+ * delivers (kofi_sock: TCP holds the bytes with MSG_MORE, and its probe
+ * timer sends them), within the wait.
+ */
+static void more_without_a_follower_still_arrives(struct kunit *test)
+{
+	struct pair *p = pair_new(test, (struct pair){});
+	u8 src[64], dst[64] = {};
+	struct kvec iov = { src, sizeof(src) };
+	struct fi_msg msg = { .msg_iov = &iov, .iov_count = 1, .context = src };
+	struct fi_cq_data_entry e;
+
+	fill(src, sizeof(src), 43);
+	conf_open(test, p, 43);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, sizeof(dst), NULL, 0, dst), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &msg, FI_COMPLETION | FI_MORE), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)dst);
+	KUNIT_EXPECT_EQ(test, memcmp(src, dst, sizeof(src)), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+	pair_close(test, p);
+}
+
+/*
+ * A write asking only FI_INJECT_COMPLETE to a key the target does not have:
+ * the writer hears of it, by the write's error completion (verbs: the
+ * target's NAK) or by the connection's end (kofi_sock: no answer is
+ * awaited, and the target answers the failure, which ends the connection);
+ * the target lives on.
+ */
+static void unanswered_write_to_a_bad_key(struct kunit *test)
+{
+	struct pair *p = pair_new(test, (struct pair){});
+	u8 *region = vzalloc(4096), src[64];
+	struct kvec iov = { src, sizeof(src) };
+	struct fi_rma_iov rma = { 0, sizeof(src), 0 };
+	struct fi_msg_rma msg = { .msg_iov = &iov, .iov_count = 1, .rma_iov = &rma,
+				  .rma_iov_count = 1, .context = src };
+	struct fi_cq_err_entry err = {};
+	struct fi_cq_data_entry e;
+	struct cm_event ev;
+	struct fid_mr *mr;
+	ssize_t ret;
+
+	KUNIT_ASSERT_NOT_NULL(test, region);
+	fill(src, sizeof(src), 42);
+	conf_open(test, p, 42);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr,
+					NULL), 0);
+	rma.key = fi_mr_key(mr) ^ 0x5a5a;
+	KUNIT_ASSERT_EQ(test, fi_writemsg(p->client.ep, &msg, FI_COMPLETION | FI_INJECT_COMPLETE),
+			0);
+	ret = cq_wait(p->client.cq, &e);
+	if (ret == -FI_EAVAIL) {
+		KUNIT_ASSERT_EQ(test, fi_cq_readerr(p->client.cq, &err, 0), 1);
+		KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)src);
+		KUNIT_EXPECT_NE(test, err.err, 0);
+	} else {
+		KUNIT_ASSERT_EQ(test, ret, 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)src);
+		KUNIT_EXPECT_EQ(test, cm_wait(p->client.eq, FI_SHUTDOWN, &ev),
+				(ssize_t)sizeof(ev.entry));
+	}
+	KUNIT_EXPECT_TRUE(test, mem_is_zero(region, 4096));
+	pair_close_with(test, p, mr);
+	vfree(region);
 }
 
 /*
@@ -1746,7 +1832,7 @@ static void write_after_write_data_ordered(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, info->tx_attr->msg_order & FI_ORDER_WAW);
 	KUNIT_EXPECT_GE(test, info->ep_attr->max_order_waw_size, (size_t)65536);
 	fi_freeinfo(info);
-	writes_then_send(test, 2, 32, 33);
+	writes_then_send(test, 2, 32, 33, 0);
 }
 
 static void queued_sends(struct kunit *test)
@@ -2889,6 +2975,9 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(rma),
 	KUNIT_CASE(mr_endpoint),
 	KUNIT_CASE_SLOW(send_after_write_finds_its_data),
+	KUNIT_CASE_SLOW(send_after_unanswered_write_finds_its_data),
+	KUNIT_CASE(unanswered_write_to_a_bad_key),
+	KUNIT_CASE(more_without_a_follower_still_arrives),
 	KUNIT_CASE(write_after_write_data_ordered),
 	KUNIT_CASE_SLOW(large_region),
 	KUNIT_CASE(local_descriptors),
