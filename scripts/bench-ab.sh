@@ -11,8 +11,8 @@
 # KOFI_AB_STORAGE=1 compares kofi_blk over kofi_sock instead, nvme-tcp on the
 # same RAM disk as the baseline of every round (tools/bench/ab_blk_guest.sh,
 # KOFI_AB_ROUNDS default 5): fio 4 KiB random reads and writes at depth 1
-# (latency) and 32 (IOPS), and per I/O the context switches and TCP
-# segments.
+# (latency) and 32 (IOPS), 128 KiB sequential ones at depth 8 (MB/s), and
+# per I/O the context switches and TCP segments.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"

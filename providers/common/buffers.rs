@@ -43,8 +43,9 @@ pub(crate) struct MrHold {
 }
 
 impl MrHold {
-    /// An iov_iter over `len` bytes at `offset` of the window.
-    fn iter(&self, direction: u32, offset: usize, len: usize) -> Result<abi::iov_iter> {
+    /// An iov_iter over `len` bytes at `offset` of the window, to read from
+    /// (`ITER_SOURCE`) or write to (`ITER_DEST`) while the region is held.
+    pub(crate) fn iter(&self, direction: u32, offset: usize, len: usize) -> Result<abi::iov_iter> {
         match offset.checked_add(len) {
             Some(end) if end <= self.len => {}
             _ => return Err(EINVAL),

@@ -942,6 +942,10 @@ impl Inner {
                     self.rx.payload = KVVec::new();
                     return Ok(moved);
                 }
+                if self.write_in_place(&h)? {
+                    self.rx = Incoming::new();
+                    continue;
+                }
                 self.start_payload(h)?;
             }
             if self.rx.direct.is_some() {
@@ -1128,22 +1132,7 @@ impl Inner {
             }
             (Phase::Connected, Op::Write) => {
                 let written = self.rma_write(&h, &payload);
-                // The target's report first (a CQ entry for remote CQ data,
-                // a count for a counter: FI_RMA_EVENT), then the answer.
-                if written.is_ok() {
-                    let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
-                    self.report_write(payload.len(), cq_data)?;
-                }
-                // An unanswered write is answered only when it failed: its
-                // writer has no call waiting for it and ends the connection.
-                if written.is_err() || h.flags & wire::FLAG_NO_ANSWER == 0 {
-                    let ack = Header {
-                        status: status_of(written),
-                        id: h.id,
-                        ..Header::new(Op::WriteAck)
-                    };
-                    self.queue(ack, TxPayload::None, None)?;
-                }
+                self.written(&h, written)?;
             }
             (Phase::Connected, Op::ReadReq) => {
                 let (status, data) = self.rma_read(&h);
@@ -1175,6 +1164,61 @@ impl Inner {
             _ => return Err(proto()),
         }
         Ok(())
+    }
+
+    /// A peer's Write is in its region (or refused): the target's report
+    /// first (a CQ entry for remote CQ data, a count for a counter:
+    /// FI_RMA_EVENT), then the answer. An unanswered write is answered only
+    /// when it failed: its writer has no call waiting for it and ends the
+    /// connection.
+    fn written(&mut self, h: &Header, written: Result) -> Result {
+        if written.is_ok() {
+            let cq_data = (h.flags & wire::FLAG_CQ_DATA != 0).then_some(h.data);
+            self.report_write(h.len as usize, cq_data)?;
+        }
+        if written.is_err() || h.flags & wire::FLAG_NO_ANSWER == 0 {
+            let ack = Header {
+                status: status_of(written),
+                id: h.id,
+                ..Header::new(Op::WriteAck)
+            };
+            self.queue(ack, TxPayload::None, None)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a Write whose payload TCP already holds whole straight into
+    /// its region, with no frame buffer nor copy, and acts on it; whether it
+    /// did. The region is held for that read alone: a Write whose bytes are
+    /// not all there yet, or that the key table refuses, takes the buffered
+    /// path, so a peer that stalls in the middle of a frame never holds a
+    /// region its consumer wants to close.
+    fn write_in_place(&mut self, h: &Header) -> Result<bool> {
+        let len = h.len as usize;
+        if h.op != Some(Op::Write) || self.phase != Phase::Connected || len == 0 {
+            return Ok(false);
+        }
+        let (Some(sock), Some(domain)) = (self.sock.as_ref(), self.domain.as_ref()) else {
+            return Ok(false);
+        };
+        if sock.input_len() < len {
+            return Ok(false);
+        }
+        let Ok(held) = domain.mr_get(h.key, h.addr, len, FI_REMOTE_WRITE) else {
+            return Ok(false);
+        };
+        let mut got = 0;
+        while got < len {
+            match sock.recv_into_region(&held, got, len - got)? {
+                Received::Bytes(n) => got += n,
+                // TCP said it held the bytes: a socket that then has none
+                // is broken.
+                Received::WouldBlock | Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
+            }
+        }
+        drop(held);
+        self.written(h, Ok(()))?;
+        Ok(true)
     }
 
     /// Writes an incoming RMA into the region.

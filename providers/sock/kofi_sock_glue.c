@@ -138,6 +138,13 @@ bool ksock_has_input(struct socket *sock)
 	       READ_ONCE(sk->sk_state) != TCP_ESTABLISHED;
 }
 
+size_t ksock_inq(struct socket *sock)
+{
+	int n = tcp_inq(sock->sk);
+
+	return n > 0 ? n : 0;
+}
+
 int ksock_state(struct socket *sock)
 {
 	struct sock *sk = sock->sk;

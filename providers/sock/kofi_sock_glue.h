@@ -35,6 +35,8 @@ bool ksock_readable(struct socket *sock);
  * would block, and the socket's data_ready or state_change comes first).
  */
 bool ksock_has_input(struct socket *sock);
+/* Bytes TCP holds ready to read (a lower bound: more may arrive). */
+size_t ksock_inq(struct socket *sock);
 /* 1: established; 0: still connecting; negative: the socket's error. */
 int ksock_state(struct socket *sock);
 /* Bytes received, -EAGAIN when it would block, 0 on EOF. */

@@ -6,7 +6,7 @@
 
 use crate::abi;
 use crate::compat::VecExt;
-use crate::kofi::PostedRecv;
+use crate::kofi::{MrHold, PostedRecv};
 pub(crate) use crate::sockaddr::SockAddr;
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -226,6 +226,12 @@ impl Socket {
         Ok(ret as usize)
     }
 
+    /// Bytes TCP holds ready to read (more may arrive meanwhile).
+    pub(crate) fn input_len(&self) -> usize {
+        // SAFETY: The socket is ours.
+        unsafe { abi::ksock_inq(self.raw()) }
+    }
+
     /// Receives what is there, up to `len` bytes, straight into `recv`'s
     /// buffers from byte `offset` on (`offset + len` within them).
     pub(crate) fn recv_into(
@@ -235,9 +241,33 @@ impl Socket {
         len: usize,
     ) -> Result<Received> {
         let iter = recv.iter_at(offset);
-        // SAFETY: The socket is ours; `iter` describes the consumer's
-        // receive buffers, lent until the receive completes.
-        let ret = unsafe { abi::ksock_recv_iter(self.raw(), &iter, len) };
+        // SAFETY: `iter` describes the consumer's receive buffers, lent
+        // until the receive completes.
+        unsafe { self.recv_iter(&iter, len) }
+    }
+
+    /// Receives what is there, up to `len` bytes, into the window of the
+    /// region `held` from byte `offset` on.
+    pub(crate) fn recv_into_region(
+        &self,
+        held: &MrHold,
+        offset: usize,
+        len: usize,
+    ) -> Result<Received> {
+        let iter = held.iter(abi::ITER_DEST, offset, len)?;
+        // SAFETY: `iter` describes the held region's memory (checked to lie
+        // in its window), which stays while it is held.
+        unsafe { self.recv_iter(&iter, len) }
+    }
+
+    /// Receives what is there, up to `len` bytes, into `iter`'s memory.
+    ///
+    /// # Safety
+    ///
+    /// `iter` describes memory writable for `len` bytes for the call.
+    unsafe fn recv_iter(&self, iter: &abi::iov_iter, len: usize) -> Result<Received> {
+        // SAFETY: The socket is ours; the caller's guarantee for `iter`.
+        let ret = unsafe { abi::ksock_recv_iter(self.raw(), iter, len) };
         Ok(match ret {
             0 => Received::Eof,
             n if n > 0 => Received::Bytes(n as usize),

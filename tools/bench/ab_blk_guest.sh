@@ -10,7 +10,7 @@
 # less than the VM's noise.
 # Figures: "# abblk,<workload>,<impl>,<metric>,<value>,<round>" lines
 # (impl after, before or nvme; metric lat_us at depth 1, iops at depth 32,
-# ctxt and segs per I/O).
+# mbs for 128 KiB, ctxt and segs per I/O).
 #
 # Usage: ab_blk_guest.sh [ROUNDS]
 . /kofi/tests/ktap_helpers.sh
@@ -19,7 +19,7 @@
 . /kofi/bench/blk_targets.sh
 M=/kofi/modules
 ROUNDS=${1:-5}
-WORKLOADS="randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32"
+WORKLOADS="randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 read_128k write_128k"
 
 # counters: sets CTXT and SEGS, the context switches and TCP segments sent
 # so far.
@@ -39,7 +39,8 @@ measure() {
 			--time_based --runtime=3 --ramp_time=1 --size=64M \
 			--output-format=terse --terse-version=3 $(fio_args $w) 2>/dev/null | tail -1)
 		counters
-		# Terse v3: 5 error; read 8 IOPS, 40 lat mean (us); write 49, 81.
+		# Terse v3: 5 error; read 7 KiB/s, 8 IOPS, 40 lat mean (us); write
+		# 48, 49, 81.
 		# The counters span the ramp too: per I/O at the run's IOPS over
 		# its 4 s.
 		echo "$line" | awk -F';' -v w=$w -v i=$impl -v r=$round \
@@ -47,11 +48,12 @@ measure() {
 			$5 != 0 || NF < 90 { exit 1 }
 			{
 				rd = (w ~ /read/)
-				iops = rd ? $8 : $49; lat = rd ? $40 : $81
+				bw = rd ? $7 : $48; iops = rd ? $8 : $49; lat = rd ? $40 : $81
 				n = iops * 4
 				if (n <= 0) exit 1
 				if (w ~ /qd1/) printf "# abblk,%s,%s,lat_us,%.1f,%d\n", w, i, lat, r
-				else printf "# abblk,%s,%s,iops,%d,%d\n", w, i, iops, r
+				else if (w ~ /qd32/) printf "# abblk,%s,%s,iops,%d,%d\n", w, i, iops, r
+				else printf "# abblk,%s,%s,mbs,%.1f,%d\n", w, i, bw / 1024, r
 				printf "# abblk,%s,%s,ctxt,%.2f,%d\n", w, i, ctxt / n, r
 				printf "# abblk,%s,%s,segs,%.2f,%d\n", w, i, segs / n, r
 			}' || ok=0
