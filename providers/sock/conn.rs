@@ -942,7 +942,7 @@ impl Inner {
                     self.rx.payload = KVVec::new();
                     return Ok(moved);
                 }
-                if self.write_in_place(&h)? {
+                if self.write_in_place(&h)? || self.read_answer_in_place(&h)? {
                     self.rx = Incoming::new();
                     continue;
                 }
@@ -1156,7 +1156,7 @@ impl Inner {
                 // An answer to nothing pending (a failed unanswered write's
                 // among them) ends the connection.
                 let pending = pop_rma(&mut self.rma, h.id).ok_or_else(proto)?;
-                self.finish_rma(pending, op == Op::WriteAck, h.status, &payload)?;
+                self.finish_rma(pending, op == Op::WriteAck, h.status, Some(&payload))?;
             }
             (Phase::Connected, Op::Shutdown) => {
                 self.end(abi::FI_ECONNRESET, true);
@@ -1221,6 +1221,43 @@ impl Inner {
         Ok(true)
     }
 
+    /// Reads the answer to a part of one of our reads straight into the
+    /// read's local buffers (the consumer's, lent until it completes) when
+    /// TCP holds it whole, and acts on it; whether it did. Anything else (a
+    /// failure, an answer to nothing pending or of the wrong length) takes
+    /// the buffered path, which refuses what it must.
+    fn read_answer_in_place(&mut self, h: &Header) -> Result<bool> {
+        let len = h.len as usize;
+        if h.op != Some(Op::ReadResp) || self.phase != Phase::Connected || h.status != 0 {
+            return Ok(false);
+        }
+        let Some(sock) = self.sock.as_ref() else {
+            return Ok(false);
+        };
+        let Some(pending) = self.rma.iter().find(|p| p.id == h.id) else {
+            return Ok(false);
+        };
+        let call = self.calls.iter().find(|c| c.id == pending.call);
+        let Some(local) = call.and_then(|c| c.local.as_ref()) else {
+            return Ok(false);
+        };
+        if len == 0 || pending.len != len || sock.input_len() < len {
+            return Ok(false);
+        }
+        let mut got = 0;
+        while got < len {
+            match sock.recv_into(local, pending.offset + got, len - got)? {
+                Received::Bytes(n) => got += n,
+                // TCP said it held the bytes: a socket that then has none
+                // is broken.
+                Received::WouldBlock | Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
+            }
+        }
+        let pending = pop_rma(&mut self.rma, h.id).ok_or(EINVAL)?;
+        self.finish_rma(pending, false, 0, None)?;
+        Ok(true)
+    }
+
     /// Writes an incoming RMA into the region.
     fn rma_write(&self, h: &Header, payload: &[u8]) -> Result {
         let domain = self
@@ -1250,13 +1287,14 @@ impl Inner {
         }
     }
 
-    /// A part of an RMA call was answered (`write`: by WriteAck).
+    /// A part of an RMA call was answered (`write`: by WriteAck); a read's
+    /// bytes in `payload`, or already in its local buffers (None).
     fn finish_rma(
         &mut self,
         pending: PendingRma,
         write: bool,
         status: u32,
-        payload: &[u8],
+        payload: Option<&[u8]>,
     ) -> Result {
         let i = self
             .calls
@@ -1271,7 +1309,7 @@ impl Inner {
             if call.status == 0 {
                 call.status = status;
             }
-        } else if let Some(local) = &call.local {
+        } else if let (Some(local), Some(payload)) = (&call.local, payload) {
             if payload.len() != pending.len {
                 return Err(fi_error(abi::FI_EPROTO));
             }
