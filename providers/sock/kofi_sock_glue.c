@@ -138,6 +138,10 @@ bool ksock_has_input(struct socket *sock)
 	       READ_ONCE(sk->sk_state) != TCP_ESTABLISHED;
 }
 
+/*
+ * Without the socket's lock, as a lower bound: rcv_nxt only grows, and only
+ * the connection's reader (under its mutex) moves copied_seq.
+ */
 size_t ksock_inq(struct socket *sock)
 {
 	int n = tcp_inq(sock->sk);
