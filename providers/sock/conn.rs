@@ -771,6 +771,19 @@ impl Conn {
     }
 }
 
+/// Reads the `len` bytes TCP said it holds, `recv(at, n)` reading up to `n`
+/// of them from byte `at` on; a socket that then has none is broken.
+fn read_held(len: usize, mut recv: impl FnMut(usize, usize) -> Result<Received>) -> Result {
+    let mut got = 0;
+    while got < len {
+        match recv(got, len - got)? {
+            Received::Bytes(n) => got += n,
+            Received::WouldBlock | Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
+        }
+    }
+    Ok(())
+}
+
 fn pop_rma(v: &mut KVec<PendingRma>, id: u64) -> Option<PendingRma> {
     let i = v.iter().position(|p| p.id == id)?;
     Some(v.swap_remove(i))
@@ -1207,15 +1220,7 @@ impl Inner {
         let Ok(held) = domain.mr_get(h.key, h.addr, len, FI_REMOTE_WRITE) else {
             return Ok(false);
         };
-        let mut got = 0;
-        while got < len {
-            match sock.recv_into_region(&held, got, len - got)? {
-                Received::Bytes(n) => got += n,
-                // TCP said it held the bytes: a socket that then has none
-                // is broken.
-                Received::WouldBlock | Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
-            }
-        }
+        read_held(len, |at, n| sock.recv_into_region(&held, at, n))?;
         drop(held);
         self.written(h, Ok(()))?;
         Ok(true)
@@ -1234,9 +1239,10 @@ impl Inner {
         let Some(sock) = self.sock.as_ref() else {
             return Ok(false);
         };
-        let Some(pending) = self.rma.iter().find(|p| p.id == h.id) else {
+        let Some(i) = self.rma.iter().position(|p| p.id == h.id) else {
             return Ok(false);
         };
+        let pending = &self.rma[i];
         let call = self.calls.iter().find(|c| c.id == pending.call);
         let Some(local) = call.and_then(|c| c.local.as_ref()) else {
             return Ok(false);
@@ -1244,16 +1250,9 @@ impl Inner {
         if len == 0 || pending.len != len || sock.input_len() < len {
             return Ok(false);
         }
-        let mut got = 0;
-        while got < len {
-            match sock.recv_into(local, pending.offset + got, len - got)? {
-                Received::Bytes(n) => got += n,
-                // TCP said it held the bytes: a socket that then has none
-                // is broken.
-                Received::WouldBlock | Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
-            }
-        }
-        let pending = pop_rma(&mut self.rma, h.id).ok_or(EINVAL)?;
+        let offset = pending.offset;
+        read_held(len, |at, n| sock.recv_into(local, offset + at, n))?;
+        let pending = self.rma.swap_remove(i);
         self.finish_rma(pending, false, 0, None)?;
         Ok(true)
     }

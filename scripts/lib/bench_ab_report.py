@@ -71,9 +71,10 @@ def storage(runs, before):
     print(f"before: {before}, after: the tree; kofi_blk over kofi_sock against nvme-tcp,")
     print("medians of the rounds [min-max]; ratios kofi_blk/nvme and after/before"
           " round by round")
-    for w in ('randread_qd1', 'randwrite_qd1', 'randread_qd32', 'randwrite_qd32', 'read_128k',
-              'write_128k'):
-        m = 'lat_us' if w.endswith('qd1') else 'iops' if w.endswith('qd32') else 'mbs'
+    # The workloads in the guest's order, each with the one metric it has
+    # beside the counters.
+    for w in dict.fromkeys(k[0] for k in runs):
+        m = next(k[2] for k in runs if k[0] == w and k[2] not in ('ctxt', 'segs'))
         print(f"\n{w} ({m}; per I/O: context switches, TCP segments)")
         for impl in ('nvme', 'before', 'after'):
             cell = runs.get((w, impl, m), {})
