@@ -6,6 +6,7 @@
 //! and regions held by the peers' RMA that use them ([`MrHold`]).
 
 use crate::abi;
+use crate::compat::VecExt;
 use crate::iovec::{Descs, Iov, Iovs};
 use core::any::Any;
 use core::ptr::NonNull;
@@ -75,6 +76,24 @@ impl MrHold {
         } else {
             Err(EFAULT)
         }
+    }
+
+    /// A copy of the whole window (filled by the copy alone, not zeroed
+    /// first).
+    pub(crate) fn copy_out(&self) -> Result<KVVec<u8>> {
+        let mut v = KVVec::with_capacity(self.len, GFP_KERNEL)?;
+        let mut iter = self.iter(abi::ITER_SOURCE, 0, self.len)?;
+        let spare = v.spare_capacity_mut();
+        // SAFETY: `spare` is writable for `self.len` bytes (the capacity
+        // asked for); `iter` covers as many.
+        let n = unsafe { abi::_copy_from_iter(spare.as_mut_ptr().cast(), self.len, &mut iter) };
+        if n != self.len {
+            return Err(EFAULT);
+        }
+        // SAFETY: The copy wrote the `n` bytes past the (empty) length,
+        // within the capacity.
+        unsafe { v.grow_len(n) };
+        Ok(v)
     }
 
     /// Copies from the region at `offset` of the window into `dst`.

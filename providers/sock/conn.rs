@@ -1269,19 +1269,16 @@ impl Inner {
 
     /// Reads the bytes a peer asks for; the status and the bytes.
     fn rma_read(&self, h: &Header) -> (u32, KVVec<u8>) {
-        let mut data = KVVec::new();
         let Some(domain) = &self.domain else {
-            return (abi::ENOTCONN, data);
+            return (abi::ENOTCONN, KVVec::new());
         };
-        let len = h.rma_len as usize;
-        let result = domain
-            .mr_get(h.key, h.addr, len, FI_REMOTE_READ)
-            .and_then(|held| {
-                data.extend_with(len, 0, GFP_KERNEL)?;
-                held.read(0, &mut data)
-            });
-        match result {
-            Ok(()) => (0, data),
+        // A copy, not the region in place: a peer that stops reading its
+        // answer must not hold a region its consumer wants to close.
+        match domain
+            .mr_get(h.key, h.addr, h.rma_len as usize, FI_REMOTE_READ)
+            .and_then(|held| held.copy_out())
+        {
+            Ok(data) => (0, data),
             Err(e) => (errnum(e), KVVec::new()),
         }
     }

@@ -5,7 +5,8 @@
  * RMA violations answered with their own errors while the connection
  * stays, flow control under many unexpected messages, zero-copy page sends,
  * a reset mid-transfer, garbage from a raw TCP client, many connections,
- * receives made by the consumer's thread sleeping on the CQ.
+ * receives made by the consumer's thread sleeping on the CQ, a read's
+ * answer its peer does not take holding no region.
  */
 #include <kunit/test.h>
 #include <linux/delay.h>
@@ -370,6 +371,89 @@ static void sock_rma_of_max_msg_size(struct kunit *test)
 	vfree(region);
 	vfree(src);
 	vfree(back);
+}
+
+/* Receives exactly @len bytes from @sock into @buf; 0, or a negative error. */
+static int raw_recv_all(struct socket *sock, void *buf, size_t len)
+{
+	while (len) {
+		struct kvec r = { buf, len };
+		struct msghdr rm = {};
+		int n = kernel_recvmsg(sock, &rm, &r, 1, len, MSG_WAITALL);
+
+		if (n <= 0)
+			return n ? n : -ECONNRESET;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * A peer that asks for a read and does not take the answer holds no region:
+ * the region closes at once, and what the peer reads later is the region's
+ * bytes as they were at the read, however the memory changed after its
+ * close. (kofi_sock answers from a copy; sending from the region in place
+ * would have to hold it until TCP took every byte.)
+ */
+static void sock_unread_answer_holds_no_region(struct kunit *test)
+{
+	struct pair *p = pair_new(test, (struct pair){});
+	struct socket *raw;
+	struct cm_event ev;
+	struct fid_mr *mr;
+	u8 h[64], got[64];
+	unsigned long start;
+	size_t len, at;
+	u8 *region, *expect, *chunk;
+
+	raw_listener(test, p, "7496");
+	raw = raw_open(7496);
+	KUNIT_ASSERT_NOT_NULL(test, raw);
+	wire_header(h, 1, 0);			/* CONNECT, no private data */
+	KUNIT_ASSERT_EQ(test, raw_send(raw, h, sizeof(h)), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, raw_recv_all(raw, got, sizeof(got)), 0);
+	KUNIT_EXPECT_EQ(test, got[5], 2);	/* ACCEPT */
+
+	len = p->server.info->ep_attr->max_msg_size;
+	region = vmalloc(len);
+	expect = vmalloc(len);
+	chunk = kunit_kmalloc(test, 65536, GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, region && expect && chunk);
+	fill(region, len, 29);
+	memcpy(expect, region, len);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, len, FI_REMOTE_READ, 0, 0, 0, &mr, NULL),
+			0);
+	wire_header(h, 7, 0);			/* READ_REQ of the whole region */
+	put_unaligned_le64(fi_mr_key(mr), h + 24);
+	put_unaligned_le64(1, h + 48);
+	put_unaligned_le64(len, h + 56);
+	KUNIT_ASSERT_EQ(test, raw_send(raw, h, sizeof(h)), 0);
+	/* The answer's header: the read was acted on. */
+	KUNIT_ASSERT_EQ(test, raw_recv_all(raw, got, sizeof(got)), 0);
+	KUNIT_EXPECT_EQ(test, got[5], 8);	/* READ_RESP */
+	KUNIT_EXPECT_EQ(test, get_unaligned_le32(got + 8), 0);
+	KUNIT_EXPECT_EQ(test, get_unaligned_le64(got + 16), (u64)len);
+	KUNIT_EXPECT_EQ(test, get_unaligned_le64(got + 48), 1);
+
+	/* Most of the 4 MiB is not taken yet; the region closes anyway. */
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	KUNIT_EXPECT_LT(test, jiffies - start, (unsigned long)HZ);
+	memset(region, 0, len);
+	for (at = 0; at < len; at += 65536) {
+		size_t n = min_t(size_t, 65536, len - at);
+
+		KUNIT_ASSERT_EQ(test, raw_recv_all(raw, chunk, n), 0);
+		KUNIT_ASSERT_EQ(test, memcmp(chunk, expect + at, n), 0);
+	}
+	sock_release(raw);
+	pair_close(test, p);
+	vfree(region);
+	vfree(expect);
 }
 
 #define MANY 64
@@ -851,6 +935,7 @@ static struct kunit_case sock_cases[] = {
 	KUNIT_CASE_SLOW(sock_silent_connection_times_out),
 	KUNIT_CASE(sock_handshake_is_bounded),
 	KUNIT_CASE(sock_rma_of_max_msg_size),
+	KUNIT_CASE(sock_unread_answer_holds_no_region),
 	KUNIT_CASE_SLOW(sock_connection_flood_and_random_bytes),
 	{}
 };
