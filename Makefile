@@ -7,7 +7,8 @@
 #   make demo     boot a VM, load kofi, run a sample consumer, show it
 #   make bench    kofi against raw kernel TCP and raw verbs on the perf kernel
 #   make bench-ab BEFORE=<rev>  the tree's kofi_sock against <rev>'s, in one VM
-#                 (KOFI_AB_STORAGE=1: kofi_blk's, nvme-tcp as the baseline)
+#                 (KOFI_AB_STORAGE=1: kofi_blk's, NVMe-oF as the baseline;
+#                 KOFI_AB_TRANSPORT=tcp|siw|rxe)
 #   make profile  perf in the guest: where kofi and the baselines spend time
 #   make setup    install the toolchain (Debian 12)
 #   make kernel   build (or reuse) the cached kernel; PROFILE=debug|perf
@@ -47,7 +48,8 @@ bench:
 	scripts/bench.sh
 
 bench-ab:
-	BEFORE=$(BEFORE) KOFI_AB_STORAGE=$(KOFI_AB_STORAGE) scripts/bench-ab.sh
+	BEFORE=$(BEFORE) KOFI_AB_STORAGE=$(KOFI_AB_STORAGE) KOFI_AB_TRANSPORT=$(KOFI_AB_TRANSPORT) \
+		scripts/bench-ab.sh
 
 profile:
 	scripts/profile.sh

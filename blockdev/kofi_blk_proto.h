@@ -14,6 +14,9 @@
  * it answers. A small write may carry its data in the command's message
  * instead (KOFI_BLK_INLINE, up to the accept's inline_max), as NVMe-oF's
  * in-capsule data: no registration and no read of the initiator's pages.
+ * A small read may have its data come in the response's message
+ * (KOFI_BLK_INLINE, up to the accept's read_inline_max), as nvme-tcp's
+ * C2HData: no registration and no write to the initiator's pages.
  */
 #ifndef _KOFI_BLK_PROTO_H
 #define _KOFI_BLK_PROTO_H
@@ -34,7 +37,9 @@ struct kofi_blk_connect {
 	__le16 queue;
 	__le16 depth;
 	__le16 rsvd;
-	__le32 rsvd2;
+	/* A read's bytes a response may carry: the room of the initiator's
+	 * receives past the response (0: none). */
+	__le32 read_inline_max;
 	char name[KOFI_BLK_NAME_MAX];
 };
 
@@ -47,7 +52,8 @@ struct kofi_blk_accept {
 	__le32 block_size;	/* logical block size in bytes */
 	__le32 max_io;		/* bytes one command moves at most */
 	__le32 inline_max;	/* a write's bytes a command may carry (0: none) */
-	__le32 rsvd2;
+	/* A read's bytes a response may carry: at most the connect's (0: none). */
+	__le32 read_inline_max;
 };
 
 /* fi_reject's private data: why (a positive errno: ENOENT for no such export). */
@@ -66,7 +72,10 @@ enum kofi_blk_opcode {
 #define KOFI_BLK_FUA		0x01
 /*
  * kofi_blk_cmd.flags: a write whose @len bytes follow the command in its
- * message (at most the accept's inline_max); @key and @addr are unused.
+ * message (at most the accept's inline_max), or a read whose @len bytes
+ * follow a successful response in its message (at most the accept's
+ * read_inline_max; a failed one's response comes alone); @key and @addr
+ * are unused.
  */
 #define KOFI_BLK_INLINE		0x02
 

@@ -8,11 +8,13 @@
 # through the core adds to a bare call): the before and after a commit
 # message that claims a gain shows. KOFI_AB_ROUNDS (10) rounds,
 # KOFI_VM_CPUS (2) guest CPUs.
-# KOFI_AB_STORAGE=1 compares kofi_blk over kofi_sock instead, nvme-tcp on the
-# same RAM disk as the baseline of every round (tools/bench/ab_blk_guest.sh,
+# KOFI_AB_STORAGE=1 compares kofi_blk instead, NVMe-oF on the same RAM disk
+# as the baseline of every round (tools/bench/ab_blk_guest.sh,
 # KOFI_AB_ROUNDS default 5): fio 4 KiB random reads and writes at depth 1
 # (latency) and 32 (IOPS), 128 KiB sequential ones at depth 8 (MB/s), and
-# per I/O the context switches and TCP segments.
+# per I/O the context switches and TCP segments. KOFI_AB_TRANSPORT=tcp
+# (default: kofi_sock against nvme-tcp), siw or rxe (kofi_verbs against
+# nvme-rdma).
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -30,7 +32,8 @@ make -C "$perf" M="$old" LLVM=1 -j"$KOFI_JOBS" modules >"$KOFI_ROOT/build/ab-bui
 	{ tail -30 "$KOFI_ROOT/build/ab-build.log"; exit 1; }
 for m in kofi/kofi.ko providers/sock/kofi_sock.ko samples/pingpong/kofi_pingpong.ko \
 	samples/bandwidth/kofi_bw.ko tools/testing/selftests/kofi/kofi_test_provider.ko \
-	tools/bench/kofi_call_cost.ko blockdev/initiator/kofi_blk.ko blockdev/target/kofi_blkt.ko; do
+	tools/bench/kofi_call_cost.ko blockdev/initiator/kofi_blk.ko blockdev/target/kofi_blkt.ko \
+	providers/verbs/kofi_verbs.ko; do
 	cp "$old/$m" "$old-ko/B_$(basename "$m")"
 done
 
@@ -39,13 +42,15 @@ echo "=== VM run (perf kernel, $KOFI_VM_CPUS CPUs): ${before:0:12} against the t
 out="$KOFI_ROOT/build/bench-ab"
 if [ -n "${KOFI_AB_STORAGE:-}" ]; then
 	guest=ab_blk_guest.sh rounds=${KOFI_AB_ROUNDS:-5} report=storage
+	transport=${KOFI_AB_TRANSPORT:-tcp}
 else
-	guest=ab_guest.sh rounds=${KOFI_AB_ROUNDS:-10} report=sock
+	guest=ab_guest.sh rounds=${KOFI_AB_ROUNDS:-10} report=sock transport=
 fi
 rc=0
 scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" \
 	--extra-modules "$old-ko" --out "$out" --timeout 3000 \
-	-- /kofi/bench/$guest "$rounds" >"$out.verdict" 2>&1 || rc=$?
-python3 scripts/lib/bench_ab_report.py $report "$out/vm0/results.ktap" "${before:0:12}" | tee "$out.txt"
+	-- /kofi/bench/$guest "$rounds" $transport >"$out.verdict" 2>&1 || rc=$?
+python3 scripts/lib/bench_ab_report.py $report "$out/vm0/results.ktap" "${before:0:12}" $transport |
+	tee "$out.txt"
 grep -E 'passed,' "$out.verdict" || cat "$out.verdict"
 exit $rc

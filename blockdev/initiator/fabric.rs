@@ -14,7 +14,7 @@ use crate::errno;
 use crate::flags;
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, Ordering};
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::bindings::bio_vec;
 use kernel::error::to_result;
 use kernel::prelude::*;
@@ -290,21 +290,29 @@ pub(crate) struct Completion {
     pub(crate) err: i32,
 }
 
+/// Where a receive buffer is.
+const IDLE: u8 = 0;
+/// Posted: the provider's.
+const POSTED: u8 = 1;
+/// Being read by this layer's caller ([`Connection::with_received`]).
+const READING: u8 = 2;
+
 /// One endpoint connected to a peer, its EQ and CQ, and `count` receive
 /// buffers of `size` bytes, posted by slot number.
 ///
 /// # Invariants
 ///
 /// `ep`, `cq` and `eq` are open; `ep` is bound to both and is closed first.
-/// A receive buffer is written by the provider only while its `posted` flag
-/// is set, and read by this layer only while it is clear.
+/// A receive buffer is written by the provider only while its state is
+/// `POSTED`, and read by this layer only while it is `READING`.
 pub(crate) struct Connection {
     ep: NonNull<abi::fid_ep>,
     cq: NonNull<abi::fid_cq>,
     eq: NonNull<abi::fid_eq>,
     size: usize,
-    bufs: KVec<u8>,
-    posted: KVec<AtomicBool>,
+    /// Large (a page and a response per slot): vmalloc'd when it must be.
+    bufs: KVVec<u8>,
+    state: KVec<AtomicU8>,
     /// Closed after the endpoint and queues (fields drop after `drop`).
     domain: Arc<Domain>,
 }
@@ -332,11 +340,11 @@ impl Connection {
         count: usize,
         size: usize,
     ) -> Result<Connection> {
-        let mut bufs = KVec::new();
+        let mut bufs = KVVec::new();
         bufs.extend_with(count * size, 0u8, GFP_KERNEL)?;
-        let mut posted = KVec::with_capacity(count, GFP_KERNEL)?;
+        let mut state = KVec::with_capacity(count, GFP_KERNEL)?;
         for _ in 0..count {
-            posted.push(AtomicBool::new(false), GFP_KERNEL)?;
+            state.push(AtomicU8::new(IDLE), GFP_KERNEL)?;
         }
         let mut eq_attr = abi::fi_eq_attr {
             event_handler: handlers.eq,
@@ -394,7 +402,7 @@ impl Connection {
             eq,
             size,
             bufs,
-            posted,
+            state,
             domain: domain.clone(),
         };
         // SAFETY: `ep`, `eq` and `cq` are open objects of this domain.
@@ -420,12 +428,15 @@ impl Connection {
 
     /// Posts receive buffer `slot` (its completion names `slot`).
     pub(crate) fn post_recv(&self, slot: usize) -> Result {
-        let flag = self.posted.get(slot).ok_or(EINVAL)?;
-        if flag.swap(true, Ordering::AcqRel) {
+        let state = self.state.get(slot).ok_or(EINVAL)?;
+        if state
+            .compare_exchange(IDLE, POSTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             return Err(EBUSY);
         }
         // SAFETY: The buffer lies inside `bufs`, which outlives the endpoint
-        // (closed first); its flag is now set, so this layer leaves it to the
+        // (closed first); it is now `POSTED`, so this layer leaves it to the
         // provider. The context is a number, never dereferenced.
         let ret = unsafe {
             abi::fi_recv(
@@ -438,27 +449,37 @@ impl Connection {
             )
         };
         if ret < 0 {
-            flag.store(false, Ordering::Release);
+            state.store(IDLE, Ordering::Release);
             return Err(error(ret));
         }
         Ok(())
     }
 
-    /// Copies what receive `slot` received, once its completion was read.
-    pub(crate) fn received(&self, slot: usize, out: &mut [u8]) -> Result {
-        let flag = self.posted.get(slot).ok_or(EINVAL)?;
-        let n = out.len().min(self.size);
-        if flag.load(Ordering::Acquire) {
+    /// Calls `f` with the first `len` bytes receive `slot` received (at
+    /// most its size), once its completion was read; EBUSY while it is
+    /// posted. The buffer cannot be posted again while `f` reads it.
+    pub(crate) fn with_received<R>(
+        &self,
+        slot: usize,
+        len: usize,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        let state = self.state.get(slot).ok_or(EINVAL)?;
+        if state
+            .compare_exchange(IDLE, READING, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
             return Err(EBUSY);
         }
-        out[..n].copy_from_slice(&self.bufs[slot * self.size..][..n]);
-        Ok(())
+        let r = f(&self.bufs[slot * self.size..][..len.min(self.size)]);
+        state.store(IDLE, Ordering::Release);
+        Ok(r)
     }
 
     /// Marks receive `slot` completed (its completion was read).
     fn receive_done(&self, slot: usize) {
-        if let Some(flag) = self.posted.get(slot) {
-            flag.store(false, Ordering::Release);
+        if let Some(state) = self.state.get(slot) {
+            let _ = state.compare_exchange(POSTED, IDLE, Ordering::AcqRel, Ordering::Acquire);
         }
     }
 

@@ -27,7 +27,8 @@ int kofi_blk_rq_pages(struct request *rq, struct bio_vec *out, int max)
 	return n;
 }
 
-size_t kofi_blk_rq_copy(struct request *rq, void *dst, size_t len)
+/* Copies between the request's data and @buf: into @buf, or (@fill) out of it. */
+static size_t rq_copy(struct request *rq, void *buf, size_t len, bool fill)
 {
 	struct req_iterator iter;
 	struct bio_vec bv;
@@ -36,10 +37,24 @@ size_t kofi_blk_rq_copy(struct request *rq, void *dst, size_t len)
 	rq_for_each_segment(bv, rq, iter) {
 		if (bv.bv_len > len - done)
 			break;
-		memcpy_from_bvec(dst + done, &bv);
+		if (fill)
+			memcpy_to_bvec(&bv, buf + done);
+		else
+			memcpy_from_bvec(buf + done, &bv);
 		done += bv.bv_len;
 	}
 	return done;
+}
+
+size_t kofi_blk_rq_copy(struct request *rq, void *dst, size_t len)
+{
+	return rq_copy(rq, dst, len, false);
+}
+
+size_t kofi_blk_rq_fill(struct request *rq, const void *src, size_t len)
+{
+	/* Only read: the cast serves the one loop both directions share. */
+	return rq_copy(rq, (void *)src, len, true);
 }
 
 struct gendisk *kofi_blk_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim)

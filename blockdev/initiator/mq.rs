@@ -36,6 +36,7 @@ extern "C" {
     /// Copies the request's data bytes to `dst` (room for `len`): how many
     /// (glue).
     fn kofi_blk_rq_copy(rq: *mut bindings::request, dst: *mut c_void, len: usize) -> usize;
+    fn kofi_blk_rq_fill(rq: *mut bindings::request, src: *const c_void, len: usize) -> usize;
     /// The disks' operations: none but the owner, this module (glue), so
     /// an open disk pins it.
     static kofi_blk_fops: bindings::block_device_operations;
@@ -182,6 +183,21 @@ impl<T: Operations> Request<T> {
         }
         // SAFETY: The glue wrote bytes `at..at + len`, within the capacity.
         unsafe { out.grow_len(len) };
+        Ok(())
+    }
+
+    /// Fills its data (a read's) with `src`, which must be exactly its
+    /// length (EINVAL otherwise, and the data is not to be trusted).
+    pub(crate) fn fill_data(&mut self, src: &[u8]) -> Result {
+        if src.len() != self.bytes() as usize {
+            return Err(EINVAL);
+        }
+        // SAFETY: By the invariant, a started request whose bios stay until
+        // it ends, owned here; `src` is readable for its length.
+        let n = unsafe { kofi_blk_rq_fill(self.raw(), src.as_ptr().cast(), src.len()) };
+        if n != src.len() {
+            return Err(EINVAL);
+        }
         Ok(())
     }
 

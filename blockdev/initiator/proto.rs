@@ -16,6 +16,10 @@ pub(crate) const COMMAND_LEN: usize = size_of::<abi::kofi_blk_cmd>();
 pub(crate) const RESPONSE_LEN: usize = size_of::<abi::kofi_blk_resp>();
 const _: () = assert!(CONNECT_LEN == 48 && ACCEPT_LEN == 32 && REJECT_LEN == 8);
 const _: () = assert!(COMMAND_LEN == 40 && RESPONSE_LEN == 16);
+const _: () = assert!(
+    core::mem::offset_of!(abi::kofi_blk_connect, read_inline_max) == 12
+        && core::mem::offset_of!(abi::kofi_blk_accept, read_inline_max) == 28
+);
 
 pub(crate) const READ: u8 = abi::kofi_blk_opcode_KOFI_BLK_READ as u8;
 pub(crate) const WRITE: u8 = abi::kofi_blk_opcode_KOFI_BLK_WRITE as u8;
@@ -33,8 +37,14 @@ fn get<const N: usize>(buf: &[u8], at: usize) -> [u8; N] {
     out
 }
 
-/// The connect's private data: `export`'s name, the queue and its depth.
-pub(crate) fn connect(export: &[u8], queue: u16, depth: u16) -> Result<[u8; CONNECT_LEN]> {
+/// The connect's private data: `export`'s name, the queue and its depth,
+/// and the bytes of a read its receives hold past a response.
+pub(crate) fn connect(
+    export: &[u8],
+    queue: u16,
+    depth: u16,
+    read_inline_max: u32,
+) -> Result<[u8; CONNECT_LEN]> {
     if export.is_empty() || export.len() >= NAME_MAX || depth == 0 || depth > DEPTH_MAX {
         return Err(EINVAL);
     }
@@ -43,6 +53,7 @@ pub(crate) fn connect(export: &[u8], queue: u16, depth: u16) -> Result<[u8; CONN
     put(&mut b, 4, &(abi::KOFI_BLK_VERSION as u16).to_le_bytes());
     put(&mut b, 6, &queue.to_le_bytes());
     put(&mut b, 8, &depth.to_le_bytes());
+    put(&mut b, 12, &read_inline_max.to_le_bytes());
     put(&mut b, 16, export);
     Ok(b)
 }
@@ -55,10 +66,13 @@ pub(crate) struct Accept {
     pub(crate) max_io: u32,
     /// A write's bytes a command may carry (0: none).
     pub(crate) inline_max: u32,
+    /// A read's bytes a response may carry (0: none).
+    pub(crate) read_inline_max: u32,
 }
 
-/// Decodes and checks an accept's private data.
-pub(crate) fn accept(b: &[u8]) -> Result<Accept> {
+/// Decodes and checks an accept's private data, the answer to a connect
+/// that offered `read_inline_max`.
+pub(crate) fn accept(b: &[u8], read_inline_max: u32) -> Result<Accept> {
     if b.len() < ACCEPT_LEN
         || u32::from_le_bytes(get(b, 0)) != abi::KOFI_BLK_MAGIC
         || u16::from_le_bytes(get(b, 4)) != abi::KOFI_BLK_VERSION as u16
@@ -70,9 +84,15 @@ pub(crate) fn accept(b: &[u8]) -> Result<Accept> {
         block_size: u32::from_le_bytes(get(b, 16)),
         max_io: u32::from_le_bytes(get(b, 20)),
         inline_max: u32::from_le_bytes(get(b, 24)),
+        read_inline_max: u32::from_le_bytes(get(b, 28)),
     };
     let bs_ok = (512..=4096).contains(&a.block_size) && a.block_size.is_power_of_two();
-    if !bs_ok || a.max_io < a.block_size || a.max_io % a.block_size != 0 || a.sectors == 0 {
+    if !bs_ok
+        || a.max_io < a.block_size
+        || a.max_io % a.block_size != 0
+        || a.sectors == 0
+        || a.read_inline_max > read_inline_max
+    {
         return Err(errno::eproto());
     }
     Ok(a)
@@ -92,7 +112,8 @@ pub(crate) fn reject(b: &[u8]) -> Option<i32> {
 pub(crate) struct Command {
     pub(crate) opcode: u8,
     pub(crate) fua: bool,
-    /// A write whose data follows the command in its message.
+    /// A write whose data follows the command in its message, or a read
+    /// whose data follows its response in the response's.
     pub(crate) inline: bool,
     pub(crate) tag: u16,
     pub(crate) gen: u32,

@@ -29,6 +29,11 @@ pub(crate) const MAX_PAGES: usize = 64;
 /// How long a connection attempt waits for the target's answer.
 const CONNECT_WAIT_MS: i32 = 10_000;
 
+/// A read's bytes a response may carry, as each receive buffer holds them
+/// past the response: a page, offered in the connect (the target may offer
+/// less back).
+const READ_INLINE_MAX: u32 = kernel::page::PAGE_SIZE as u32;
+
 /// The per-request data of kofi_blk (in the request's PDU): room for the
 /// request's pages, for their registration (no allocation per request), and
 /// since when it has waited for a working connection.
@@ -82,8 +87,11 @@ impl mq::PageBuffer for RequestData {
 /// A command in flight.
 struct InFlight {
     rq: mq::Request<Driver>,
-    /// The request's pages, registered for the target (none for FLUSH).
+    /// The request's pages, registered for the target (none for FLUSH and
+    /// inline I/O).
     _mr: Option<Mr>,
+    /// A read whose data comes in its response's message.
+    data_in_response: bool,
     gen: u32,
 }
 
@@ -97,6 +105,9 @@ struct State {
     /// A write's bytes its command carries at most on this connection
     /// (the target's offer, within the provider's inject size; 0: none).
     inline_max: usize,
+    /// A read's bytes its response carries at most on this connection (the
+    /// target's answer to our offer; 0: none).
+    read_inline_max: usize,
     /// Set when the device goes: no connection is made any more.
     closed: bool,
 }
@@ -127,7 +138,7 @@ impl_has_work! {
 
 /// The private data of a connection request for queue `index`.
 fn connect_param(export: &CStr, index: u16, depth: u16) -> Result<[u8; proto::CONNECT_LEN]> {
-    proto::connect(export.cstr_bytes(), index, depth)
+    proto::connect(export.cstr_bytes(), index, depth, READ_INLINE_MAX)
 }
 
 impl Queue {
@@ -144,7 +155,14 @@ impl Queue {
                 depth,
                 eq_event: AtomicBool::new(false),
                 state <- new_spinlock!(
-                    State { inflight, gens, conn: None, inline_max: 0, closed: false },
+                    State {
+                        inflight,
+                        gens,
+                        conn: None,
+                        inline_max: 0,
+                        read_inline_max: 0,
+                        closed: false
+                    },
                     "kofi_blk::Queue::state"
                 ),
                 work <- new_work!("kofi_blk::Queue::work"),
@@ -163,11 +181,14 @@ impl Queue {
                 .cast_mut()
                 .cast::<c_void>(),
         };
-        let conn = Connection::open(domain, &handlers, self.depth.into(), proto::RESPONSE_LEN)?;
+        let recv_size = proto::RESPONSE_LEN + READ_INLINE_MAX as usize;
+        let conn = Connection::open(domain, &handlers, self.depth.into(), recv_size)?;
         conn.connect(&connect_param(export, self.index, self.depth)?)?;
         let accept = loop {
             match conn.event(CONNECT_WAIT_MS)? {
-                Some(CmEvent::Connected(data)) => break proto::accept(data.bytes())?,
+                Some(CmEvent::Connected(data)) => {
+                    break proto::accept(data.bytes(), READ_INLINE_MAX)?
+                }
                 Some(CmEvent::Error { err, data }) => {
                     // A kofi_blk_reject says why the target refused.
                     return Err(match proto::reject(data.bytes()) {
@@ -191,6 +212,7 @@ impl Queue {
         }
         s.conn = Some(conn);
         s.inline_max = inline_max;
+        s.read_inline_max = accept.read_inline_max as usize;
         Ok(accept)
     }
 
@@ -208,22 +230,24 @@ impl Queue {
         self.state.lock().conn.clone()
     }
 
-    fn conn_and_inline_max(&self) -> Option<(Arc<Connection>, usize)> {
+    /// The connection and its inline limits: a write's, a read's.
+    fn conn_and_inline_max(&self) -> Option<(Arc<Connection>, usize, usize)> {
         let s = self.state.lock();
-        Some((s.conn.clone()?, s.inline_max))
+        Some((s.conn.clone()?, s.inline_max, s.read_inline_max))
     }
 
     /// Sends `rq`'s command; `Err(rq)` when the queue has no connection or
     /// its endpoint cannot take the command now. A write small enough goes
-    /// with its data in the command's message (a copy, injected): no region,
-    /// no read by the target.
+    /// with its data in the command's message (a copy, injected), a read
+    /// small enough gets its data in the response's: no region, no RMA.
     pub(crate) fn submit(&self, mut rq: mq::Request<Driver>) -> Result<(), mq::Request<Driver>> {
-        let Some((conn, inline_max)) = self.conn_and_inline_max() else {
+        let Some((conn, inline_max, read_inline_max)) = self.conn_and_inline_max() else {
             return Err(rq);
         };
         let fits = rq.op() == Op::Write && rq.bytes() as usize <= inline_max;
         let mut message = fits.then(|| inline_message(&rq).ok()).flatten();
-        let inline = message.is_some();
+        let data_in_response = rq.op() == Op::Read && rq.bytes() as usize <= read_inline_max;
+        let inline = message.is_some() || data_in_response;
         let (opcode, access) = match rq.op() {
             Op::Read => (proto::READ, flags::FI_REMOTE_WRITE),
             Op::Write => (proto::WRITE, flags::FI_REMOTE_READ),
@@ -275,7 +299,12 @@ impl Queue {
             }
             let gen = s.gens[tag].wrapping_add(1);
             s.gens[tag] = gen;
-            s.inflight[tag] = Some(InFlight { rq, _mr: mr, gen });
+            s.inflight[tag] = Some(InFlight {
+                rq,
+                _mr: mr,
+                data_in_response,
+                gen,
+            });
             Command { gen, ..cmd }.encode()
         };
         let sent = match message.as_mut() {
@@ -300,10 +329,15 @@ impl Queue {
         Ok(())
     }
 
-    /// A response arrived: ends its request, or fails the connection when
-    /// it answers no command in flight.
-    fn respond(&self, bytes: &[u8]) -> Result {
-        let resp = Response::decode(bytes).ok_or_else(errno::eproto)?;
+    /// A response arrived (`message`: the response, then an inline read's
+    /// data): ends its request, or fails the connection when it answers no
+    /// command in flight or carries the wrong number of bytes.
+    fn respond(&self, message: &[u8]) -> Result {
+        let head = message
+            .get(..proto::RESPONSE_LEN)
+            .ok_or_else(errno::eproto)?;
+        let data = &message[head.len()..];
+        let resp = Response::decode(head).ok_or_else(errno::eproto)?;
         let done = {
             let mut s = self.state.lock();
             let slot = s
@@ -311,21 +345,32 @@ impl Queue {
                 .get_mut(resp.tag as usize)
                 .ok_or_else(errno::eproto)?;
             match slot {
-                Some(f) if f.gen == resp.gen => slot.take(),
+                // An inline read's success brings all its bytes, anything
+                // else none (checked before the request leaves the table:
+                // a bad answer leaves it to the disconnect, to go again).
+                Some(f) if f.gen == resp.gen => {
+                    let want = if f.data_in_response && resp.status == 0 {
+                        f.rq.bytes() as usize
+                    } else {
+                        0
+                    };
+                    if data.len() != want {
+                        return Err(errno::eproto());
+                    }
+                    slot.take()
+                }
                 _ => None,
             }
         };
-        let done = done.ok_or_else(errno::eproto)?;
+        let mut done = done.ok_or_else(errno::eproto)?;
         // Dropping the region waits for the target's accesses to end.
         drop(done._mr);
-        end(
-            done.rq,
-            if resp.status == 0 {
-                Ok(())
-            } else {
-                Err(proto::status_error(resp.status))
-            },
-        );
+        let result = match resp.status {
+            0 if data.is_empty() => Ok(()),
+            0 => done.rq.fill_data(data),
+            status => Err(proto::status_error(status)),
+        };
+        end(done.rq, result);
         Ok(())
     }
 
@@ -373,13 +418,11 @@ impl Queue {
                 if c.err != 0 {
                     return Err(crate::fabric::fi_error(c.err as u32));
                 }
-                let mut bytes = [0u8; proto::RESPONSE_LEN];
-                conn.received(c.slot, &mut bytes)?;
+                // Read in place (an inline read's data goes from there into
+                // its pages), then the buffer is posted again.
+                let answered = conn.with_received(c.slot, c.len, |m| self.respond(m))?;
                 conn.post_recv(c.slot)?;
-                if c.len != proto::RESPONSE_LEN {
-                    return Err(errno::eproto());
-                }
-                self.respond(&bytes)?;
+                answered?;
             }
         }
     }

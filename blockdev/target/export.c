@@ -50,6 +50,8 @@ static void conn_free(struct blkt_conn *conn)
 		if (conn->rx_pages[i])
 			__free_page(conn->rx_pages[i]);
 	kfree(conn->rx_pages);
+	if (conn->resp_page)
+		__free_page(conn->resp_page);
 	kvfree(conn->slots);
 	kfree(conn->recvs);
 	kfree(conn);
@@ -124,6 +126,11 @@ static int conn_open(struct blkt_export *exp, struct fi_info *info,
 	conn->send_after_write = info->tx_attr->msg_order & FI_ORDER_SAW;
 	/* A command and its data land in two buffers: its own and a page. */
 	conn->inline_max = info->rx_attr->iov_limit >= 2 ? BLKT_INLINE_MAX : 0;
+	/* A response and a read's data go from two buffers: its page and one. */
+	BUILD_BUG_ON(KOFI_BLK_DEPTH_MAX * sizeof(struct kofi_blk_resp) > PAGE_SIZE);
+	if (info->tx_attr->iov_limit >= 1 + BLKT_INLINE_MAX / PAGE_SIZE)
+		conn->read_inline_max = min_t(u32, le32_to_cpu(req->read_inline_max),
+					      BLKT_INLINE_MAX);
 	INIT_LIST_HEAD(&conn->held);
 	INIT_WORK(&conn->io_work, blkt_io_work);
 	mutex_init(&conn->io_lock);
@@ -132,7 +139,10 @@ static int conn_open(struct blkt_export *exp, struct fi_info *info,
 	init_waitqueue_head(&conn->bios_idle);
 	conn->recvs = kcalloc(depth, sizeof(*conn->recvs), GFP_KERNEL);
 	conn->slots = kvcalloc(depth, sizeof(*conn->slots), GFP_KERNEL);
-	if (!conn->recvs || !conn->slots || (conn->inline_max && alloc_rx_pages(conn))) {
+	if (conn->read_inline_max)
+		conn->resp_page = alloc_page(GFP_KERNEL);
+	if (!conn->recvs || !conn->slots || (conn->inline_max && alloc_rx_pages(conn)) ||
+	    (conn->read_inline_max && !conn->resp_page)) {
 		conn_free(conn);
 		return ENOMEM;
 	}
@@ -201,6 +211,7 @@ static void connection_request(struct blkt_export *exp, struct blkt_cm_event *ev
 	}
 	fi_freeinfo(info);
 	acc.inline_max = cpu_to_le32(conn->inline_max);
+	acc.read_inline_max = cpu_to_le32(conn->read_inline_max);
 	mutex_lock(&exp->lock);
 	list_add_tail(&conn->node, &exp->conns);
 	mutex_unlock(&exp->lock);

@@ -8,12 +8,15 @@
  * data came inline, in the receive's page, goes to the device at once with
  * that page (the receive gets a new one).
  *
- * A read is answered right behind its writes when the provider orders a
- * send after earlier writes (FI_ORDER_SAW, as nvmet-rdma chains its data
- * and response): its pages move to a blkt_held until the writes complete,
- * and the slot is free for the tag's next command. Without that order, or
- * when the held pages cannot be allocated, the response is injected when
- * the last RMA has completed, as a write's always is.
+ * An inline read (KOFI_BLK_INLINE) is answered with its data in the
+ * response's message, sent from the connection's response page and the
+ * read's pages, which wait in a blkt_held for the send to complete: no
+ * RMA. Another read is answered right behind its writes when the provider
+ * orders a send after earlier writes (FI_ORDER_SAW, as nvmet-rdma chains
+ * its data and response): its pages move to a blkt_held until the writes
+ * complete, and the slot is free for the tag's next command. Without that
+ * order, or when the held pages cannot be allocated, the response is
+ * injected when the last RMA has completed, as a write's always is.
  *
  * Everything but the bio's end runs in the connection's io_work, one at a
  * time; the bio's end only queues its slot and the work.
@@ -259,18 +262,67 @@ static bool answer_read_early(struct blkt_slot *slot)
 	if (!held)
 		return false;
 	held->nr_pages = slot->nr_pages;
-	held->rma_pending = 0;
+	held->pending = 0;
 	memcpy(held->bvecs, slot->bvecs, slot->nr_pages * sizeof(*held->bvecs));
 	slot->nr_pages = 0;
 	list_add_tail(&held->node, &conn->held);
 	if (post_rma(conn, &slot->cmd, held->bvecs, held->nr_pages, held, true,
-		     FI_INJECT_COMPLETE | FI_MORE, &held->rma_pending))
+		     FI_INJECT_COMPLETE | FI_MORE, &held->pending))
 		fail_slot(slot, EIO);
 	/* Writes already posted still complete into the blkt_held. */
-	if (!held->rma_pending)
+	if (!held->pending)
 		release_held(held);
 	respond(slot);
 	return true;
+}
+
+/*
+ * Answers an inline read: the response, then its data, in one message.
+ * The pages wait in a blkt_held until the send completes, and the slot is
+ * free at once (the response's bytes are in the response page, under the
+ * tag, which is not used again before the initiator has this message).
+ */
+static void answer_read_inline(struct blkt_slot *slot)
+{
+	struct blkt_conn *conn = slot->conn;
+	u16 tag = le16_to_cpu(slot->cmd.tag);
+	struct kofi_blk_resp *resp = page_address(conn->resp_page) + tag * sizeof(*resp);
+	struct bio_vec iov[1 + BLKT_INLINE_MAX / PAGE_SIZE];
+	struct fi_msg msg = { .msg_bvec = iov };
+	struct blkt_held *held;
+	ssize_t ret;
+
+	/* check_cmd kept it to one page; after the endpoint's close, no send. */
+	if (!conn->ep || slot->nr_pages >= ARRAY_SIZE(iov)) {
+		fail_slot(slot, EIO);
+		respond(slot);
+		return;
+	}
+	held = kmalloc(sizeof(*held), GFP_NOIO);
+	if (!held) {
+		fail_slot(slot, ENOMEM);
+		respond(slot);
+		return;
+	}
+	*resp = (struct kofi_blk_resp){ .tag = slot->cmd.tag, .gen = slot->cmd.gen };
+	bvec_set_page(&iov[0], conn->resp_page, sizeof(*resp), tag * sizeof(*resp));
+	memcpy(&iov[1], slot->bvecs, slot->nr_pages * sizeof(*iov));
+	msg.iov_count = 1 + slot->nr_pages;
+	msg.context = held;
+	held->nr_pages = slot->nr_pages;
+	memcpy(held->bvecs, slot->bvecs, slot->nr_pages * sizeof(*held->bvecs));
+	held->pending = 1;
+	list_add_tail(&held->node, &conn->held);
+	slot->nr_pages = 0;
+	slot->busy = false;
+	ret = fi_sendmsg(conn->ep, &msg, FI_COMPLETION);
+	if (ret < 0) {
+		/* As a response that cannot go: the peer broke the protocol. */
+		pr_warn_ratelimited("kofi_blkt: %s queue %u: response not sent (%zd)\n",
+				    conn->exp->spec.name, conn->queue, ret);
+		release_held(held);
+		blkt_conn_fail(conn);
+	}
 }
 
 /* Checks a command against the export; 0 or the errno to answer with. */
@@ -285,7 +337,8 @@ static int check_cmd(struct blkt_conn *conn, const struct kofi_blk_cmd *cmd)
 	case KOFI_BLK_FLUSH:
 		return len || cmd->flags ? EINVAL : 0;
 	case KOFI_BLK_READ:
-		if (cmd->flags)
+		if (cmd->flags & ~KOFI_BLK_INLINE ||
+		    (cmd->flags && le32_to_cpu(cmd->len) > conn->read_inline_max))
 			return EINVAL;
 		break;
 	case KOFI_BLK_WRITE:
@@ -385,6 +438,10 @@ static void bio_completed(struct blkt_slot *slot)
 		respond(slot);
 		return;
 	}
+	if (slot->cmd.flags & KOFI_BLK_INLINE) {
+		answer_read_inline(slot);
+		return;
+	}
 	if (answer_read_early(slot))
 		return;
 	if (start_rma(slot, true)) {
@@ -430,10 +487,10 @@ static void completion(struct blkt_conn *conn, const struct fi_cq_msg_entry *e)
 
 	if (buf) {
 		/* An inline write's data follows it (its length checked below). */
-		u32 inline_len = buf->flags & KOFI_BLK_INLINE ? le32_to_cpu(buf->len) : 0;
+		u32 inline_len = buf->flags & KOFI_BLK_INLINE && buf->opcode == KOFI_BLK_WRITE ?
+				 le32_to_cpu(buf->len) : 0;
 
-		if (e->len != sizeof(*buf) + inline_len ||
-		    (inline_len && buf->opcode != KOFI_BLK_WRITE)) {
+		if (e->len != sizeof(*buf) + inline_len) {
 			pr_warn_ratelimited("kofi_blkt: %s queue %u: command of %zu bytes\n",
 					    conn->exp->spec.name, conn->queue, e->len);
 			blkt_conn_fail(conn);
@@ -448,7 +505,7 @@ static void completion(struct blkt_conn *conn, const struct fi_cq_msg_entry *e)
 		return;
 	}
 	held = held_of(conn, e->op_context);
-	if (held && !--held->rma_pending)
+	if (held && !--held->pending)
 		release_held(held);
 }
 
@@ -466,14 +523,15 @@ static void error_completion(struct blkt_conn *conn, const struct fi_cq_err_entr
 	held = held_of(conn, e->op_context);
 	if (held) {
 		/*
-		 * The read was answered already. On verbs the failed write
-		 * ended the QP and the answer never left; kofi_sock refuses
-		 * only a write to a key or range the initiator did not
-		 * register. Either way the connection is not to be trusted.
+		 * The read was answered already, or its answer (with its
+		 * data) failed. On verbs the failed write ended the QP and
+		 * the answer never left; kofi_sock refuses only a write to a
+		 * key or range the initiator did not register. Either way the
+		 * connection is not to be trusted.
 		 */
 		pr_warn_ratelimited("kofi_blkt: %s queue %u: answered read's data failed (%d)\n",
 				    conn->exp->spec.name, conn->queue, e->err);
-		if (!--held->rma_pending)
+		if (!--held->pending)
 			release_held(held);
 		blkt_conn_fail(conn);
 		return;

@@ -25,7 +25,10 @@
 /* Bytes one command moves at most; announced in the accept. */
 #define BLKT_MAX_IO		(128 * 1024)
 #define BLKT_MAX_PAGES		(BLKT_MAX_IO / PAGE_SIZE)
-/* A write's bytes a command may carry (KOFI_BLK_INLINE): one page. */
+/*
+ * A write's bytes a command may carry, and a read's bytes a response may
+ * (KOFI_BLK_INLINE): one page each.
+ */
 #define BLKT_INLINE_MAX		PAGE_SIZE
 
 /* How often a lost listener is tried again. */
@@ -79,14 +82,14 @@ struct blkt_slot {
 
 /*
  * A read's pages after its answer: with FI_ORDER_SAW the response goes out
- * right behind the data's fi_write()s, and the pages stay here, off the
- * slot (whose tag the initiator may use again at once), until the writes
- * complete.
+ * right behind the data's fi_write()s, or an inline read's response carries
+ * them, and the pages stay here, off the slot (whose tag the initiator may
+ * use again at once), until those operations complete.
  */
 struct blkt_held {
 	struct list_head node;		/* in the connection's held list */
 	unsigned int nr_pages;
-	unsigned int rma_pending;
+	unsigned int pending;		/* operations not completed yet */
 	struct bio_vec bvecs[BLKT_MAX_PAGES];
 };
 
@@ -108,6 +111,15 @@ struct blkt_conn {
 	 */
 	u32 inline_max;
 	struct page **rx_pages;
+	/*
+	 * A read's bytes a response may carry (KOFI_BLK_INLINE; at most what
+	 * the initiator offered, 0 when the provider cannot send a response
+	 * and its data from two buffers), and the page the responses that
+	 * carry data are sent from, one kofi_blk_resp per tag (a tag's is
+	 * written again only after the initiator has its last one).
+	 */
+	u32 read_inline_max;
+	struct page *resp_page;
 	struct blkt_slot *slots;	/* depth */
 	/* Handles completions and ended bios; one at a time (a work item). */
 	struct work_struct io_work;

@@ -67,8 +67,11 @@ def sock(runs, before):
             print(f"  {s:>8} | {cols[0]:>17} | {cols[1]:>17} | {show(pair)}")
 
 
-def storage(runs, before):
-    print(f"before: {before}, after: the tree; kofi_blk over kofi_sock against nvme-tcp,")
+def storage(runs, before, transport):
+    against = {'tcp': 'kofi_sock against nvme-tcp',
+               'siw': 'kofi_verbs on siw against nvme-rdma',
+               'rxe': 'kofi_verbs on rxe against nvme-rdma'}[transport]
+    print(f"before: {before}, after: the tree; kofi_blk over {against},")
     print("medians of the rounds [min-max]; ratios kofi_blk/nvme and after/before"
           " round by round")
     # The workloads in the guest's order, each with the one metric it has
@@ -91,4 +94,4 @@ if __name__ == '__main__':
     if mode == 'sock':
         sock(load(path, 'ab', 7), before)
     else:
-        storage(load(path, 'abblk', 6), before)
+        storage(load(path, 'abblk', 6), before, sys.argv[4] if len(sys.argv) > 4 else 'tcp')

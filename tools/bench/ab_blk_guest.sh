@@ -1,24 +1,32 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # `make bench-ab KOFI_AB_STORAGE=1`, inside the VM (perf kernel): kofi_blk
-# over kofi_sock of the tree against an earlier revision's (B_*.ko: its
-# kofi, kofi_sock, kofi_blkt and kofi_blk), loaded in turns, and nvme-tcp
-# on the same RAM disk in every round as the baseline; the order of the two
-# revisions alternates from round to round. Each fio run also counts, per
+# of the tree against an earlier revision's (B_*.ko: its kofi, kofi_sock,
+# kofi_verbs, kofi_blkt and kofi_blk), loaded in turns, and NVMe-oF on the
+# same RAM disk in every round as the baseline; the order of the two
+# revisions alternates from round to round. TRANSPORT tcp (kofi_sock
+# against nvme-tcp, on loopback), siw or rxe (kofi_verbs against
+# nvme-rdma, on a soft RDMA link over eth0). Each fio run also counts, per
 # I/O, the context switches (/proc/stat) and the TCP segments sent
-# (/proc/net/snmp), which say where a change acted when the latency moves
-# less than the VM's noise.
+# (/proc/net/snmp; siw's too, none of rxe's), which say where a change
+# acted when the latency moves less than the VM's noise.
 # Figures: "# abblk,<workload>,<impl>,<metric>,<value>,<round>" lines
 # (impl after, before or nvme; metric lat_us at depth 1, iops at depth 32,
 # mbs for 128 KiB, ctxt and segs per I/O).
 #
-# Usage: ab_blk_guest.sh [ROUNDS]
+# Usage: ab_blk_guest.sh [ROUNDS [TRANSPORT]]
 . /kofi/tests/ktap_helpers.sh
 . /kofi/tests/rdma_helpers.sh
 . /kofi/tests/blk_helpers.sh
 . /kofi/bench/blk_targets.sh
 M=/kofi/modules
 ROUNDS=${1:-5}
+TRANSPORT=${2:-tcp}
+case $TRANSPORT in
+tcp) prov=sock addr=127.0.0.1 trtype=tcp ;;
+siw | rxe) prov=verbs addr=$own trtype=rdma ;;
+*) echo "unknown transport $TRANSPORT" >&2; exit 1 ;;
+esac
 WORKLOADS="randread_qd1 randwrite_qd1 randread_qd32 randwrite_qd32 read_128k write_128k"
 
 # counters: sets CTXT and SEGS, the context switches and TCP segments sent
@@ -62,28 +70,31 @@ measure() {
 }
 
 # kofi_rev REV: REV's stack (after: the tree's, before: B_*.ko) loaded,
-# ram0 exported over kofi_sock and reached as /dev/kofiblk0, measured, and
-# unloaded again.
+# ram0 exported over the transport's provider and reached as /dev/kofiblk0,
+# measured, and unloaded again.
 kofi_rev() {
 	if [ "$1" = after ]; then P=$M/; else P=$M/B_; fi
-	insmod ${P}kofi.ko && insmod ${P}kofi_sock.ko && insmod ${P}kofi_blkt.ko &&
+	insmod ${P}kofi.ko && insmod ${P}kofi_$prov.ko && insmod ${P}kofi_blkt.ko &&
 		insmod ${P}kofi_blk.ko || return 1
 	rc=0
-	if kofi_on sock 127.0.0.1 4460; then measure /dev/kofiblk0 "$1" || rc=1; else rc=1; fi
+	if kofi_on $prov $addr 4460; then measure /dev/kofiblk0 "$1" || rc=1; else rc=1; fi
 	kofi_off
-	rmmod kofi_blk && rmmod kofi_blkt && rmmod kofi_sock && rmmod kofi || return 1
+	rmmod kofi_blk && rmmod kofi_blkt && rmmod kofi_$prov && rmmod kofi || return 1
 	return $rc
 }
 
 ktap_plan $((ROUNDS * 3))
+if [ $prov = verbs ]; then
+	link_up ${TRANSPORT}0 $TRANSPORT || { ktap_diag "no $TRANSPORT link"; exit 1; }
+fi
 nvmet_setup || exit 1
-nvmet_port 1 tcp 127.0.0.1 4461 || exit 1
+nvmet_port 1 $trtype $addr 4461 || exit 1
 for round in $(seq "$ROUNDS"); do
 	if [ $((round % 2)) = 1 ]; then order="after before"; else order="before after"; fi
 	for rev in $order; do
 		if kofi_rev $rev; then ktap_ok "${rev}_r$round"; else ktap_not_ok "${rev}_r$round"; fi
 	done
-	if nvme_on tcp 127.0.0.1 4461 && measure "$(nvme_dev)" nvme; then
+	if nvme_on $trtype $addr 4461 && measure "$(nvme_dev)" nvme; then
 		ktap_ok "nvme_r$round"
 	else
 		ktap_not_ok "nvme_r$round"

@@ -8,12 +8,17 @@
  * the error it documents (EOPNOTSUPP, EINVAL, ERANGE, EIO for a bad key),
  * still serves good ones, refuses bad handshakes (the reason in the
  * rejection's private data), and ends a connection that sends a command of
- * the wrong size or a tag out of range. Loading fails if any check does.
+ * the wrong size or a tag out of range; inline reads only as the connect
+ * offered them, their data in the response. Loading fails if any check
+ * does.
  *
  * mode=target: listens on 127.0.0.1:port as an export of 2048 sectors and
  * answers every command wrongly, as answer= says: badtag (a tag out of
- * range), short (8 bytes), stalegen (the tag's previous generation) or
- * status (EIO for every command, well-formed). It stays until unloaded.
+ * range), short (8 bytes), stalegen (the tag's previous generation),
+ * status (EIO for every command, well-formed) or shortdata (inline reads
+ * offered, and every answer a success followed by 512 bytes fewer than
+ * the command moves, or 8 for a flush).
+ * It stays until unloaded.
  */
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -32,7 +37,7 @@ module_param(mode, charp, 0444);
 MODULE_PARM_DESC(mode, "initiator (attack kofi_blkt) or target (answer kofi_blk wrongly)");
 static char *answer = "badtag";
 module_param(answer, charp, 0444);
-MODULE_PARM_DESC(answer, "target mode: badtag, short, stalegen or status");
+MODULE_PARM_DESC(answer, "target mode: badtag, short, stalegen, status or shortdata");
 static char *port = "4470";
 module_param(port, charp, 0444);
 MODULE_PARM_DESC(port, "the export's port (initiator) or ours (target)");
@@ -93,6 +98,7 @@ struct conn {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct kofi_blk_resp resp;
+	u8 *rx_data;			/* an inline read's data, past resp */
 	struct kofi_blk_accept acc;
 };
 
@@ -110,8 +116,21 @@ static void conn_close(struct conn *c)
 {
 	hostile_close(c->ep ? &c->ep->fid : NULL);
 	hostile_close(c->cq ? &c->cq->fid : NULL);
+	kfree(c->rx_data);
 	c->ep = NULL;
 	c->cq = NULL;
+	c->rx_data = NULL;
+}
+
+/* Posts the receive of the next response: the response, then a page. */
+static int post_resp(struct conn *c)
+{
+	struct kvec iov[2] = {
+		{ &c->resp, sizeof(c->resp) },
+		{ c->rx_data, PAGE_SIZE },
+	};
+
+	return fi_recvv(c->ep, iov, NULL, 2, 0, c);
 }
 
 /*
@@ -130,7 +149,8 @@ static int conn_open(struct conn *c, const struct kofi_blk_connect *req, int *re
 
 	if (!ev)
 		return -ENOMEM;
-	ret = fi_cq_open(domain, &cq_attr, &c->cq, NULL);
+	c->rx_data = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	ret = c->rx_data ? fi_cq_open(domain, &cq_attr, &c->cq, NULL) : -ENOMEM;
 	if (!ret)
 		ret = fi_endpoint(domain, info, &c->ep, NULL);
 	if (!ret)
@@ -140,7 +160,7 @@ static int conn_open(struct conn *c, const struct kofi_blk_connect *req, int *re
 	if (!ret)
 		ret = fi_enable(c->ep);
 	if (!ret)
-		ret = fi_recv(c->ep, &c->resp, sizeof(c->resp), NULL, 0, c);
+		ret = post_resp(c);
 	if (!ret)
 		ret = fi_connect(c->ep, info->dest_addr, req, sizeof(*req));
 	if (ret)
@@ -174,13 +194,32 @@ static struct kofi_blk_connect good_request(void)
 }
 
 /*
+ * Waits for the response to @cmd, with @data_len bytes behind it when it
+ * is a success (an inline read's, in c->rx_data): the status, or -errno.
+ */
+static int await_response(struct conn *c, const struct kofi_blk_cmd *cmd, size_t data_len)
+{
+	struct fi_cq_msg_entry e;
+	ssize_t n = fi_cq_sread(c->cq, &e, 1, NULL, WAIT_MS);
+
+	if (n != 1)
+		return n < 0 ? n : -EPROTO;
+	if (c->resp.status)
+		data_len = 0;
+	if (e.len != sizeof(c->resp) + data_len || c->resp.tag != cmd->tag ||
+	    c->resp.gen != cmd->gen)
+		return -EPROTO;
+	n = post_resp(c);
+	return n < 0 ? n : le32_to_cpu(c->resp.status);
+}
+
+/*
  * Sends @cmd, followed by @len bytes of @data in its message when @len (an
  * inline write), and waits for its response: the status, or -errno.
  */
 static int command_with(struct conn *c, const struct kofi_blk_cmd *cmd, const void *data,
 			size_t len)
 {
-	struct fi_cq_msg_entry e;
 	u8 *msg = kmalloc(sizeof(*cmd) + len, GFP_KERNEL);
 	ssize_t n;
 
@@ -190,15 +229,15 @@ static int command_with(struct conn *c, const struct kofi_blk_cmd *cmd, const vo
 	memcpy(msg + sizeof(*cmd), data, len);
 	n = fi_inject(c->ep, msg, sizeof(*cmd) + len, 0);
 	kfree(msg);
-	if (n < 0)
-		return n;
-	n = fi_cq_sread(c->cq, &e, 1, NULL, WAIT_MS);
-	if (n != 1)
-		return n < 0 ? n : -EPROTO;
-	if (e.len != sizeof(c->resp) || c->resp.tag != cmd->tag || c->resp.gen != cmd->gen)
-		return -EPROTO;
-	n = fi_recv(c->ep, &c->resp, sizeof(c->resp), NULL, 0, c);
-	return n < 0 ? n : le32_to_cpu(c->resp.status);
+	return n < 0 ? n : await_response(c, cmd, 0);
+}
+
+/* Sends @cmd, an inline read, and waits for its response and data. */
+static int inline_read(struct conn *c, const struct kofi_blk_cmd *cmd)
+{
+	ssize_t n = fi_inject(c->ep, cmd, sizeof(*cmd), 0);
+
+	return n < 0 ? n : await_response(c, cmd, le32_to_cpu(cmd->len));
 }
 
 /* Sends @cmd and waits for its response: the status, or -errno. */
@@ -331,6 +370,27 @@ static int attack_target(void)
 	      "an inline write of part of a block: EINVAL");
 	cmd.len = cpu_to_le32(PAGE_SIZE);
 
+	/* Inline reads: the data in the response's message, as offered. */
+	CHECK(!c.acc.read_inline_max, "no inline reads unless the connect offers them");
+	cmd.opcode = KOFI_BLK_READ;
+	CHECK(command(&c, &cmd) == EINVAL, "an inline read not offered: EINVAL");
+	conn_close(&c);
+	req.read_inline_max = cpu_to_le32(1 << 20);
+	CHECK(!conn_open(&c, &req, &reject), "a connection offering inline reads is accepted");
+	CHECK(le32_to_cpu(c.acc.read_inline_max) == PAGE_SIZE,
+	      "the accept takes inline reads of a page at most");
+	memset(c.rx_data, 0, PAGE_SIZE);
+	CHECK(inline_read(&c, &cmd) == 0 && !memchr_inv(c.rx_data, 0x3c, PAGE_SIZE),
+	      "an inline read brings its bytes in its response");
+	cmd.len = cpu_to_le32(2 * PAGE_SIZE);
+	CHECK(inline_read(&c, &cmd) == EINVAL, "an inline read over the offer: EINVAL");
+	cmd.len = cpu_to_le32(PAGE_SIZE);
+	cmd.sector = cpu_to_le64(sectors);
+	CHECK(inline_read(&c, &cmd) == ERANGE, "a failed inline read's response comes alone");
+	cmd.sector = cpu_to_le64(8);
+	cmd.opcode = KOFI_BLK_WRITE;
+	req = good_request();
+
 	/* Protocol breaks, each ending its connection. */
 	CHECK(command_with(&c, &cmd, data, 512) < 0 && ended_by_target(&c),
 	      "an inline write shorter than its length ends the connection");
@@ -398,6 +458,7 @@ static void target_accept(struct fi_info *req_info)
 		.sectors = cpu_to_le64(2048),
 		.block_size = cpu_to_le32(512),
 		.max_io = cpu_to_le32(4096),
+		.read_inline_max = cpu_to_le32(strcmp(answer, "shortdata") ? 0 : PAGE_SIZE),
 	};
 	struct tconn *t = NULL;
 	int i, ret;
@@ -434,6 +495,19 @@ static void target_accept(struct fi_info *req_info)
 static void answer_wrongly(struct tconn *t, const struct kofi_blk_cmd *cmd)
 {
 	struct kofi_blk_resp resp = { .tag = cmd->tag, .gen = cmd->gen };
+	u32 len = le32_to_cpu(cmd->len);
+
+	if (!strcmp(answer, "shortdata")) {
+		size_t n = sizeof(resp) + (len >= 512 ? len - 512 : 8);
+		u8 *msg = kzalloc(n, GFP_KERNEL);
+
+		if (msg) {
+			memcpy(msg, &resp, sizeof(resp));
+			fi_inject(t->ep, msg, n, 0);
+			kfree(msg);
+		}
+		return;
+	}
 
 	if (!strcmp(answer, "badtag"))
 		resp.tag = cpu_to_le16(le16_to_cpu(cmd->tag) + 1000);
@@ -533,7 +607,8 @@ static int __init hostile_init(void)
 	if (!strcmp(mode, "initiator"))
 		return attack_target();
 	if (strcmp(mode, "target") || (strcmp(answer, "badtag") && strcmp(answer, "short") &&
-				       strcmp(answer, "stalegen") && strcmp(answer, "status")))
+				       strcmp(answer, "stalegen") && strcmp(answer, "status") &&
+				       strcmp(answer, "shortdata")))
 		return -EINVAL;
 	is_target = true;
 	return start_target();

@@ -130,7 +130,7 @@ hostile_target() {
 	return $ok
 }
 port=4471
-for a in badtag short stalegen status; do
+for a in badtag short stalegen status shortdata; do
 	ktap_expect_ok "initiator_survives_$a" hostile_target $a $port
 	port=$((port + 1))
 done
