@@ -88,11 +88,16 @@ impl mq::PageBuffer for RequestData {
 struct InFlight {
     rq: mq::Request<Driver>,
     /// The request's pages, registered for the target (none for FLUSH and
-    /// inline I/O).
+    /// inline I/O: a read without one gets its data in its response).
     _mr: Option<Mr>,
-    /// A read whose data comes in its response's message.
-    data_in_response: bool,
     gen: u32,
+}
+
+impl InFlight {
+    /// A read whose data comes in its response's message.
+    fn data_in_response(&self) -> bool {
+        self.rq.op() == Op::Read && self._mr.is_none()
+    }
 }
 
 struct State {
@@ -299,12 +304,7 @@ impl Queue {
             }
             let gen = s.gens[tag].wrapping_add(1);
             s.gens[tag] = gen;
-            s.inflight[tag] = Some(InFlight {
-                rq,
-                _mr: mr,
-                data_in_response,
-                gen,
-            });
+            s.inflight[tag] = Some(InFlight { rq, _mr: mr, gen });
             Command { gen, ..cmd }.encode()
         };
         let sent = match message.as_mut() {
@@ -349,7 +349,7 @@ impl Queue {
                 // else none (checked before the request leaves the table:
                 // a bad answer leaves it to the disconnect, to go again).
                 Some(f) if f.gen == resp.gen => {
-                    let want = if f.data_in_response && resp.status == 0 {
+                    let want = if f.data_in_response() && resp.status == 0 {
                         f.rq.bytes() as usize
                     } else {
                         0

@@ -240,6 +240,25 @@ static int start_rma(struct blkt_slot *slot, bool to_initiator)
 }
 
 /*
+ * Moves the slot's pages to a new blkt_held on the connection's list, where
+ * they wait for the operations that send them; NULL when it cannot be had
+ * (the pages stay with the slot).
+ */
+static struct blkt_held *hold_pages(struct blkt_slot *slot)
+{
+	struct blkt_held *held = kmalloc(sizeof(*held), GFP_NOIO);
+
+	if (!held)
+		return NULL;
+	held->nr_pages = slot->nr_pages;
+	held->pending = 0;
+	memcpy(held->bvecs, slot->bvecs, slot->nr_pages * sizeof(*held->bvecs));
+	slot->nr_pages = 0;
+	list_add_tail(&held->node, &slot->conn->held);
+	return held;
+}
+
+/*
  * Writes a read's data and answers right behind it (FI_ORDER_SAW: the data
  * is in the initiator's pages when the answer arrives); the pages wait in a
  * blkt_held for the writes to complete. False when the provider does not
@@ -258,14 +277,9 @@ static bool answer_read_early(struct blkt_slot *slot)
 
 	if (!conn->send_after_write)
 		return false;
-	held = kmalloc(sizeof(*held), GFP_NOIO);
+	held = hold_pages(slot);
 	if (!held)
 		return false;
-	held->nr_pages = slot->nr_pages;
-	held->pending = 0;
-	memcpy(held->bvecs, slot->bvecs, slot->nr_pages * sizeof(*held->bvecs));
-	slot->nr_pages = 0;
-	list_add_tail(&held->node, &conn->held);
 	if (post_rma(conn, &slot->cmd, held->bvecs, held->nr_pages, held, true,
 		     FI_INJECT_COMPLETE | FI_MORE, &held->pending))
 		fail_slot(slot, EIO);
@@ -298,7 +312,7 @@ static void answer_read_inline(struct blkt_slot *slot)
 		respond(slot);
 		return;
 	}
-	held = kmalloc(sizeof(*held), GFP_NOIO);
+	held = hold_pages(slot);
 	if (!held) {
 		fail_slot(slot, ENOMEM);
 		respond(slot);
@@ -306,14 +320,10 @@ static void answer_read_inline(struct blkt_slot *slot)
 	}
 	*resp = (struct kofi_blk_resp){ .tag = slot->cmd.tag, .gen = slot->cmd.gen };
 	bvec_set_page(&iov[0], conn->resp_page, sizeof(*resp), tag * sizeof(*resp));
-	memcpy(&iov[1], slot->bvecs, slot->nr_pages * sizeof(*iov));
-	msg.iov_count = 1 + slot->nr_pages;
+	memcpy(&iov[1], held->bvecs, held->nr_pages * sizeof(*iov));
+	msg.iov_count = 1 + held->nr_pages;
 	msg.context = held;
-	held->nr_pages = slot->nr_pages;
-	memcpy(held->bvecs, slot->bvecs, slot->nr_pages * sizeof(*held->bvecs));
 	held->pending = 1;
-	list_add_tail(&held->node, &conn->held);
-	slot->nr_pages = 0;
 	slot->busy = false;
 	ret = fi_sendmsg(conn->ep, &msg, FI_COMPLETION);
 	if (ret < 0) {
