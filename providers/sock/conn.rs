@@ -25,6 +25,7 @@ use crate::kofi::{
     PostedRecv, ProgressWaker,
 };
 use crate::listener::Listener;
+use crate::prefetch::{Prefetch, Reader};
 use crate::ring::Ring;
 use crate::socket::{NoIo, Received, SockAddr, Socket, SocketOwner};
 use crate::tagged::{HeldMessage, HeldTagged, TaggedRecvs, Trecv};
@@ -279,6 +280,9 @@ fn slots<T>(n: usize) -> Result<KVec<Option<T>>> {
 
 struct Inner {
     sock: Option<Socket>,
+    /// Bytes read from `sock` ahead of the frame parser: every read goes
+    /// through it ([`Inner::reader`]).
+    prefetch: Prefetch,
     phase: Phase,
     ep: Option<EpRef>,
     domain: Option<DomainRef>,
@@ -356,6 +360,7 @@ impl Conn {
     fn new(sock: Socket, phase: Phase, listener: Option<Arc<Listener>>) -> Result<Arc<Conn>> {
         let inner = Inner {
             sock: Some(sock),
+            prefetch: Prefetch::new()?,
             phase,
             ep: None,
             domain: None,
@@ -784,6 +789,13 @@ fn read_held(len: usize, mut recv: impl FnMut(usize, usize) -> Result<Received>)
     Ok(())
 }
 
+/// The connection's socket `sock`, read through `prefetch` (fields of one
+/// [`Inner`], borrowed apart from the rest).
+fn reader<'a>(sock: &'a Option<Socket>, prefetch: &'a mut Prefetch) -> Result<Reader<'a>> {
+    let sock = sock.as_ref().ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+    Ok(Reader::new(sock, prefetch))
+}
+
 fn pop_rma(v: &mut KVec<PendingRma>, id: u64) -> Option<PendingRma> {
     let i = v.iter().position(|p| p.id == id)?;
     Some(v.swap_remove(i))
@@ -979,11 +991,8 @@ impl Inner {
             let len = h.len as usize;
             while self.rx.payload.len() < len {
                 let got = self.rx.payload.len();
-                let sock = self
-                    .sock
-                    .as_ref()
-                    .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
-                match sock.recv_append(&mut self.rx.payload, len - got)? {
+                let mut reader = reader(&self.sock, &mut self.prefetch)?;
+                match reader.recv_append(&mut self.rx.payload, len - got)? {
                     Received::Bytes(_) => moved = true,
                     Received::WouldBlock => return Ok(moved),
                     Received::Eof => return Err(fi_error(abi::FI_ECONNRESET)),
@@ -1003,19 +1012,16 @@ impl Inner {
         };
         let len = h.len as usize;
         let cap = d.recv.capacity();
-        let sock = self
-            .sock
-            .as_ref()
-            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+        let mut reader = reader(&self.sock, &mut self.prefetch)?;
         let mut moved = false;
         while d.got < len {
             let got = if d.got < cap {
-                sock.recv_into(&d.recv, d.got, len.min(cap) - d.got)?
+                reader.recv_into(&d.recv, d.got, len.min(cap) - d.got)?
             } else {
                 // What does not fit is read and dropped (FI_ETRUNC below).
                 let mut scratch = [0u8; 256];
                 let n = (len - d.got).min(scratch.len());
-                sock.recv(&mut scratch[..n])?
+                reader.recv(&mut scratch[..n])?
             };
             match got {
                 Received::Bytes(n) => {
@@ -1065,16 +1071,13 @@ impl Inner {
 
     /// Reads header bytes from `at`; None when nothing is there.
     fn read_into_header(&mut self, at: usize) -> Result<Option<usize>> {
-        let sock = self
-            .sock
-            .as_ref()
-            .ok_or_else(|| fi_error(abi::FI_ENOTCONN))?;
+        let mut reader = reader(&self.sock, &mut self.prefetch)?;
         // Most frames end where the socket's bytes do: a look at its queue
         // is cheaper than the receive call that would find it empty.
-        if !sock.has_input() {
+        if !reader.has_input() {
             return Ok(None);
         }
-        match sock.recv(&mut self.rx.header[at..])? {
+        match reader.recv(&mut self.rx.header[at..])? {
             Received::Bytes(n) => Ok(Some(n)),
             Received::WouldBlock => Ok(None),
             Received::Eof => Err(fi_error(abi::FI_ECONNRESET)),
@@ -1211,16 +1214,17 @@ impl Inner {
         if h.op != Some(Op::Write) || self.phase != Phase::Connected || len == 0 {
             return Ok(false);
         }
-        let (Some(sock), Some(domain)) = (self.sock.as_ref(), self.domain.as_ref()) else {
+        let Some(domain) = self.domain.as_ref() else {
             return Ok(false);
         };
-        if sock.input_len() < len {
+        let mut reader = reader(&self.sock, &mut self.prefetch)?;
+        if reader.input_len() < len {
             return Ok(false);
         }
         let Ok(held) = domain.mr_get(h.key, h.addr, len, FI_REMOTE_WRITE) else {
             return Ok(false);
         };
-        read_held(len, |at, n| sock.recv_into_region(&held, at, n))?;
+        read_held(len, |at, n| reader.recv_into_region(&held, at, n))?;
         drop(held);
         self.written(h, Ok(()))?;
         Ok(true)
@@ -1236,9 +1240,7 @@ impl Inner {
         if h.op != Some(Op::ReadResp) || self.phase != Phase::Connected || h.status != 0 {
             return Ok(false);
         }
-        let Some(sock) = self.sock.as_ref() else {
-            return Ok(false);
-        };
+        let mut reader = reader(&self.sock, &mut self.prefetch)?;
         let Some(i) = self.rma.iter().position(|p| p.id == h.id) else {
             return Ok(false);
         };
@@ -1247,11 +1249,11 @@ impl Inner {
         let Some(local) = call.and_then(|c| c.local.as_ref()) else {
             return Ok(false);
         };
-        if len == 0 || pending.len != len || sock.input_len() < len {
+        if len == 0 || pending.len != len || reader.input_len() < len {
             return Ok(false);
         }
         let offset = pending.offset;
-        read_held(len, |at, n| sock.recv_into(local, offset + at, n))?;
+        read_held(len, |at, n| reader.recv_into(local, offset + at, n))?;
         let pending = self.rma.swap_remove(i);
         self.finish_rma(pending, false, 0, None)?;
         Ok(true)

@@ -34,6 +34,7 @@ mod iovec;
 #[allow(dead_code)]
 mod kofi;
 mod listener;
+mod prefetch;
 #[path = "../../include/kofi/rust/ring.rs"]
 #[allow(dead_code)]
 mod ring;

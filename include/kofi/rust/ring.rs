@@ -38,7 +38,15 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Ring<T, S> {
     }
 
     fn index(&self, i: usize) -> usize {
-        (self.head + i) % self.slots.len()
+        // `head + i` stays below twice the capacity (`i <= len`): one
+        // subtraction wraps it, where `%` would divide (and keep a
+        // division-by-zero panic path in every caller).
+        let at = self.head + i;
+        if at >= self.slots.len() {
+            at - self.slots.len()
+        } else {
+            at
+        }
     }
 
     /// Appends `value`, or gives it back when the ring is full.
@@ -57,7 +65,7 @@ impl<T, S: DerefMut<Target = [Option<T>]>> Ring<T, S> {
             return None;
         }
         let value = self.slots[self.head].take();
-        self.head = (self.head + 1) % self.slots.len();
+        self.head = self.index(1);
         self.len -= 1;
         value
     }

@@ -6,7 +6,8 @@
  * stays, flow control under many unexpected messages, zero-copy page sends,
  * a reset mid-transfer, garbage from a raw TCP client, many connections,
  * receives made by the consumer's thread sleeping on the CQ, a read's
- * answer its peer does not take holding no region.
+ * answer its peer does not take holding no region, frames read whole from
+ * any pieces TCP cuts them into.
  */
 #include <kunit/test.h>
 #include <linux/delay.h>
@@ -389,6 +390,29 @@ static int raw_recv_all(struct socket *sock, void *buf, size_t len)
 	return 0;
 }
 
+/* A raw TCP peer of the pair's listener on @port, connected and accepted
+ * (no private data either way). */
+static struct socket *raw_accepted(struct kunit *test, struct pair *p, u16 port)
+{
+	struct socket *raw;
+	struct cm_event ev;
+	char service[8];
+	u8 h[64];
+
+	snprintf(service, sizeof(service), "%u", port);
+	raw_listener(test, p, service);
+	raw = raw_open(port);
+	KUNIT_ASSERT_NOT_NULL(test, raw);
+	wire_header(h, 1, 0);			/* CONNECT, no private data */
+	KUNIT_ASSERT_EQ(test, raw_send(raw, h, sizeof(h)), 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_accept(test, p, &p->server, &ev, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
+	KUNIT_ASSERT_EQ(test, raw_recv_all(raw, h, sizeof(h)), 0);
+	KUNIT_EXPECT_EQ(test, h[5], 2);		/* ACCEPT */
+	return raw;
+}
+
 /*
  * A peer that asks for a read and does not take the answer holds no region:
  * the region closes at once, and what the peer reads later is the region's
@@ -400,23 +424,13 @@ static void sock_unread_answer_holds_no_region(struct kunit *test)
 {
 	struct pair *p = pair_new(test, (struct pair){});
 	struct socket *raw;
-	struct cm_event ev;
 	struct fid_mr *mr;
 	u8 h[64], got[64];
 	unsigned long start;
 	size_t len, at;
 	u8 *region, *expect, *chunk;
 
-	raw_listener(test, p, "7496");
-	raw = raw_open(7496);
-	KUNIT_ASSERT_NOT_NULL(test, raw);
-	wire_header(h, 1, 0);			/* CONNECT, no private data */
-	KUNIT_ASSERT_EQ(test, raw_send(raw, h, sizeof(h)), 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
-	side_accept(test, p, &p->server, &ev, NULL, 0);
-	KUNIT_ASSERT_EQ(test, cm_wait(p->server.eq, FI_CONNECTED, &ev), (ssize_t)sizeof(ev.entry));
-	KUNIT_ASSERT_EQ(test, raw_recv_all(raw, got, sizeof(got)), 0);
-	KUNIT_EXPECT_EQ(test, got[5], 2);	/* ACCEPT */
+	raw = raw_accepted(test, p, 7496);
 
 	len = p->server.info->ep_attr->max_msg_size;
 	region = vmalloc(len);
@@ -454,6 +468,97 @@ static void sock_unread_answer_holds_no_region(struct kunit *test)
 	pair_close(test, p);
 	vfree(region);
 	vfree(expect);
+}
+
+/*
+ * Frames arrive in whatever pieces TCP makes of them. kofi_sock reads ahead
+ * of its parser (a buffer of 4.5 KiB that short reads refill): a raw peer
+ * sends messages of sizes around that buffer's edges, and an RMA write among
+ * them, as one stream cut into pieces of 1 to 700 bytes and some of 9000,
+ * with pauses between. Half the receives are posted before the stream, the
+ * rest after it (those messages are held). Every message arrives whole, in
+ * order and byte for byte, the write lands in its region and is answered,
+ * and the peer's close ends the connection after all of it.
+ */
+static void sock_frames_in_any_pieces(struct kunit *test)
+{
+	static const u32 sizes[] = { 0, 1, 63, 64, 65, 2239, 2240, 2304, 4096,
+				     4160, 4544, 4608, 4673, 9000, 70000 };
+	enum { N = ARRAY_SIZE(sizes), WRITE_AT = 7, WRITE_LEN = 3000, SLACK = 16 };
+	struct pair *p = pair_new(test, (struct pair){});
+	struct fi_cq_data_entry e;
+	struct socket *raw;
+	struct cm_event ev;
+	struct fid_mr *mr;
+	u8 got[64], *region, *stream, *expect, *bufs[N];
+	size_t len = 0, at, total = (N + 1) * 64 + WRITE_LEN;
+	u32 i, seed = 1;
+
+	for (i = 0; i < N; i++)
+		total += sizes[i];
+	stream = vmalloc(total);
+	expect = kunit_kmalloc(test, 70000, GFP_KERNEL);
+	region = kunit_kzalloc(test, WRITE_LEN, GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, stream && expect && region);
+
+	raw = raw_accepted(test, p, 7497);
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, WRITE_LEN, FI_REMOTE_WRITE, 0, 0, 0,
+					&mr, NULL), 0);
+
+	for (i = 0; i < N; i++) {
+		if (i == WRITE_AT) {		/* WRITE of the whole region */
+			wire_header(stream + len, 5, WRITE_LEN);
+			put_unaligned_le64(fi_mr_key(mr), stream + len + 24);
+			put_unaligned_le64(1, stream + len + 48);
+			put_unaligned_le64(WRITE_LEN, stream + len + 56);
+			fill(stream + len + 64, WRITE_LEN, 99);
+			len += 64 + WRITE_LEN;
+		}
+		wire_header(stream + len, 4, sizes[i]);	/* SEND */
+		fill(stream + len + 64, sizes[i], i + 1);
+		len += 64 + sizes[i];
+		bufs[i] = kunit_kzalloc(test, sizes[i] + SLACK, GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, bufs[i]);
+	}
+	KUNIT_ASSERT_EQ(test, len, total);
+	for (i = 0; i < N / 2; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, bufs[i], sizes[i] + SLACK, NULL, 0,
+					      (void *)(uintptr_t)(i + 1)), 0);
+	for (at = 0; at < len;) {
+		size_t n;
+
+		seed = seed * 1103515245 + 12345;
+		n = (seed >> 16) % 8 ? 1 + (seed >> 16) % 700 : 9000;
+		n = min(n, len - at);
+		KUNIT_ASSERT_EQ(test, raw_send(raw, stream + at, n), 0);
+		at += n;
+		if ((seed >> 24) % 4 == 0)
+			usleep_range(200, 400);
+	}
+	/* The write's answer: done, for the write's id. */
+	KUNIT_ASSERT_EQ(test, raw_recv_all(raw, got, sizeof(got)), 0);
+	KUNIT_EXPECT_EQ(test, got[5], 6);	/* WRITE_ACK */
+	KUNIT_EXPECT_EQ(test, get_unaligned_le32(got + 8), 0);
+	KUNIT_EXPECT_EQ(test, get_unaligned_le64(got + 48), 1);
+	msleep(50);
+	for (i = N / 2; i < N; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, bufs[i], sizes[i] + SLACK, NULL, 0,
+					      (void *)(uintptr_t)(i + 1)), 0);
+	for (i = 0; i < N; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)(uintptr_t)(i + 1));
+		KUNIT_EXPECT_EQ(test, e.len, (size_t)sizes[i]);
+		fill(expect, sizes[i], i + 1);
+		KUNIT_EXPECT_EQ_MSG(test, memcmp(bufs[i], expect, sizes[i]), 0, "message %u", i);
+		KUNIT_EXPECT_NULL(test, memchr_inv(bufs[i] + sizes[i], 0, SLACK));
+	}
+	fill(expect, WRITE_LEN, 99);
+	KUNIT_EXPECT_EQ(test, memcmp(region, expect, WRITE_LEN), 0);
+	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	sock_release(raw);
+	KUNIT_EXPECT_EQ(test, cm_wait(p->server.eq, FI_SHUTDOWN, &ev), (ssize_t)sizeof(ev.entry));
+	pair_close(test, p);
+	vfree(stream);
 }
 
 #define MANY 64
@@ -936,6 +1041,7 @@ static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_handshake_is_bounded),
 	KUNIT_CASE(sock_rma_of_max_msg_size),
 	KUNIT_CASE(sock_unread_answer_holds_no_region),
+	KUNIT_CASE(sock_frames_in_any_pieces),
 	KUNIT_CASE_SLOW(sock_connection_flood_and_random_bytes),
 	{}
 };
