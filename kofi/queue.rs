@@ -221,6 +221,9 @@ pub(crate) struct Cq {
     /// The queue's owner makes the progress providers ask for, told by the
     /// handler (see [`Cq::owner_makes_progress`]).
     owner_progress: AtomicBool,
+    /// KOFI_CQ_HANDLER_PROGRESS: the C consumer's reads make that progress
+    /// (see [`Cq::make_asked_progress`]), from its first read on.
+    reads_make_progress: bool,
     #[pin]
     state: BhSpinLock<CqState>,
     #[pin]
@@ -255,7 +258,10 @@ impl Cq {
             _ => return Err(EINVAL),
         };
         let can_wait = can_wait(attr.wait_obj)?;
-        if attr.flags != 0
+        let reads_make_progress = attr.flags == u64::from(abi::KOFI_CQ_HANDLER_PROGRESS);
+        // Progress asked of the consumer must reach it: through its handler.
+        if (attr.flags != 0 && !reads_make_progress)
+            || (reads_make_progress && attr.comp_handler.is_none())
             || attr.wait_cond > abi::fi_cq_wait_cond_FI_CQ_COND_THRESHOLD
             || !attr.wait_set.is_null()
         {
@@ -275,6 +281,7 @@ impl Cq {
             threshold_cond,
             handler,
             owner_progress: AtomicBool::new(false),
+            reads_make_progress,
             state <- new_bh_spinlock!(
                 CqState {
                     ring,
@@ -369,18 +376,26 @@ impl Cq {
     }
 
     /// From now on the queue's owner, told by its handler, makes the
-    /// progress providers ask of the queue (see [`Cq::request_progress`]),
-    /// taking each endpoint from [`Cq::next_progress_request`]: the core's
-    /// RDM layer, whose internal queue nobody sleeps on, does so.
+    /// progress providers ask of the queue (see [`Cq::request_progress`])
+    /// with [`Cq::make_asked_progress`]: the core's RDM layer, whose
+    /// internal queue nobody sleeps on, does so (a C consumer asks for it
+    /// with KOFI_CQ_HANDLER_PROGRESS).
     pub(crate) fn owner_makes_progress(&self) {
         if !matches!(self.handler, Handler::None) {
             self.owner_progress.store(true, Ordering::Release);
         }
     }
 
-    /// An endpoint whose progress was asked of the queue's owner.
-    pub(crate) fn next_progress_request(&self) -> Option<Arc<Endpoint>> {
-        self.state.lock().next_progress()
+    /// Makes the progress asked of the queue's owner (see
+    /// [`Cq::owner_makes_progress`]), endpoint by endpoint, with the queue
+    /// unlocked: the providers report to it. Process context.
+    pub(crate) fn make_asked_progress(&self) {
+        loop {
+            let Some(ep) = self.state.lock().next_progress() else {
+                return;
+            };
+            ep.make_progress();
+        }
     }
 
     /// fi_cq_read: up to `count` entries into `buf`.
@@ -404,6 +419,17 @@ impl Cq {
         count: usize,
         src: *mut u64,
     ) -> Result<usize> {
+        if self.reads_make_progress {
+            // SAFETY: No preconditions.
+            if !unsafe { abi::kofi_in_task() } {
+                return Err(EINVAL);
+            }
+            // Not before: a consumer that has not read yet (one waiting on
+            // its EQ for the connection, say) would leave the progress that
+            // connects it unmade.
+            self.owner_progress.store(true, Ordering::Release);
+            self.make_asked_progress();
+        }
         let mut state = self.state.lock();
         // SAFETY: The caller's guarantee.
         unsafe { self.read_locked(&mut state, buf, count, src) }

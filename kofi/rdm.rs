@@ -597,9 +597,7 @@ impl Rdm {
         if let Some(cq) = internal {
             // Without the state lock: a provider's progress reports to the
             // internal CQ, whose handler wakes us again.
-            while let Some(ep) = cq.next_progress_request() {
-                ep.make_progress();
-            }
+            cq.make_asked_progress();
         }
         let mut s = self.state.lock();
         loop {

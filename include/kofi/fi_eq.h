@@ -48,6 +48,24 @@ struct fid_eq;
 typedef void (*kofi_cq_handler_t)(struct fid_cq *cq);
 typedef void (*kofi_eq_handler_t)(struct fid_eq *eq);
 
+/*
+ * kofi: fi_cq_attr.flags KOFI_CQ_HANDLER_PROGRESS (with a comp_handler): the
+ * consumer makes the progress providers ask of the queue, from its first
+ * fi_cq_read() on (until then the providers make it themselves: the
+ * connection's handshake, say). The handler is called also when a provider
+ * has work for an endpoint bound to the queue (kofi_sock: its socket became
+ * readable or writable), with no entry added yet; the consumer's next
+ * fi_cq_read()/fi_cq_readfrom() makes that progress in its own thread
+ * before reading, where the provider's own work item would otherwise make
+ * it and call the handler: one hand-off fewer per completion for a
+ * consumer that reads its queue from a work item anyway (as NVMe-oF's
+ * io_work does). On such a queue those reads may sleep: process context
+ * only (-EINVAL otherwise), never under a spinlock; after each handler
+ * call read until -FI_EAGAIN, or the endpoints' progress waits for the
+ * next read.
+ */
+#define KOFI_CQ_HANDLER_PROGRESS	(1ULL << 0)
+
 #define KOFI_CQ_SIZE_DEFAULT 1024
 #define KOFI_CQ_SIZE_MAX 65536
 
@@ -55,7 +73,7 @@ typedef void (*kofi_eq_handler_t)(struct fid_eq *eq);
  * struct fi_cq_attr - attributes of a completion queue
  * @size: entries the queue holds (0: KOFI_CQ_SIZE_DEFAULT; at most
  *	KOFI_CQ_SIZE_MAX); one more completion is an overrun
- * @flags: 0
+ * @flags: 0, or KOFI_CQ_HANDLER_PROGRESS (see above)
  * @format: the format fi_cq_read() returns
  * @wait_obj: FI_WAIT_NONE, FI_WAIT_UNSPEC or FI_WAIT_QUEUE
  * @signaling_vector: ignored (libfabric reads it only with FI_AFFINITY in

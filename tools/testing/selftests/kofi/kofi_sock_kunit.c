@@ -13,6 +13,7 @@
 #include <linux/delay.h>
 #include <linux/completion.h>
 #include <linux/kthread.h>
+#include <linux/workqueue.h>
 #include <linux/bvec.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -970,6 +971,90 @@ static void sock_progress_made_by_the_sleeper(struct kunit *test)
 	kfree(dst);
 }
 
+struct read_in_softirq {
+	struct work_struct work;
+	struct fid_cq *cq;
+	ssize_t ret;
+};
+
+static void read_in_bh(struct work_struct *work)
+{
+	struct read_in_softirq *r = container_of(work, struct read_in_softirq, work);
+	struct fi_cq_data_entry e;
+
+	r->ret = fi_cq_read(r->cq, &e, 1);
+}
+
+/*
+ * KOFI_CQ_HANDLER_PROGRESS: before the consumer's first read of the queue,
+ * kofi_sock's work item delivers as ever; from then on a message for the
+ * queue's endpoint calls the queue's handler with nothing read yet, and
+ * stays in the socket (no work item of kofi_sock's reads it) until the
+ * consumer's fi_cq_read, which reads it in the consumer's thread and
+ * returns its completion. The flag needs a handler, and such a queue
+ * refuses reads outside process context.
+ */
+static void sock_progress_made_by_the_reader(struct kunit *test)
+{
+	enum { LEN = 6000 };
+	struct pair *p = pair_new(test, (struct pair){
+		.server.cq_handler = note_poster, .server.cq_flags = KOFI_CQ_HANDLER_PROGRESS });
+	struct fi_cq_attr attr = { .flags = KOFI_CQ_HANDLER_PROGRESS };
+	u8 *src = kunit_kmalloc(test, LEN, GFP_KERNEL), *dst = kunit_kzalloc(test, LEN, GFP_KERNEL);
+	struct read_in_softirq r = { .ret = 1 };
+	struct fi_cq_data_entry e;
+	struct fid_cq *cq;
+	int i, j;
+
+	KUNIT_ASSERT_TRUE(test, src && dst);
+	fill(src, LEN, 23);
+	pair_open(test, p, "sock", "127.0.0.1", "7498");
+	KUNIT_EXPECT_EQ(test, fi_cq_open(p->domain, &attr, &cq, NULL), -EINVAL);
+	attr.comp_handler = note_poster;
+	attr.flags = KOFI_CQ_HANDLER_PROGRESS << 1;
+	KUNIT_EXPECT_EQ(test, fi_cq_open(p->domain, &attr, &cq, NULL), -EINVAL);
+
+	/* Not read yet: the work item delivers. */
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, LEN, NULL, 0, NULL), 0);
+	WRITE_ONCE(completion_poster, NULL);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, LEN, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	for (j = 0; j < 100 && !READ_ONCE(completion_poster); j++)
+		msleep(10);
+	KUNIT_EXPECT_NOT_NULL(test, READ_ONCE(completion_poster));
+	KUNIT_EXPECT_PTR_NE(test, READ_ONCE(completion_poster), current);
+	KUNIT_ASSERT_EQ(test, fi_cq_read(p->server.cq, &e, 1), 1);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, src, LEN), 0);
+
+	for (i = 0; i < 3; i++) {
+		memset(dst, 0, LEN);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, LEN, NULL, 0, NULL), 0);
+		WRITE_ONCE(completion_poster, NULL);
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, LEN, NULL, 0, NULL), 0);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+		/* Asked of us: the handler ran, and nobody read the message. */
+		for (j = 0; j < 100 && !READ_ONCE(completion_poster); j++)
+			msleep(10);
+		KUNIT_EXPECT_NOT_NULL(test, READ_ONCE(completion_poster));
+		msleep(100);
+		KUNIT_EXPECT_NULL(test, memchr_inv(dst, 0, LEN));
+		WRITE_ONCE(completion_poster, NULL);
+		KUNIT_ASSERT_EQ(test, fi_cq_read(p->server.cq, &e, 1), 1);
+		KUNIT_EXPECT_PTR_EQ(test, READ_ONCE(completion_poster), current);
+		KUNIT_EXPECT_EQ(test, e.len, (size_t)LEN);
+		KUNIT_EXPECT_EQ(test, memcmp(dst, src, LEN), 0);
+	}
+
+	/* A BH work item runs in softirq context. */
+	r.cq = p->server.cq;
+	INIT_WORK_ONSTACK(&r.work, read_in_bh);
+	queue_work(system_bh_wq, &r.work);
+	flush_work(&r.work);
+	destroy_work_on_stack(&r.work);
+	KUNIT_EXPECT_EQ(test, r.ret, (ssize_t)-EINVAL);
+	pair_close(test, p);
+}
+
 struct sleeper {
 	struct fid_cq *cq;
 	ssize_t ret;
@@ -1028,6 +1113,7 @@ static void sock_close_while_progress_asked(struct kunit *test)
 static struct kunit_case sock_cases[] = {
 	KUNIT_CASE(sock_many_unexpected_messages),
 	KUNIT_CASE(sock_progress_made_by_the_sleeper),
+	KUNIT_CASE(sock_progress_made_by_the_reader),
 	KUNIT_CASE_SLOW(sock_close_while_progress_asked),
 	KUNIT_CASE(sock_rma_violations),
 	KUNIT_CASE(sock_rma_several_buffers),

@@ -42,6 +42,8 @@ struct side {
 	struct fid_cntr *cntr;
 	/* The CQ's completion handler (set before opening), or none. */
 	kofi_cq_handler_t cq_handler;
+	/* Its CQ's flags (KOFI_CQ_HANDLER_PROGRESS, say). */
+	u64 cq_flags;
 };
 
 struct pair {
@@ -108,7 +110,7 @@ static inline void open_queues(struct kunit *test, struct pair *p, struct side *
 {
 	struct fi_eq_attr eq_attr = {};
 	struct fi_cq_attr cq_attr = { .format = p->cq_format ?: FI_CQ_FORMAT_DATA, .size = 256,
-				      .comp_handler = s->cq_handler };
+				      .flags = s->cq_flags, .comp_handler = s->cq_handler };
 
 	KUNIT_ASSERT_EQ(test, fi_eq_open(p->fabric, &eq_attr, &s->eq, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_cq_open(p->domain, &cq_attr, &s->cq, NULL), 0);
