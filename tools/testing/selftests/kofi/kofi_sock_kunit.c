@@ -985,6 +985,23 @@ static void read_in_bh(struct work_struct *work)
 	r->ret = fi_cq_read(r->cq, &e, 1);
 }
 
+/* Posts a receive into @dst at the pair's server, sends @len bytes of @src
+ * to it and waits until the server CQ's handler (note_poster) runs. */
+static void send_until_handler(struct kunit *test, struct pair *p, const u8 *src, u8 *dst,
+			       size_t len)
+{
+	struct fi_cq_data_entry e;
+	int i;
+
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, len, NULL, 0, NULL), 0);
+	WRITE_ONCE(completion_poster, NULL);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, len, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	for (i = 0; i < 100 && !READ_ONCE(completion_poster); i++)
+		msleep(10);
+	KUNIT_EXPECT_NOT_NULL(test, READ_ONCE(completion_poster));
+}
+
 /*
  * KOFI_CQ_HANDLER_PROGRESS: before the consumer's first read of the queue,
  * kofi_sock's work item delivers as ever; from then on a message for the
@@ -1004,7 +1021,7 @@ static void sock_progress_made_by_the_reader(struct kunit *test)
 	struct read_in_softirq r = { .ret = 1 };
 	struct fi_cq_data_entry e;
 	struct fid_cq *cq;
-	int i, j;
+	int i;
 
 	KUNIT_ASSERT_TRUE(test, src && dst);
 	fill(src, LEN, 23);
@@ -1015,27 +1032,15 @@ static void sock_progress_made_by_the_reader(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, fi_cq_open(p->domain, &attr, &cq, NULL), -EINVAL);
 
 	/* Not read yet: the work item delivers. */
-	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, LEN, NULL, 0, NULL), 0);
-	WRITE_ONCE(completion_poster, NULL);
-	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, LEN, NULL, 0, NULL), 0);
-	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
-	for (j = 0; j < 100 && !READ_ONCE(completion_poster); j++)
-		msleep(10);
-	KUNIT_EXPECT_NOT_NULL(test, READ_ONCE(completion_poster));
+	send_until_handler(test, p, src, dst, LEN);
 	KUNIT_EXPECT_PTR_NE(test, READ_ONCE(completion_poster), current);
 	KUNIT_ASSERT_EQ(test, fi_cq_read(p->server.cq, &e, 1), 1);
 	KUNIT_EXPECT_EQ(test, memcmp(dst, src, LEN), 0);
 
 	for (i = 0; i < 3; i++) {
 		memset(dst, 0, LEN);
-		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, LEN, NULL, 0, NULL), 0);
-		WRITE_ONCE(completion_poster, NULL);
-		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src, LEN, NULL, 0, NULL), 0);
-		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
 		/* Asked of us: the handler ran, and nobody read the message. */
-		for (j = 0; j < 100 && !READ_ONCE(completion_poster); j++)
-			msleep(10);
-		KUNIT_EXPECT_NOT_NULL(test, READ_ONCE(completion_poster));
+		send_until_handler(test, p, src, dst, LEN);
 		msleep(100);
 		KUNIT_EXPECT_NULL(test, memchr_inv(dst, 0, LEN));
 		WRITE_ONCE(completion_poster, NULL);
