@@ -157,9 +157,12 @@ impl<'a> Reader<'a> {
     ) -> Result<Received> {
         self.read_with(
             len,
-            |bytes| match recv.fill_at(offset, bytes) == bytes.len() {
-                true => Ok(()),
-                false => Err(EFAULT),
+            |bytes| {
+                if recv.fill_at(offset, bytes) == bytes.len() {
+                    Ok(())
+                } else {
+                    Err(EFAULT)
+                }
             },
             |sock| sock.recv_into(recv, offset, len),
         )
