@@ -201,6 +201,18 @@ macro_rules! operation_accessors {
                 self.buffers()?.gather(out)
             }
 
+            /// The local bytes copied into a new buffer, after `room` zero
+            /// bytes (where a provider writes its header): one allocation
+            /// for a frame sent as it is.
+            pub(crate) fn gather_after(&self, room: usize) -> Result<KVec<u8>> {
+                let buffers = self.buffers()?;
+                let len = room.checked_add(buffers.len()).ok_or(EINVAL)?;
+                let mut out = KVec::with_capacity(len, GFP_KERNEL)?;
+                out.extend_with(room, 0, GFP_KERNEL)?;
+                buffers.gather(&mut out)?;
+                Ok(out)
+            }
+
             /// The local buffers, lent by the consumer until the operation
             /// completes (OFI's rule for every operation but an inject), to
             /// move the bytes in place.

@@ -98,8 +98,9 @@ enum Phase {
 enum TxOp {
     Msg {
         lent: Option<Lent>,
-        /// An inject's bytes, copied.
-        copy: KVec<u8>,
+        /// An inject's frame: room for the header, then its bytes
+        /// (copied), at most a [`SEGMENT`]: one SEND, which takes it.
+        frame: KVec<u8>,
         len: usize,
         sent: usize,
         data: Option<u64>,

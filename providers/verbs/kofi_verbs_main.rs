@@ -57,6 +57,7 @@ use kofi::{
 };
 use kofi::{sockaddr, tagged};
 use rdma::{CmId, CmIdSlot};
+use wire::HEADER_LEN;
 
 kofi::module_kofi_provider! {
     provider: Verbs,
@@ -277,7 +278,8 @@ struct VerbsEp {
 
 impl VerbsEp {
     /// Sends a message (`tag`: a tagged one's, FI_TAGGED in `flags`) from
-    /// the consumer's buffers (`lend`), or a copy of an inject's (`copy`).
+    /// the consumer's buffers (`lend`), or an inject's from a copy of them
+    /// after room for the header (`copy`).
     fn send(
         &self,
         flags: u64,
@@ -285,7 +287,7 @@ impl VerbsEp {
         data: Option<u64>,
         tag: Option<u64>,
         lend: impl FnOnce() -> Result<Lent>,
-        copy: impl FnOnce(&mut KVec<u8>) -> Result,
+        copy: impl FnOnce(usize) -> Result<KVec<u8>>,
     ) -> Result {
         refuse_unkept(flags)?;
         // Every send reports once sent, an inject too: the core posts a CQ
@@ -293,13 +295,13 @@ impl VerbsEp {
         // (a failed inject is not reported yet: tx::reports_errors).
         let done = Some((context, flags));
         if flags & FI_INJECT != 0 {
-            // The caller's buffer is its own again on return: copy it.
-            let mut bytes = KVec::new();
-            copy(&mut bytes)?;
-            if bytes.len() > INJECT_SIZE {
+            // The caller's buffer is its own again on return: copy it, into
+            // the frame that goes on the wire.
+            let frame = copy(HEADER_LEN)?;
+            if frame.len() - HEADER_LEN > INJECT_SIZE {
                 return Err(EINVAL);
             }
-            return self.conn()?.send(None, bytes, data, tag, done);
+            return self.conn()?.send(None, frame, data, tag, done);
         }
         self.conn()?
             .send(Some(lend()?), KVec::new(), data, tag, done)
@@ -314,14 +316,14 @@ kofi::ip_endpoint::ip_endpoint_ops!(VerbsEp, Conn, {
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
         let payload = || msg.lend();
-        let copy = |out: &mut KVec<u8>| msg.gather(out);
+        let copy = |room| msg.gather_after(room);
         self.send(flags, msg.context(), data, None, payload, copy)
     }
 
     fn tsendmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
         let payload = || msg.lend();
-        let copy = |out: &mut KVec<u8>| msg.gather(out);
+        let copy = |room| msg.gather_after(room);
         let flags = flags | FI_TAGGED;
         self.send(flags, msg.context(), data, Some(msg.tag()), payload, copy)
     }

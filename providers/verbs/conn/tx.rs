@@ -115,6 +115,14 @@ impl Sink {
     }
 }
 
+/// A frame of `bytes`: room for the header, then them.
+fn frame_of(bytes: &[u8]) -> Result<KVec<u8>> {
+    let mut frame = KVec::with_capacity(HEADER_LEN + bytes.len(), GFP_KERNEL)?;
+    frame.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
+    frame.extend_from_slice(bytes, GFP_KERNEL)?;
+    Ok(frame)
+}
+
 /// Whether a failed send with `flags` is reported. Not an inject's without
 /// FI_COMPLETION, for now (libfabric reports it): on rxe, the error at a
 /// link's going down made consumers reconnect during the outage, and
@@ -160,17 +168,22 @@ impl Conn {
         Ok(())
     }
 
-    /// A send from the consumer's buffers (`lent`) or of a copy (inject);
-    /// a tagged one has its `tag` (and FI_TAGGED in its `done` flags).
+    /// A send from the consumer's buffers (`lent`) or, an inject's, of
+    /// `frame` (room for the header, then a copy of its bytes); a tagged
+    /// one has its `tag` (and FI_TAGGED in its `done` flags).
     pub(crate) fn send(
         &self,
         lent: Option<Lent>,
-        copy: KVec<u8>,
+        frame: KVec<u8>,
         data: Option<u64>,
         tag: Option<u64>,
         done: Option<(Context, u64)>,
     ) -> Result {
-        let len = lent.as_ref().map_or(copy.len(), Lent::len);
+        let len = match &lent {
+            Some(l) => l.len(),
+            None if (HEADER_LEN..=RX_BUF).contains(&frame.len()) => frame.len() - HEADER_LEN,
+            None => return Err(EINVAL),
+        };
         if len > MAX_MSG {
             return Err(EINVAL);
         }
@@ -184,7 +197,7 @@ impl Conn {
         };
         let op = TxOp::Msg {
             lent,
-            copy,
+            frame,
             len,
             sent: 0,
             data,
@@ -544,9 +557,10 @@ impl Conn {
     }
 
     /// Posts a SEND of header `h` and `payload` bytes at `offset` of the
-    /// consumer's buffers (or of `copy`, an inject's). Small ones go inline,
-    /// payload copied after the header; the others with the header in a
-    /// mapped buffer and the payload from the consumer's memory.
+    /// consumer's buffers, or of `frame` (an inject's: the header goes in
+    /// its room). Small ones go inline, payload copied after the header;
+    /// the others with the header in a mapped buffer and the payload from
+    /// the consumer's memory.
     fn post_head(
         &self,
         res: &Resources,
@@ -554,15 +568,21 @@ impl Conn {
         caps: &SendCaps,
         h: &Header,
         payload: Option<(&Lent, usize, usize)>,
-        copy: Option<&[u8]>,
+        frame: Option<KVec<u8>>,
     ) -> Result<TxWr> {
-        let len = payload.map_or(0, |p| p.2) + copy.map_or(0, <[u8]>::len);
+        let mut buf = match frame {
+            Some(f) if f.len() >= HEADER_LEN => f,
+            Some(_) => return Err(EINVAL),
+            None => {
+                let len = HEADER_LEN + payload.map_or(0, |p| p.2);
+                let mut b = KVec::with_capacity(len, GFP_KERNEL)?;
+                b.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
+                b
+            }
+        };
+        buf[..HEADER_LEN].copy_from_slice(&h.encode());
+        let len = buf.len() - HEADER_LEN + payload.map_or(0, |p| p.2);
         let inline = HEADER_LEN + len <= caps.max_inline;
-        let mut buf = KVec::with_capacity(HEADER_LEN + len, GFP_KERNEL)?;
-        buf.extend_from_slice(&h.encode(), GFP_KERNEL)?;
-        if let Some(c) = copy {
-            buf.extend_from_slice(c, GFP_KERNEL)?;
-        }
         let mut map = Mapping::empty(caps.dev, true);
         if let Some((lent, offset, n)) = payload {
             if inline {
@@ -628,7 +648,7 @@ impl Conn {
         let (wr, last, sends) = match front {
             TxOp::Msg {
                 lent,
-                copy,
+                frame,
                 len,
                 sent,
                 data,
@@ -667,11 +687,13 @@ impl Conn {
                     data: data.unwrap_or(0),
                     tag: tag.unwrap_or(0),
                 };
-                let (payload, copied) = match lent {
+                let (payload, frame) = match lent {
                     Some(l) => (Some((&*l, *sent, seg)), None),
-                    None => (None, Some(&copy[*sent..*sent + seg])),
+                    // An inject's bytes fit one segment: its frame goes whole.
+                    None if *sent == 0 && last => (None, Some(core::mem::take(frame))),
+                    None => return Err(EINVAL),
                 };
-                let mut wr = self.post_head(resources(res)?, slot, caps, &h, payload, copied)?;
+                let mut wr = self.post_head(resources(res)?, slot, caps, &h, payload, frame)?;
                 *sent += seg;
                 if let (true, TxWr::Send { report, .. }) = (last, &mut wr) {
                     *report = done.map(|(ctx, flags)| Report {
@@ -864,7 +886,8 @@ impl Conn {
                     data: data.unwrap_or(0),
                     tag: tag.unwrap_or(0),
                 };
-                let wr = self.post_head(resources(&g.res)?, slot, caps, &h, None, Some(&body))?;
+                let frame = Some(frame_of(&body)?);
+                let wr = self.post_head(resources(&g.res)?, slot, caps, &h, None, frame)?;
                 let Rndv::Registered(region) = core::mem::replace(rndv, Rndv::No) else {
                     return Err(EINVAL);
                 };

@@ -997,6 +997,45 @@ static void inject(struct kunit *test)
 	vfree(region);
 }
 
+/*
+ * An inject as long as the provider takes, gathered from three kvecs: every
+ * byte arrives and the buffers are the caller's on return. It is an
+ * fi_sendmsg, so without FI_SELECTIVE_COMPLETION it completes as any send.
+ */
+static void inject_whole_size(struct kunit *test)
+{
+	struct fi_info *info = test_info(test, prov, node, NULL, 0);
+	size_t len = info->tx_attr->inject_size, a = len / 3, b = len / 2;
+	struct pair *p = pair_new(test, (struct pair){});
+	u8 *src = kunit_kzalloc(test, len + 1, GFP_KERNEL);
+	u8 *copy = kunit_kmalloc(test, len, GFP_KERNEL);
+	u8 *dst = kunit_kzalloc(test, len + 1, GFP_KERNEL);
+	struct kvec iov[3] = { { src, a }, { src + a, b - a }, { src + b, len - b } };
+	struct fi_msg msg = { .msg_iov = iov, .iov_count = 3, .context = copy };
+	struct fi_cq_data_entry e;
+
+	fi_freeinfo(info);
+	KUNIT_ASSERT_TRUE(test, src && copy && dst);
+	fill(src, len, 12);
+	memcpy(copy, src, len);
+	conf_open(test, p, 44);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst, len + 1, NULL, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &msg, FI_INJECT), 0);
+	memset(src, 0, len);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+	KUNIT_EXPECT_EQ(test, e.len, len);
+	KUNIT_EXPECT_EQ(test, memcmp(dst, copy, len), 0);
+	KUNIT_EXPECT_EQ(test, dst[len], 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)copy);
+	KUNIT_EXPECT_EQ(test, e.flags, FI_SEND | FI_MSG);
+	/* One byte more is refused, and completes nothing. */
+	iov[2].iov_len++;
+	KUNIT_EXPECT_EQ(test, fi_sendmsg(p->client.ep, &msg, FI_INJECT), -FI_EMSGSIZE);
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->client.cq, &e, 1), -FI_EAGAIN);
+	pair_close(test, p);
+}
+
 /* Messages that arrive before their receives are held and delivered in order. */
 static void unexpected_messages(struct kunit *test)
 {
@@ -2968,6 +3007,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE_SLOW(key_in_accept_data_good_at_once),
 	KUNIT_CASE_SLOW(key_in_connect_data_good_at_once),
 	KUNIT_CASE(inject),
+	KUNIT_CASE(inject_whole_size),
 	KUNIT_CASE(unexpected_messages),
 	KUNIT_CASE(unexpected_large_messages),
 	KUNIT_CASE(truncation),
