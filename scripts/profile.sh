@@ -2,10 +2,11 @@
 # `make profile`: on the perf kernel, in one VM, perf samples (cpu-clock,
 # system-wide) kofi and the raw baselines on the same runs: 4 KiB round
 # trips and 64 KiB streams over TCP, 4 KiB round trips and 64 KiB RMA writes
-# over siw; kofi_blk against NVMe-oF (4 KiB random reads at depth 1 over TCP
-# and at depth 32 over siw, 128 KiB writes over siw). Prints, per run, the
-# share of time per module and the top symbols, kofi beside its baseline;
-# writes build/profile/profile.txt.
+# over siw; kofi_blk against NVMe-oF (4 KiB random reads and writes at depth
+# 1 over TCP and at depth 32 over siw, 128 KiB writes over siw;
+# KOFI_PROFILE_RUNS names some of the runs of tools/bench/profile_guest.sh).
+# Prints, per run, the share of time per module and the top symbols, kofi
+# beside its baseline; writes build/profile/profile.txt.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -16,7 +17,7 @@ echo "=== VM run (perf kernel, perf in the guest)"
 out="$KOFI_ROOT/build/profile"
 rc=0
 scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" --out "$out" \
-	--with-perf --mem 2G --timeout 1800 -- /kofi/bench/profile_guest.sh >"$out.verdict" 2>&1 || rc=$?
+	--with-perf --mem 2G --timeout 1800 -- /kofi/bench/profile_guest.sh ${KOFI_PROFILE_RUNS:-} >"$out.verdict" 2>&1 || rc=$?
 python3 - "$out/vm0/results.ktap" <<'PY' | tee "$out/profile.txt"
 import sys, collections
 rows = collections.OrderedDict()

@@ -93,27 +93,47 @@ profile_blk() {
 	nvmet_port_remove 3
 }
 
-ktap_plan 14
+# The runs (each sampled for kofi and for its baseline); the arguments, if
+# any, name those to make.
+RUNS="blk_tcp_randread_qd1 blk_tcp_randwrite_qd1 tcp_pingpong_4k tcp_stream_64k
+siw_pingpong_4k siw_write_64k blk_siw_randread_qd32 blk_siw_randwrite_qd32 blk_siw_write_128k"
+[ $# = 0 ] || RUNS="$*"
+wanted() {
+	case " $(echo $RUNS) " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+ktap_plan $(($(echo $RUNS | wc -w) * 2))
 echo 0 > /proc/sys/kernel/kptr_restrict 2>/dev/null
 insmod $M/kofi.ko && insmod $M/kofi_sock.ko && insmod $M/kofi_verbs.ko || exit 1
 blk_targets_setup || exit 1
-# kofi_blk against NVMe-oF: 4 KiB random reads at depth 1 over TCP, at
-# depth 32 over siw, 128 KiB writes over siw.
-profile_blk blk_tcp_randread_qd1 tcp sock 127.0.0.1 --rw=randread --bs=4k --iodepth=1
-# Round trips of 4 KiB over TCP, then a stream of 64 KiB messages.
-profile tcp_pingpong_4k raw kofi_raw_tcp test=pingpong size=4096 iters=10000 port=7901
-profile tcp_pingpong_4k kofi kofi_pingpong size=4096 iters=10000 port=7902
-profile tcp_stream_64k raw kofi_raw_tcp test=bw size=65536 iters=8000 port=7903
-profile tcp_stream_64k kofi kofi_bw test=msg size=65536 iters=8000 window=16 port=7904
-# Round trips of 4 KiB over siw, then 64 KiB RMA writes.
+! wanted blk_tcp_randread_qd1 ||
+	profile_blk blk_tcp_randread_qd1 tcp sock 127.0.0.1 --rw=randread --bs=4k --iodepth=1
+! wanted blk_tcp_randwrite_qd1 ||
+	profile_blk blk_tcp_randwrite_qd1 tcp sock 127.0.0.1 --rw=randwrite --bs=4k --iodepth=1
+if wanted tcp_pingpong_4k; then
+	profile tcp_pingpong_4k raw kofi_raw_tcp test=pingpong size=4096 iters=10000 port=7901
+	profile tcp_pingpong_4k kofi kofi_pingpong size=4096 iters=10000 port=7902
+fi
+if wanted tcp_stream_64k; then
+	profile tcp_stream_64k raw kofi_raw_tcp test=bw size=65536 iters=8000 port=7903
+	profile tcp_stream_64k kofi kofi_bw test=msg size=65536 iters=8000 window=16 port=7904
+fi
 link_up siw0 siw || exit 1
 own=10.0.2.10
-profile siw_pingpong_4k raw kofi_raw_verbs test=pingpong addr=$own size=4096 iters=3000 port=7905
-profile siw_pingpong_4k kofi kofi_pingpong prov=verbs addr=$own size=4096 iters=3000 port=7906
-profile siw_write_64k raw kofi_raw_verbs test=write addr=$own size=65536 iters=2048 window=16 port=7907
-profile siw_write_64k kofi kofi_bw prov=verbs test=write addr=$own size=65536 iters=2048 window=16 port=7908
-profile_blk blk_siw_randread_qd32 rdma verbs $own --rw=randread --bs=4k --iodepth=32
-profile_blk blk_siw_write_128k rdma verbs $own --rw=write --bs=128k --iodepth=8
+if wanted siw_pingpong_4k; then
+	profile siw_pingpong_4k raw kofi_raw_verbs test=pingpong addr=$own size=4096 iters=3000 port=7905
+	profile siw_pingpong_4k kofi kofi_pingpong prov=verbs addr=$own size=4096 iters=3000 port=7906
+fi
+if wanted siw_write_64k; then
+	profile siw_write_64k raw kofi_raw_verbs test=write addr=$own size=65536 iters=2048 window=16 port=7907
+	profile siw_write_64k kofi kofi_bw prov=verbs test=write addr=$own size=65536 iters=2048 window=16 port=7908
+fi
+! wanted blk_siw_randread_qd32 ||
+	profile_blk blk_siw_randread_qd32 rdma verbs $own --rw=randread --bs=4k --iodepth=32
+! wanted blk_siw_randwrite_qd32 ||
+	profile_blk blk_siw_randwrite_qd32 rdma verbs $own --rw=randwrite --bs=4k --iodepth=32
+! wanted blk_siw_write_128k ||
+	profile_blk blk_siw_write_128k rdma verbs $own --rw=write --bs=128k --iodepth=8
 rdma link delete siw0
 rmmod kofi_blk; rmmod kofi_blkt
 rmmod kofi_verbs; rmmod kofi_sock; rmmod kofi
