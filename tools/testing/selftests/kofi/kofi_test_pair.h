@@ -63,6 +63,11 @@ struct pair {
 	struct fid_pep *pep;
 	struct fid_eq *peq;
 	struct side server, client;
+	/*
+	 * A region the endpoints use, closed after them: set at once, it is
+	 * closed when a failed assertion ends the case too (pair_new).
+	 */
+	struct fid_mr *mr;
 };
 
 /*
@@ -229,6 +234,9 @@ static inline void pair_close(struct kunit *test, struct pair *p)
 {
 	side_close(test, &p->client);
 	side_close(test, &p->server);
+	if (p->mr)
+		KUNIT_EXPECT_EQ(test, fi_close(&p->mr->fid), 0);
+	p->mr = NULL;
 	if (p->pep)
 		KUNIT_EXPECT_EQ(test, fi_close(&p->pep->fid), 0);
 	if (p->peq)
@@ -270,9 +278,7 @@ static inline struct pair *pair_new(struct kunit *test, struct pair init)
 /* Closes @p and region @mr, which its endpoints used: they close first. */
 static inline void pair_close_with(struct kunit *test, struct pair *p, struct fid_mr *mr)
 {
-	side_close(test, &p->client);
-	side_close(test, &p->server);
-	KUNIT_EXPECT_EQ(test, fi_close(&mr->fid), 0);
+	p->mr = mr;
 	pair_close(test, p);
 }
 
