@@ -191,12 +191,12 @@ pub(crate) struct RmaPart {
 
 /// What a send-queue slot holds until its completion.
 enum TxWr {
-    /// A SEND: the consumer's mapped data, the mapping of the provider's
-    /// bytes (none when they went inline) and those bytes; the report of
-    /// its operation when it is the last work request of it.
+    /// A SEND: the mapping of the provider's bytes and the consumer's data
+    /// after them (empty when they went inline), then those bytes (unmapped
+    /// first); the report of its operation when it is the last work request
+    /// of it.
     Send {
         _map: Mapping,
-        _head: Option<Mapping>,
         _buf: KVec<u8>,
         report: Option<Report>,
     },

@@ -533,6 +533,37 @@ impl Mapping {
         max: usize,
     ) -> Result<Mapping> {
         let mut m = Mapping::empty(dev, to_device);
+        m.push_lent(lent, range, lkey, max)?;
+        Ok(m)
+    }
+
+    /// Maps a provider buffer, as [`Mapping::of_buffer`], and after it
+    /// bytes of the consumer's lent buffers, as [`Mapping::of_lent`]: in at
+    /// most `max` SGEs in all, one work request's (a header and its
+    /// payload).
+    pub(crate) fn of_buffer_and_lent(
+        dev: Device,
+        buf: &mut [u8],
+        lent: &Lent,
+        range: (usize, usize),
+        lkey: u32,
+        max: usize,
+    ) -> Result<Mapping> {
+        let mut m = Mapping::empty(dev, true);
+        m.push_raw(buf.as_mut_ptr().cast(), buf.len(), lkey, max)?;
+        m.push_lent(lent, range, lkey, max)?;
+        Ok(m)
+    }
+
+    /// Appends the SGEs of [`Mapping::of_lent`], up to `max` SGEs in the
+    /// mapping in all. Room for them is taken at once: one allocation.
+    fn push_lent(&mut self, lent: &Lent, range: (usize, usize), lkey: u32, max: usize) -> Result {
+        let pieces = match lent {
+            Lent::Kvecs(k) => k.kvecs().len(),
+            Lent::Pages(p) => p.bvecs().len(),
+        };
+        let room = max.saturating_sub(self.sges.len());
+        self.sges.reserve(pieces.min(room), GFP_KERNEL)?;
         let (mut skip, mut left) = range;
         match lent {
             Lent::Kvecs(k) => {
@@ -548,8 +579,8 @@ impl Mapping {
                     // SAFETY: Within the consumer's kvec (`skip + n <= iov_len`).
                     let base = unsafe { kv.iov_base.cast::<u8>().add(skip) };
                     let at = LocalAt::Bytes(base as usize);
-                    if !m.push_premapped(lent.premapped(i), at, n, lkey, max)? {
-                        m.push_raw(base.cast(), n, lkey, max)?;
+                    if !self.push_premapped(lent.premapped(i), at, n, lkey, max)? {
+                        self.push_raw(base.cast(), n, lkey, max)?;
                     }
                     skip = 0;
                     left -= n;
@@ -567,12 +598,12 @@ impl Mapping {
                     }
                     let n = (len - skip).min(left);
                     let at = LocalAt::Page(bv.bv_page, bv.bv_offset + skip as u32);
-                    if m.push_premapped(lent.premapped(i), at, n, lkey, max)? {
+                    if self.push_premapped(lent.premapped(i), at, n, lkey, max)? {
                         skip = 0;
                         left -= n;
                         continue;
                     }
-                    if m.sges.len() == max {
+                    if self.sges.len() == max {
                         return Err(EINVAL);
                     }
                     let mut sge = abi::ib_sge::default();
@@ -581,11 +612,11 @@ impl Mapping {
                         // completion; the piece lies inside the bio_vec.
                         unsafe {
                             abi::kverbs_map_page(
-                                dev.ptr.as_ptr(),
+                                self.dev.ptr.as_ptr(),
                                 bv.bv_page,
                                 bv.bv_offset + skip as u32,
                                 n as u32,
-                                to_device,
+                                self.to_device,
                                 lkey,
                                 &mut sge,
                             )
@@ -593,7 +624,7 @@ impl Mapping {
                         .min(0),
                     )?;
                     // INVARIANT: Mapped here, in no range of `held`.
-                    m.push_sges(&[sge])?;
+                    self.push_sges(&[sge])?;
                     skip = 0;
                     left -= n;
                 }
@@ -602,7 +633,7 @@ impl Mapping {
         if left != 0 {
             return Err(EINVAL);
         }
-        Ok(m)
+        Ok(())
     }
 
     pub(crate) fn sges(&self) -> &[abi::ib_sge] {

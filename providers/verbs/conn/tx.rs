@@ -583,40 +583,35 @@ impl Conn {
         buf[..HEADER_LEN].copy_from_slice(&h.encode());
         let len = buf.len() - HEADER_LEN + payload.map_or(0, |p| p.2);
         let inline = HEADER_LEN + len <= caps.max_inline;
-        let mut map = Mapping::empty(caps.dev, true);
-        if let Some((lent, offset, n)) = payload {
-            if inline {
-                lent.gather_range(offset, n, &mut buf)?;
-            } else {
-                map = Mapping::of_lent(
-                    caps.dev,
-                    lent,
-                    (offset, n),
-                    true,
-                    caps.lkey,
-                    caps.max_sge - 1,
-                )?;
-            }
-        }
         if inline {
+            if let Some((lent, offset, n)) = payload {
+                lent.gather_range(offset, n, &mut buf)?;
+            }
             let sge = inline_sge(&buf);
             res.qp()?
                 .post_send(slot, WrOp::Send, &[sge], (0, 0), true)?;
             return Ok(TxWr::Send {
-                _map: map,
-                _head: None,
+                _map: Mapping::empty(caps.dev, true),
                 _buf: buf,
                 report: None,
             });
         }
-        let head = Mapping::of_buffer(caps.dev, &mut buf, true, caps.lkey)?;
-        let mut sges = KVec::with_capacity(1 + map.sges().len(), GFP_KERNEL)?;
-        sges.extend_from_slice(head.sges(), GFP_KERNEL)?;
-        sges.extend_from_slice(map.sges(), GFP_KERNEL)?;
-        self.post_send(res, slot, WrOp::Send, &sges, (0, 0))?;
+        // The header, then the payload from the consumer's memory: one
+        // mapping, whose SGEs are the work request's.
+        let map = match payload {
+            Some((lent, offset, n)) => Mapping::of_buffer_and_lent(
+                caps.dev,
+                &mut buf,
+                lent,
+                (offset, n),
+                caps.lkey,
+                caps.max_sge,
+            )?,
+            None => Mapping::of_buffer(caps.dev, &mut buf, true, caps.lkey)?,
+        };
+        self.post_send(res, slot, WrOp::Send, map.sges(), (0, 0))?;
         Ok(TxWr::Send {
             _map: map,
-            _head: Some(head),
             _buf: buf,
             report: None,
         })
