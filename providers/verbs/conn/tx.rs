@@ -570,18 +570,24 @@ impl Conn {
         payload: Option<(&Lent, usize, usize)>,
         frame: Option<KVec<u8>>,
     ) -> Result<TxWr> {
+        let payload_len = payload.map_or(0, |p| p.2);
         let mut buf = match frame {
             Some(f) if f.len() >= HEADER_LEN => f,
             Some(_) => return Err(EINVAL),
             None => {
-                let len = HEADER_LEN + payload.map_or(0, |p| p.2);
-                let mut b = KVec::with_capacity(len, GFP_KERNEL)?;
+                // Room for the payload only when it is copied in (inline).
+                let copied = if HEADER_LEN + payload_len <= caps.max_inline {
+                    payload_len
+                } else {
+                    0
+                };
+                let mut b = KVec::with_capacity(HEADER_LEN + copied, GFP_KERNEL)?;
                 b.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
                 b
             }
         };
         buf[..HEADER_LEN].copy_from_slice(&h.encode());
-        let len = buf.len() - HEADER_LEN + payload.map_or(0, |p| p.2);
+        let len = buf.len() - HEADER_LEN + payload_len;
         let inline = HEADER_LEN + len <= caps.max_inline;
         if inline {
             if let Some((lent, offset, n)) = payload {
