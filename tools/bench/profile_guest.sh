@@ -44,9 +44,9 @@ sample() {
 # report RUN IMPL: the last sample's profile, per module and per symbol.
 report() {
 	for by in dso sym; do
-		perf report -i $DATA --stdio --no-children --sort $by --percent-limit 1.5 -q 2>/dev/null |
+		perf report -i $DATA --stdio --no-children --sort $by --percent-limit 0.5 -q 2>/dev/null |
 			sed -n 's/^ *\([0-9.]*\)% *\(.*[^ ]\) *$/# profile,'"$run,$impl,$by"',\1,\2/p' |
-			head -15 | resolve
+			head -25 | resolve
 	done
 	n=$(perf report -i $DATA --stdio --sort dso 2>/dev/null | sed -n 's/^# Samples: \([0-9.]*[KM]*\).*/\1/p')
 	echo "# profile,$run,$impl,samples,0,$n"
