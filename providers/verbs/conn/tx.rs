@@ -115,9 +115,10 @@ impl Sink {
     }
 }
 
-/// A frame of `bytes`: room for the header, then them.
-fn frame_of(bytes: &[u8]) -> Result<KVec<u8>> {
-    let mut frame = KVec::with_capacity(HEADER_LEN + bytes.len(), GFP_KERNEL)?;
+/// A frame of `bytes`: room for the header, then them, with capacity for
+/// `more` bytes after (a payload copied in later).
+fn frame_of(bytes: &[u8], more: usize) -> Result<KVec<u8>> {
+    let mut frame = KVec::with_capacity(HEADER_LEN + bytes.len() + more, GFP_KERNEL)?;
     frame.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
     frame.extend_from_slice(bytes, GFP_KERNEL)?;
     Ok(frame)
@@ -574,17 +575,9 @@ impl Conn {
         let mut buf = match frame {
             Some(f) if f.len() >= HEADER_LEN => f,
             Some(_) => return Err(EINVAL),
-            None => {
-                // Room for the payload only when it is copied in (inline).
-                let copied = if HEADER_LEN + payload_len <= caps.max_inline {
-                    payload_len
-                } else {
-                    0
-                };
-                let mut b = KVec::with_capacity(HEADER_LEN + copied, GFP_KERNEL)?;
-                b.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
-                b
-            }
+            // Room for the payload only when it is copied in (inline).
+            None if HEADER_LEN + payload_len <= caps.max_inline => frame_of(&[], payload_len)?,
+            None => frame_of(&[], 0)?,
         };
         buf[..HEADER_LEN].copy_from_slice(&h.encode());
         let len = buf.len() - HEADER_LEN + payload_len;
@@ -887,7 +880,7 @@ impl Conn {
                     data: data.unwrap_or(0),
                     tag: tag.unwrap_or(0),
                 };
-                let frame = Some(frame_of(&body)?);
+                let frame = Some(frame_of(&body, 0)?);
                 let wr = self.post_head(resources(&g.res)?, slot, caps, &h, None, frame)?;
                 let Rndv::Registered(region) = core::mem::replace(rndv, Rndv::No) else {
                     return Err(EINVAL);
