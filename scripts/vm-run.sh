@@ -109,10 +109,11 @@ if [ "$vms" -gt 1 ]; then mtu=${KOFI_VM_MTU:-9000}; else mtu=${KOFI_VM_MTU:-1500
 skipped_line="kofi-guest: the kernel splatted while booting; the run is skipped"
 
 # The guest command line, quoted for the init script, and the settings the
-# host passes on (the fault run's replay key and length).
+# host passes on (the fault run's replay key and length, the cases a
+# per-transport suite is narrowed to).
 guest_cmd=$(printf '%q ' "$@")
 guest_env=""
-for v in KOFI_FAULT_INTERVAL KOFI_FAULT_ROUNDS; do
+for v in KOFI_FAULT_INTERVAL KOFI_FAULT_ROUNDS KOFI_CASES; do
 	eval "val=\${$v:-}"
 	[ -z "$val" ] || guest_env="${guest_env}export $v=$(printf '%q' "$val")
 "

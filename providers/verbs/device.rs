@@ -188,6 +188,12 @@ pub(crate) fn removed(dev: Device) {
     }
 }
 
+/// How long a region's registration in flight is waited for (by
+/// fi_mr_reg, the region's close, a connection's greeting), and how often
+/// its connection's completions are reaped meanwhile.
+const SETTLE_MS: u32 = 10_000;
+const SETTLE_POLL_MS: u32 = 10;
+
 /// Where a region's registration stands.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum RegPhase {
@@ -202,6 +208,9 @@ enum RegPhase {
 struct RegInner {
     region: Option<Region>,
     phase: RegPhase,
+    /// While `Posted`: the connection whose send queue holds the
+    /// registration (its completion comes on that connection's CQ).
+    through: Option<Arc<Conn>>,
     /// The region is being closed: no registration is posted for it again.
     closing: bool,
 }
@@ -227,8 +236,13 @@ pub(crate) struct RegState {
 }
 
 impl RegState {
-    /// Runs `post` with the region to post its registration.
-    pub(crate) fn with_region(&self, post: impl FnOnce(&Region) -> Result) -> Result {
+    /// Runs `post` with the region to post its registration through
+    /// `conn`.
+    pub(crate) fn with_region(
+        &self,
+        conn: &Arc<Conn>,
+        post: impl FnOnce(&Region) -> Result,
+    ) -> Result {
         let mut g = self.inner.lock();
         if g.phase != RegPhase::Pending || g.closing {
             return Err(EINVAL);
@@ -236,12 +250,18 @@ impl RegState {
         let region = g.region.as_ref().ok_or(ENODEV)?;
         post(region)?;
         g.phase = RegPhase::Posted;
+        // Until `done`, which every posted registration reaches: its
+        // completion, or the connection's release failing it.
+        g.through = Some(conn.clone());
         Ok(())
     }
 
     /// The registration completed (`ok`) or failed.
     pub(crate) fn done(&self, ok: bool) {
         let mut g = self.inner.lock();
+        // Not the connection's last reference: its caller (polling it, or
+        // releasing it) holds one.
+        g.through = None;
         // A flushed registration (its connection went away) may try again.
         g.phase = if ok {
             RegPhase::Valid
@@ -255,18 +275,35 @@ impl RegState {
         self.changed.notify_all();
     }
 
-    /// Waits while the registration is in flight; its phase after.
+    /// Waits while the registration is in flight, up to SETTLE_MS; its
+    /// phase after. Meanwhile it reaps the completions of the connection
+    /// the registration went through: the thread waiting may be the very
+    /// one its completion is handed to (a consumer making its queue's
+    /// progress, KOFI_CQ_HANDLER_PROGRESS, closing a region), and the
+    /// connection may be failing, its flushed completions reaped by nobody
+    /// else until its endpoint closes, after the region.
     fn settle(&self) -> RegPhase {
-        let mut g = self.inner.lock();
-        for _ in 0..100 {
+        let rounds = SETTLE_MS / SETTLE_POLL_MS;
+        for _ in 0..rounds {
+            let through = {
+                let g = self.inner.lock();
+                if g.phase != RegPhase::Posted {
+                    return g.phase;
+                }
+                g.through.clone()
+            };
+            if let Some(conn) = through {
+                conn.poll();
+            }
+            let mut g = self.inner.lock();
             if g.phase != RegPhase::Posted {
-                break;
+                return g.phase;
             }
             let _ = self
                 .changed
-                .wait_interruptible_timeout(&mut g, msecs_to_jiffies(100));
+                .wait_interruptible_timeout(&mut g, msecs_to_jiffies(SETTLE_POLL_MS));
         }
-        g.phase
+        self.inner.lock().phase
     }
 
     /// The region's close began: nothing is posted for it from now on.
@@ -330,7 +367,7 @@ impl VDomain {
     }
 
     /// Registers the regions waiting for a connection through `conn`.
-    pub(crate) fn register_pending(&self, conn: &Conn) {
+    pub(crate) fn register_pending(&self, conn: &Arc<Conn>) {
         let regs = self.regs.lock();
         for r in regs.iter().filter(|r| r.pending()) {
             let _ = conn.post_reg(r);
@@ -381,7 +418,12 @@ impl VDomain {
             pin_init!(RegState {
                 route,
                 inner <- new_mutex!(
-                    RegInner { region: Some(region), phase: RegPhase::Pending, closing: false },
+                    RegInner {
+                        region: Some(region),
+                        phase: RegPhase::Pending,
+                        through: None,
+                        closing: false,
+                    },
                     "kofi_verbs_reg"
                 ),
                 changed <- new_condvar!("kofi_verbs_reg"),
@@ -497,7 +539,7 @@ impl VRegion {
     /// fi_mr_enable in an FI_MR_ENDPOINT domain: posts the registration on
     /// `conn`'s send queue, ahead of anything posted there after; a full
     /// send queue is -FI_EAGAIN, an endpoint not connected -FI_ENOTCONN.
-    pub(crate) fn enable_through(&self, conn: &Conn) -> Result {
+    pub(crate) fn enable_through(&self, conn: &Arc<Conn>) -> Result {
         match &self.reg {
             Some((_, reg)) => conn.post_reg(reg),
             None => Ok(()),

@@ -42,7 +42,7 @@ impl Conn {
                 // their keys.
                 if let Some(domain) = g.domain.clone() {
                     drop(g);
-                    domain.register_pending(&self);
+                    domain.register_pending(&Arc::from(self));
                     domain.settle_registrations();
                     g = self.inner.lock();
                 }

@@ -283,7 +283,7 @@ impl Conn {
     /// MR of the region, each in a slot of its own; the last one's
     /// completion (after the others', the send queue being in order) makes
     /// the region valid.
-    pub(crate) fn post_reg(&self, reg: &Arc<RegState>) -> Result {
+    pub(crate) fn post_reg(self: &Arc<Self>, reg: &Arc<RegState>) -> Result {
         let mut g = self.inner.lock();
         // An accepted QP is ready to send once rdma_accept returned (on IB
         // and RoCE; iWARP refuses until established, and it waits for that).
@@ -291,7 +291,7 @@ impl Conn {
             Self::ensure_connected(&g)?;
         }
         let g = &mut *g;
-        reg.with_region(|region| {
+        reg.with_region(self, |region| {
             let wrs = region.wrs();
             // All or none: a region is never left half posted for want of
             // slots.

@@ -1328,6 +1328,92 @@ static void mr_endpoint(struct kunit *test)
 	vfree(back);
 }
 
+/* The flag needs a handler; the case reads without being told. */
+static void ignore_handler_call(struct fid_cq *cq)
+{
+}
+
+/*
+ * KOFI_CQ_HANDLER_PROGRESS with FI_MR_ENDPOINT: once the consumer reads its
+ * queue, the provider hands it the endpoint's progress through the handler.
+ * A region's close, right after its enable, must not wait for the
+ * consumer's next read (the closing thread would be the one to make it):
+ * it returns at once. A region enabled on such an endpoint serves the peer
+ * while the server reads its queue.
+ */
+static void regions_close_while_the_reader_makes_progress(struct kunit *test)
+{
+	struct pair *p = pair_new(test, (struct pair){
+		.mr_mode = FI_MR_ENDPOINT | FI_MR_PROV_KEY,
+		.server.cq_handler = ignore_handler_call,
+		.server.cq_flags = KOFI_CQ_HANDLER_PROGRESS });
+	enum { LEN = 8192 };
+	u8 *region = kunit_kzalloc(test, LEN, GFP_KERNEL), *src = kunit_kmalloc(test, LEN, GFP_KERNEL);
+	u64 *key = kunit_kzalloc(test, sizeof(*key), GFP_KERNEL);
+	u64 *sent = kunit_kzalloc(test, sizeof(*sent), GFP_KERNEL);
+	u64 *echo = kunit_kzalloc(test, sizeof(*echo), GFP_KERNEL);
+	struct fi_cq_data_entry e;
+	unsigned long start;
+	int i, seen;
+
+	KUNIT_ASSERT_TRUE(test, region && src && key && sent && echo);
+	conf_open(test, p, 45);
+	/* From this read on the server's progress is this thread's. */
+	KUNIT_ASSERT_EQ(test, fi_cq_read(p->server.cq, &e, 1), -FI_EAGAIN);
+
+	for (i = 0; i < 3; i++) {
+		KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, LEN, FI_REMOTE_WRITE, 0, 0, 0,
+						&p->mr, NULL), 0);
+		KUNIT_ASSERT_EQ(test, fi_mr_bind(p->mr, &p->server.ep->fid, 0), 0);
+		KUNIT_ASSERT_EQ(test, fi_mr_enable(p->mr), 0);
+		/* Whatever the enable asked of us is asked by now. */
+		msleep(50);
+		start = jiffies;
+		KUNIT_EXPECT_EQ(test, fi_close(&p->mr->fid), 0);
+		p->mr = NULL;
+		KUNIT_EXPECT_LT(test, jiffies - start, (unsigned long)HZ);
+	}
+
+	/*
+	 * The peer writes the region and echoes the key behind the write; the
+	 * server's reads make its progress (kofi_sock's side of the write
+	 * too), its queue read until both its completions came.
+	 */
+	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, LEN, FI_REMOTE_WRITE, 0, 0, 0, &p->mr,
+					NULL), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_bind(p->mr, &p->server.ep->fid, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_mr_enable(p->mr), 0);
+	*sent = fi_mr_key(p->mr);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, echo, sizeof(*echo), NULL, 0, echo), 0);
+	KUNIT_ASSERT_EQ(test, fi_recv(p->client.ep, key, sizeof(*key), NULL, 0, key), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->server.ep, sent, sizeof(*sent), NULL, 0, sent), 0);
+	KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+	KUNIT_ASSERT_EQ(test, *key, *sent);
+	fill(src, LEN, 45);
+	KUNIT_ASSERT_EQ(test, fi_write(p->client.ep, src, LEN, NULL, 0, 0, *key, src), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, key, sizeof(*key), NULL, 0, key), 0);
+	seen = 0;
+	for (i = 0; i < 2; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+		seen |= e.op_context == sent ? 1 : e.op_context == echo ? 2 : 4;
+	}
+	KUNIT_EXPECT_EQ(test, seen, 3);
+	KUNIT_EXPECT_EQ(test, *echo, *sent);
+	/* In place: the echo came after the write on the same connection. */
+	KUNIT_EXPECT_EQ(test, memcmp(region, src, LEN), 0);
+	seen = 0;
+	for (i = 0; i < 2; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+		seen |= e.op_context == src ? 1 : e.op_context == key ? 2 : 4;
+	}
+	KUNIT_EXPECT_EQ(test, seen, 3);
+	start = jiffies;
+	KUNIT_EXPECT_EQ(test, fi_close(&p->mr->fid), 0);
+	p->mr = NULL;
+	KUNIT_EXPECT_LT(test, jiffies - start, (unsigned long)HZ);
+	pair_close(test, p);
+}
+
 /* RMA: write, read, writev, several remote buffers per call, pages. */
 static void rma(struct kunit *test)
 {
@@ -3019,6 +3105,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(multi_ep),
 	KUNIT_CASE(rma),
 	KUNIT_CASE(mr_endpoint),
+	KUNIT_CASE(regions_close_while_the_reader_makes_progress),
 	KUNIT_CASE_SLOW(send_after_write_finds_its_data),
 	KUNIT_CASE_SLOW(send_after_unanswered_write_finds_its_data),
 	KUNIT_CASE(unanswered_write_to_a_bad_key),

@@ -7,6 +7,8 @@
 #
 # Usage (sourced): per_transport MODULE PREFIX [ports]
 #   ports: pass port_base= (a block of fixed ports per run) to the module.
+# $KOFI_CASES (debugging): only the cases whose names start with it run
+# (the module's only=).
 MODDIR=/kofi/modules
 . "$(dirname "$0")/rdma_helpers.sh"
 
@@ -24,6 +26,7 @@ per_transport() {
 		results=/sys/kernel/debug/kunit/${prefix}_$1/results
 		extra=""
 		[ -n "$ports" ] && extra="port_base=$4"
+		[ -n "${KOFI_CASES:-}" ] && extra="$extra only=$KOFI_CASES"
 		if insmod $MODDIR/$module.ko label="$1" prov="$2" node="$3" $extra &&
 			[ -e "$results" ]; then
 			grep "^$module " /proc/modules | sed 's/^/kofi-modules: /' >/dev/kmsg
