@@ -353,6 +353,9 @@ impl Connection {
         let mut cq_attr = abi::fi_cq_attr {
             format: abi::fi_cq_format_FI_CQ_FORMAT_MSG,
             size: 2 * count + 16,
+            // The queue's work reads the CQ: the provider's progress is made
+            // there too, with no work item of the provider's in between.
+            flags: abi::KOFI_CQ_HANDLER_PROGRESS.into(),
             comp_handler: handlers.cq,
             ..Default::default()
         };

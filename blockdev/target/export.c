@@ -107,6 +107,8 @@ static int conn_open(struct blkt_export *exp, struct fi_info *info,
 {
 	struct fi_cq_attr cq_attr = {
 		.format = FI_CQ_FORMAT_MSG,
+		/* io_work reads the CQ: the provider's progress is made there. */
+		.flags = KOFI_CQ_HANDLER_PROGRESS,
 		.comp_handler = blkt_cq_handler,
 	};
 	u16 depth = le16_to_cpu(req->depth);

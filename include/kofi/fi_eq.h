@@ -62,8 +62,8 @@ typedef void (*kofi_eq_handler_t)(struct fid_eq *eq);
  * io_work does). On such a queue those reads may sleep: process context
  * only (-EINVAL otherwise), never under a spinlock; after each handler
  * call read until -FI_EAGAIN, or the endpoints' progress waits for the
- * next read. Known fault over kofi_verbs (Documentation/kofi/queues.rst):
- * not for its consumers yet.
+ * next read. A provider's own waits inside a call (a region's close) reap
+ * what they wait for themselves.
  */
 #define KOFI_CQ_HANDLER_PROGRESS	(1ULL << 0)
 
