@@ -67,6 +67,10 @@ const NUDGES_MAX: u32 = 5;
 /// Messages longer than this go by rendezvous (when their buffers fit one
 /// region): the receiver RDMA-READs them into the posted receive.
 const RNDV_MIN: usize = 64 << 10;
+/// Rendezvous reads a connection has in flight at once, each into its own
+/// receive (the receives are reported in order all the same): streaming
+/// large messages is not held to one round trip per message.
+const RNDV_READS: usize = 8;
 /// Operations queued on an endpoint (posted or waiting for credits).
 pub(crate) const TX_DEPTH: usize = 256;
 /// Consumer receives posted on an endpoint.
@@ -126,9 +130,11 @@ enum TxOp {
     Fin {
         cookie: u64,
     },
-    /// A rendezvous message read into the receive in progress: `chunks`
-    /// are (offset, length) of the local buffers, each one READ.
+    /// A rendezvous message (its sender's `cookie`) read into its
+    /// receive: `chunks` are (offset, length) of the local buffers, each
+    /// one READ.
     Read {
+        cookie: u64,
         local: Lent,
         key: u64,
         chunks: KVec<(usize, usize)>,
@@ -223,9 +229,11 @@ enum TxWr {
     /// The registration of a rendezvous send's buffers (the region lives
     /// with the send).
     RndvReg,
-    /// A READ of a rendezvous message; the last one ends the receive.
+    /// A READ of rendezvous message `cookie`; the last one ends its
+    /// receive.
     RndvRead {
         _map: Mapping,
+        cookie: u64,
         last: bool,
     },
 }
@@ -252,8 +260,15 @@ struct Assembly {
     data: Option<u64>,
     /// A tagged message's tag (0 for an untagged one).
     tag: u64,
-    /// Read by rendezvous: the sender's cookie.
-    rndv: Option<u64>,
+}
+
+/// A receive a rendezvous read is filling.
+struct Reading {
+    assembly: Assembly,
+    /// The sender's name for the message (its OP_FIN's).
+    cookie: u64,
+    /// Whether its read succeeded, once it ended.
+    ended: Option<bool>,
 }
 
 /// A tagged message no receive wanted when it came, out of the provider
@@ -292,8 +307,8 @@ struct Copying {
     bytes: KVVec<u8>,
 }
 
-/// A held announcement a tagged receive took, waiting for the receive in
-/// progress to end before its read starts.
+/// A held announcement a tagged receive took, waiting for the message in
+/// progress to end, or a read to end, before its read starts.
 struct ReadyRndv {
     recv: PostedRecv,
     tag: u64,
@@ -360,14 +375,18 @@ struct Inner {
     recvs: Ring<PostedRecv, KVec<Option<PostedRecv>>>,
     /// Buffers holding segments no receive was posted for, in order.
     held: Ring<Held, KVec<Option<Held>>>,
+    /// The message being received by segments.
     cur: Option<Assembly>,
+    /// Rendezvous reads in flight, oldest first (at most RNDV_READS).
+    reading: KVec<Reading>,
     /// Tagged receives; tagged messages held for receives to come, their
     /// bytes, and the one being copied out.
     tagged: TaggedRecvs,
     held_tagged: HeldTagged<HeldMsg>,
     held_bytes: usize,
     copying: Option<Copying>,
-    /// Rendezvous reads of held messages, waiting for `cur` to be free.
+    /// Rendezvous reads of held messages, waiting for `cur` to be free and
+    /// for room in `reading`.
     ready_rndv: KVec<ReadyRndv>,
     /// The first failed work request's error, for those that follow.
     sq_error: Option<u32>,
@@ -508,6 +527,7 @@ impl Conn {
         let (queue, recvs, held) = (ring(TX_DEPTH)?, ring(RECV_DEPTH)?, ring(RX_DEPTH)?);
         let (tagged, held_tagged) = (TaggedRecvs::new(RECV_DEPTH)?, HeldTagged::new(RECV_DEPTH)?);
         let ready_rndv = KVec::with_capacity(RECV_DEPTH, GFP_KERNEL)?;
+        let reading = KVec::with_capacity(RNDV_READS, GFP_KERNEL)?;
         let waker = ProgressWaker::new();
         if let Some(ep) = &ep {
             waker.arm(ep);
@@ -538,6 +558,7 @@ impl Conn {
                     recvs: Ring::new(recvs),
                     held: Ring::new(held),
                     cur: None,
+                    reading,
                     tagged,
                     held_tagged,
                     held_bytes: 0,
@@ -811,6 +832,7 @@ impl Conn {
         while g.recvs.pop().is_some() {}
         g.rndv_sends = KVec::new();
         g.cur = None;
+        g.reading.clear();
         g.copying = None;
         g.ready_rndv = KVec::new();
         g.domain = None;
@@ -903,7 +925,11 @@ impl Conn {
     fn end(&self, g: &mut Inner, err: u32) {
         g.phase = Phase::Closed;
         while let Some(op) = g.queue.pop() {
-            self.fail_op(g, op, err);
+            match op {
+                // Never posted: no completion will end its receive.
+                TxOp::Read { cookie, .. } => self.finish_rndv(g, cookie, false),
+                op => self.fail_op(g, op, err),
+            }
         }
         Self::release_receives(g);
         if let Some(ep) = &g.ep {
@@ -922,10 +948,8 @@ impl Conn {
         let Some(ep) = &g.ep else {
             return;
         };
-        if g.cur.as_ref().is_some_and(|c| c.rndv.is_none()) {
-            if let Some(cur) = g.cur.take() {
-                report_cancelled(ep, &cur.recv);
-            }
+        if let Some(cur) = g.cur.take() {
+            report_cancelled(ep, &cur.recv);
         }
         while let Some(r) = g.recvs.pop() {
             report_cancelled(ep, &r);

@@ -88,7 +88,6 @@ impl Conn {
                     got: bytes.len(),
                     data,
                     tag,
-                    rndv: None,
                 };
                 report_recv(g.ep.as_ref(), &done, true);
             }
@@ -116,9 +115,9 @@ impl Conn {
     }
 
     /// Starts the reads of held announcements taken by receives, while no
-    /// other receive is in progress.
+    /// message is being received by segments and reads may start.
     fn start_ready(&self, g: &mut Inner) {
-        while g.cur.is_none() && !g.ready_rndv.is_empty() {
+        while g.cur.is_none() && g.reading.len() < RNDV_READS && !g.ready_rndv.is_empty() {
             let r = g.ready_rndv.remove_at(0);
             self.start_rndv(g, r.recv, r.tag, r.total, r.body, r.data);
         }
@@ -133,22 +132,30 @@ impl Conn {
             return Ok(());
         }
         let filling = g.cur.as_ref().map(|c| c.recv.context) == Some(context)
+            || g.reading.iter().any(|r| r.assembly.recv.context == context)
             || g.ready_rndv.iter().any(|r| r.recv.context == context);
         cancel_posted(&mut g.recvs, context, g.ep.as_ref(), filling)
     }
 
-    /// The rendezvous read into the receive in progress is over (`ok`):
-    /// report the receive, and let the sender complete (OP_FIN).
-    pub(super) fn finish_rndv(&self, g: &mut Inner, ok: bool) {
-        let Some(done) = g.cur.take() else {
-            return;
-        };
-        let Some(cookie) = done.rndv else {
-            g.cur = Some(done);
-            return;
-        };
-        report_recv(g.ep.as_ref(), &done, ok);
-        let _ = g.queue.push(TxOp::Fin { cookie });
+    /// The rendezvous read of the sender's message `cookie` is over
+    /// (`ok`): its receive, once those before it are reported, is reported
+    /// too, and each sender may complete (OP_FIN). Reads end in the order
+    /// they were posted (one QP), so this is usually the oldest.
+    pub(super) fn finish_rndv(&self, g: &mut Inner, cookie: u64, ok: bool) {
+        if let Some(r) = g
+            .reading
+            .iter_mut()
+            .find(|r| r.cookie == cookie && r.ended.is_none())
+        {
+            r.ended = Some(ok);
+        }
+        while g.reading.first().is_some_and(|r| r.ended.is_some()) {
+            let done = g.reading.remove_at(0);
+            report_recv(g.ep.as_ref(), &done.assembly, done.ended == Some(true));
+            let _ = g.queue.push(TxOp::Fin {
+                cookie: done.cookie,
+            });
+        }
     }
 
     /// A receive completion into provider buffer `i`.
@@ -236,8 +243,9 @@ impl Conn {
             self.copy_segment(g, i, h, len);
             return true;
         }
-        // Messages wait behind a rendezvous read in progress.
-        if g.cur.as_ref().is_some_and(|c| c.rndv.is_some()) {
+        // Messages wait behind the rendezvous reads in flight (receives are
+        // reported in order); another announcement may start its read.
+        if !g.reading.is_empty() && h.op != wire::OP_RTS {
             return false;
         }
         if h.op == wire::OP_RTS {
@@ -264,7 +272,6 @@ impl Conn {
                 got: 0,
                 data: data_of(h),
                 tag: h.tag().unwrap_or(0),
-                rndv: None,
             });
         }
         let Some(res) = &g.res else {
@@ -341,7 +348,7 @@ impl Conn {
     /// FI_RX_CQ_DATA mode: a remote write's CQ data (an OP_WRITE_DATA)
     /// takes the next receive, which reports it; false when none is posted
     /// (it is held). A message's segments come together, so none is being
-    /// assembled here but one being read (waited for above).
+    /// assembled here, and reads in flight were waited for above.
     fn deliver_write_data(g: &mut Inner, h: &Header) -> bool {
         if g.cur.is_some() {
             return false;
@@ -357,10 +364,11 @@ impl Conn {
     }
 
     /// An OP_RTS in buffer `i`: read the message into the next receive;
-    /// false when none is posted (the announcement is held in the buffer).
-    /// A tagged one no receive wants is held out of the buffers.
+    /// false when none is posted, or RNDV_READS reads are in flight (the
+    /// announcement is held in the buffer). A tagged one no receive wants
+    /// is held out of the buffers.
     pub(super) fn deliver_rts(&self, g: &mut Inner, i: usize, h: &Header, len: usize) -> bool {
-        if g.cur.is_some() {
+        if g.cur.is_some() || g.reading.len() == RNDV_READS {
             return false;
         }
         let Some(res) = &g.res else {
@@ -394,7 +402,7 @@ impl Conn {
     }
 
     /// Reads the announced message (`total` bytes, `body`) into `recv`,
-    /// the receive now in progress.
+    /// behind the reads in flight (there is room for one more).
     fn start_rndv(
         &self,
         g: &mut Inner,
@@ -420,17 +428,31 @@ impl Conn {
             };
             Ok((chunks, local, sink))
         });
-        g.cur = Some(Assembly {
+        let cookie = body.cookie;
+        let assembly = Assembly {
             recv,
             total,
             got: n,
             data,
             tag,
-            rndv: Some(body.cookie),
-        });
+        };
+        // The callers checked for room (capacity RNDV_READS, reserved).
+        if g.reading.len() == g.reading.capacity() {
+            report_recv(g.ep.as_ref(), &assembly, false);
+            let _ = g.queue.push(TxOp::Fin { cookie });
+            return;
+        }
+        let reading = Reading {
+            assembly,
+            cookie,
+            ended: None,
+        };
+        // Within the capacity: no allocation, no failure.
+        let _ = g.reading.push(reading, GFP_ATOMIC);
         match read {
             Ok((chunks, local, sink)) if !chunks.is_empty() => {
                 let op = TxOp::Read {
+                    cookie,
                     local,
                     key: body.key,
                     chunks,
@@ -438,11 +460,11 @@ impl Conn {
                     sink,
                 };
                 if g.queue.push(op).is_err() {
-                    self.finish_rndv(g, false);
+                    self.finish_rndv(g, cookie, false);
                 }
             }
-            Ok(_) => self.finish_rndv(g, true),
-            Err(_) => self.finish_rndv(g, false),
+            Ok(_) => self.finish_rndv(g, cookie, true),
+            Err(_) => self.finish_rndv(g, cookie, false),
         }
     }
 

@@ -416,7 +416,7 @@ impl Conn {
                     _ => abi::FI_EIO,
                 };
                 match g.queue.pop() {
-                    Some(TxOp::Read { .. }) => self.finish_rndv(g, false),
+                    Some(TxOp::Read { cookie, .. }) => self.finish_rndv(g, cookie, false),
                     Some(op) => self.fail_op(g, op, err),
                     None => {}
                 }
@@ -774,6 +774,7 @@ impl Conn {
                 }
             }
             TxOp::Read {
+                cookie,
                 local,
                 key,
                 chunks,
@@ -791,7 +792,12 @@ impl Conn {
                 self.post_send(resources(res)?, slot, WrOp::RdmaRead, map.sges(), remote)?;
                 *next += 1;
                 let last = *next == chunks.len();
-                (TxWr::RndvRead { _map: map, last }, last, false)
+                let wr = TxWr::RndvRead {
+                    _map: map,
+                    cookie: *cookie,
+                    last,
+                };
+                (wr, last, false)
             }
             TxOp::Credit | TxOp::Fin { .. } => return Ok(()),
         };
@@ -958,9 +964,9 @@ impl Conn {
                 let _ = g.tables.push((key, table), GFP_KERNEL);
                 None
             }
-            TxWr::RndvRead { last, .. } => {
+            TxWr::RndvRead { cookie, last, .. } => {
                 if last {
-                    self.finish_rndv(g, wc.ok());
+                    self.finish_rndv(g, cookie, wc.ok());
                     self.deliver_held(g);
                 }
                 None

@@ -1117,6 +1117,55 @@ static void unexpected_large_messages(struct kunit *test)
 	vfree(dst);
 }
 
+/*
+ * Receives posted first, then large and small messages sent back to back:
+ * large ones may go by rendezvous, several read at once (more of them than
+ * a provider may keep in flight); each receive gets its own message byte
+ * for byte, and the receives complete in order.
+ */
+static void large_messages_in_flight(struct kunit *test)
+{
+	static const size_t lens[] = { 1 << 20, 300 << 10, 64, 512 << 10, 200 << 10, 1,
+				       1 << 20, 128 << 10, 70 << 10, 4096, 256 << 10,
+				       100 << 10, 100 << 10, 65 << 10 };
+	enum { COUNT = ARRAY_SIZE(lens) };
+	u8 *src[COUNT], *dst[COUNT];
+	bool sent[COUNT] = {};
+	struct fi_cq_data_entry e;
+	struct pair *p;
+	int i, j;
+
+	/* Before the pair: freed after it is closed. */
+	for (i = 0; i < COUNT; i++) {
+		src[i] = test_vzalloc(test, lens[i]);
+		dst[i] = test_vzalloc(test, lens[i]);
+		KUNIT_ASSERT_TRUE(test, src[i] && dst[i]);
+		fill(src[i], lens[i], 60 + i);
+	}
+	p = pair_new(test, (struct pair){});
+	conf_open(test, p, 46);
+	for (i = 0; i < COUNT; i++)
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, dst[i], lens[i], NULL, 0, dst[i]), 0);
+	for (i = 0; i < COUNT; i++)
+		KUNIT_ASSERT_EQ(test, fi_send(p->client.ep, src[i], lens[i], NULL, 0, src[i]), 0);
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+		KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)dst[i]);
+		KUNIT_EXPECT_EQ(test, e.len, lens[i]);
+		KUNIT_EXPECT_EQ(test, memcmp(src[i], dst[i], lens[i]), 0);
+	}
+	/* Send completions in any order (comp_order FI_ORDER_NONE), each once. */
+	for (i = 0; i < COUNT; i++) {
+		KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+		for (j = 0; j < COUNT && e.op_context != src[j]; j++)
+			;
+		KUNIT_ASSERT_LT(test, j, (int)COUNT);
+		KUNIT_EXPECT_FALSE(test, sent[j]);
+		sent[j] = true;
+	}
+	pair_close(test, p);
+}
+
 /* A message larger than its receive: FI_ETRUNC, what did not fit in olen;
  * the connection goes on. Also for a message sent in several pieces. */
 static void truncation(struct kunit *test)
@@ -3101,6 +3150,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(inject_whole_size),
 	KUNIT_CASE(unexpected_messages),
 	KUNIT_CASE(unexpected_large_messages),
+	KUNIT_CASE(large_messages_in_flight),
 	KUNIT_CASE(truncation),
 	KUNIT_CASE(multi_ep),
 	KUNIT_CASE(rma),

@@ -301,6 +301,22 @@ static inline ssize_t cq_wait(struct fid_cq *cq, struct fi_cq_data_entry *e)
 	return fi_cq_sread(cq, e, 1, NULL, WAIT_MS);
 }
 
+KUNIT_DEFINE_ACTION_WRAPPER(test_vfree, vfree, const void *);
+
+/*
+ * vzalloc() freed when the case ends, failed assertion or not. Taken
+ * before the pair whose endpoints use it (pair_new): the case's cleanups
+ * run last first, so it is freed after the pair is closed.
+ */
+static inline void *test_vzalloc(struct kunit *test, size_t len)
+{
+	void *p = vzalloc(len);
+
+	if (p && kunit_add_action_or_reset(test, test_vfree, p))
+		return NULL;
+	return p;
+}
+
 static inline void fill(u8 *buf, size_t len, u8 seed)
 {
 	size_t i;
