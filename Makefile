@@ -8,7 +8,8 @@
 #   make bench    kofi against raw kernel TCP and raw verbs on the perf kernel
 #   make bench-ab BEFORE=<rev>  the tree's kofi_sock against <rev>'s, in one VM
 #                 (KOFI_AB_STORAGE=1: kofi_blk's, NVMe-oF as the baseline;
-#                 KOFI_AB_TRANSPORT=tcp|siw|rxe)
+#                 KOFI_AB_TRANSPORT=tcp|siw|rxe; without STORAGE,
+#                 KOFI_AB_TRANSPORT=siw|rxe: kofi_verbs' against raw verbs)
 #   make profile  perf in the guest: where kofi and the baselines spend time
 #   make setup    install the toolchain (Debian 12)
 #   make kernel   build (or reuse) the cached kernel; PROFILE=debug|perf

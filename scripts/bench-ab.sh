@@ -14,7 +14,9 @@
 # (latency) and 32 (IOPS), 128 KiB sequential ones at depth 8 (MB/s), and
 # per I/O the context switches and TCP segments. KOFI_AB_TRANSPORT=tcp
 # (default: kofi_sock against nvme-tcp), siw or rxe (kofi_verbs against
-# nvme-rdma).
+# nvme-rdma). Without KOFI_AB_STORAGE, KOFI_AB_TRANSPORT=siw or rxe
+# compares kofi_verbs against raw verbs on that device instead of kofi_sock
+# against raw TCP: round trips, RMA write and message streams.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -44,7 +46,8 @@ if [ -n "${KOFI_AB_STORAGE:-}" ]; then
 	guest=ab_blk_guest.sh rounds=${KOFI_AB_ROUNDS:-5} report=storage
 	transport=${KOFI_AB_TRANSPORT:-tcp}
 else
-	guest=ab_guest.sh rounds=${KOFI_AB_ROUNDS:-10} report=sock transport=
+	guest=ab_guest.sh rounds=${KOFI_AB_ROUNDS:-10} report=sock
+	transport=${KOFI_AB_TRANSPORT:-}
 fi
 rc=0
 scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" \

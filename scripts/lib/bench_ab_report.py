@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 """`make bench-ab`'s report: the figures the guest printed, per revision.
 
-Usage: bench_ab_report.py sock|storage RESULTS.KTAP BEFORE_REV
+Usage: bench_ab_report.py sock|storage RESULTS.KTAP BEFORE_REV [TRANSPORT]
 
 sock: "# ab,<measure>,<rev>,<impl>,<size>,<value>,<round>" lines of
 tools/bench/ab_guest.sh; storage: "# abblk,<workload>,<impl>,<metric>,
@@ -39,11 +39,12 @@ def show(v, fmt='5.2f'):
     return f"{st.median(v):{fmt}} [{min(v):{short}}-{max(v):{short}}]"
 
 
-def sock(runs, before):
+def sock(runs, before, transport=''):
     print(f"before: {before}, after: the tree; medians of the rounds [min-max]")
-    print("\none call through the core, ns the core adds to the bare call"
-          " (after/before: kofi alone):")
-    for s, name in (('0', 'fi_cq_read'), ('1', 'fi_getname')):
+    if not transport:
+        print("\none call through the core, ns the core adds to the bare call"
+              " (after/before: kofi alone):")
+    for s, name in (('0', 'fi_cq_read'), ('1', 'fi_getname')) if not transport else ():
         cols = []
         for rev in ('before', 'after'):
             k, b = runs.get(('call_ns', rev, 'kofi', s), {}), runs.get(('call_ns', rev, 'raw', s), {})
@@ -51,9 +52,16 @@ def sock(runs, before):
         pair = ratios(runs.get(('call_ns', 'after', 'kofi', s), {}),
                       runs.get(('call_ns', 'before', 'kofi', s), {}))
         print(f"  {name:>10} | before {cols[0]:>13} | after {cols[1]:>13} | {show(pair)}")
-    tables = (('rtt_ns', 'raw', 'kofi_sock round trip, kofi/raw TCP'),
-              ('rdm_rtt_ns', 'msg', 'RDM round trip over kofi_sock, rdm/msg'),
-              ('bw_mbs', 'raw', 'kofi_sock streaming, kofi/raw TCP'))
+    if transport:
+        tables = (('rtt_ns', 'raw', f'kofi_verbs round trip on {transport}, kofi/raw verbs'),
+                  ('write_mbs', 'raw', f'kofi_verbs RMA write streaming on {transport}, kofi/raw'),
+                  ('msgbw_mbs', 'raw', f'kofi_verbs message streaming on {transport}, kofi/raw'),
+                  ('msgbw4_mbs', 'raw', f'kofi_verbs messages four in flight on {transport}'
+                   ' (no raw baseline)'))
+    else:
+        tables = (('rtt_ns', 'raw', 'kofi_sock round trip, kofi/raw TCP'),
+                  ('rdm_rtt_ns', 'msg', 'RDM round trip over kofi_sock, rdm/msg'),
+                  ('bw_mbs', 'raw', 'kofi_sock streaming, kofi/raw TCP'))
     for m, base, title in tables:
         print(f"\n{title}:")
         print(f"  {'size':>8} | {'before':>17} | {'after':>17} | after/before (kofi alone)")
@@ -92,6 +100,6 @@ def storage(runs, before, transport):
 if __name__ == '__main__':
     mode, path, before = sys.argv[1:4]
     if mode == 'sock':
-        sock(load(path, 'ab', 7), before)
+        sock(load(path, 'ab', 7), before, sys.argv[4] if len(sys.argv) > 4 else '')
     else:
         storage(load(path, 'abblk', 6), before, sys.argv[4] if len(sys.argv) > 4 else 'tcp')
