@@ -114,10 +114,16 @@ impl Conn {
         }
     }
 
-    /// Starts the reads of held announcements taken by receives, while no
-    /// message is being received by segments and reads may start.
+    /// Whether a rendezvous read may start: no message is being received
+    /// by segments, and fewer than RNDV_READS reads are in flight.
+    fn read_room(g: &Inner) -> bool {
+        g.cur.is_none() && g.reading.len() < RNDV_READS
+    }
+
+    /// Starts the reads of held announcements taken by receives, while
+    /// there is room (see `read_room`).
     fn start_ready(&self, g: &mut Inner) {
-        while g.cur.is_none() && g.reading.len() < RNDV_READS && !g.ready_rndv.is_empty() {
+        while Self::read_room(g) && !g.ready_rndv.is_empty() {
             let r = g.ready_rndv.remove_at(0);
             self.start_rndv(g, r.recv, r.tag, r.total, r.body, r.data);
         }
@@ -368,7 +374,7 @@ impl Conn {
     /// announcement is held in the buffer). A tagged one no receive wants
     /// is held out of the buffers.
     pub(super) fn deliver_rts(&self, g: &mut Inner, i: usize, h: &Header, len: usize) -> bool {
-        if g.cur.is_some() || g.reading.len() == RNDV_READS {
+        if !Self::read_room(g) {
             return false;
         }
         let Some(res) = &g.res else {
@@ -402,7 +408,7 @@ impl Conn {
     }
 
     /// Reads the announced message (`total` bytes, `body`) into `recv`,
-    /// behind the reads in flight (there is room for one more).
+    /// behind the reads in flight; the caller saw `read_room`.
     fn start_rndv(
         &self,
         g: &mut Inner,
@@ -429,25 +435,19 @@ impl Conn {
             Ok((chunks, local, sink))
         });
         let cookie = body.cookie;
-        let assembly = Assembly {
-            recv,
-            total,
-            got: n,
-            data,
-            tag,
-        };
-        // The callers checked for room (capacity RNDV_READS, reserved).
-        if g.reading.len() == g.reading.capacity() {
-            report_recv(g.ep.as_ref(), &assembly, false);
-            let _ = g.queue.push(TxOp::Fin { cookie });
-            return;
-        }
         let reading = Reading {
-            assembly,
+            assembly: Assembly {
+                recv,
+                total,
+                got: n,
+                data,
+                tag,
+            },
             cookie,
             ended: None,
         };
-        // Within the capacity: no allocation, no failure.
+        // Within the RNDV_READS reserved (`read_room`): no allocation, so
+        // no failure.
         let _ = g.reading.push(reading, GFP_ATOMIC);
         match read {
             Ok((chunks, local, sink)) if !chunks.is_empty() => {
