@@ -39,12 +39,10 @@ def show(v, fmt='5.2f'):
     return f"{st.median(v):{fmt}} [{min(v):{short}}-{max(v):{short}}]"
 
 
-def sock(runs, before, transport=''):
-    print(f"before: {before}, after: the tree; medians of the rounds [min-max]")
-    if not transport:
-        print("\none call through the core, ns the core adds to the bare call"
-              " (after/before: kofi alone):")
-    for s, name in (('0', 'fi_cq_read'), ('1', 'fi_getname')) if not transport else ():
+def call_cost(runs):
+    print("\none call through the core, ns the core adds to the bare call"
+          " (after/before: kofi alone):")
+    for s, name in (('0', 'fi_cq_read'), ('1', 'fi_getname')):
         cols = []
         for rev in ('before', 'after'):
             k, b = runs.get(('call_ns', rev, 'kofi', s), {}), runs.get(('call_ns', rev, 'raw', s), {})
@@ -52,6 +50,14 @@ def sock(runs, before, transport=''):
         pair = ratios(runs.get(('call_ns', 'after', 'kofi', s), {}),
                       runs.get(('call_ns', 'before', 'kofi', s), {}))
         print(f"  {name:>10} | before {cols[0]:>13} | after {cols[1]:>13} | {show(pair)}")
+
+
+def sock(runs, before, transport=''):
+    """kofi_sock against raw TCP, or (transport siw or rxe) kofi_verbs
+    against raw verbs."""
+    print(f"before: {before}, after: the tree; medians of the rounds [min-max]")
+    if not transport:
+        call_cost(runs)
     if transport:
         tables = (('rtt_ns', 'raw', f'kofi_verbs round trip on {transport}, kofi/raw verbs'),
                   ('write_mbs', 'raw', f'kofi_verbs RMA write streaming on {transport}, kofi/raw'),

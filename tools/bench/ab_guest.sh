@@ -38,49 +38,50 @@ run() {
 	echo "# ab,$fig,$(figure "$mark"),$round"
 }
 
-# revision REV: loads REV's kofi, kofi_sock and test provider (after: the
-# tree's, before: B_*.ko) and sets $P, the prefix of its samples' files.
-revision() {
+# prefix REV: sets $P, the prefix of REV's module files (after: the
+# tree's, before: B_*.ko).
+prefix() {
 	if [ "$1" = after ]; then P=$M/; else P=$M/B_; fi
+}
+
+# revision REV: loads REV's kofi, kofi_sock and test provider; sets $P.
+revision() {
+	prefix "$1"
 	insmod ${P}kofi.ko && insmod ${P}kofi_sock.ko && insmod ${P}kofi_test_provider.ko
 }
 
-# verbs_rounds: the kofi_verbs comparison (TRANSPORT siw or rxe), the
-# sizes and stream lengths of `make bench`'s verbs rows.
+# verbs_rounds: the kofi_verbs comparison (TRANSPORT siw or rxe), with
+# the run lengths of `make bench`'s verbs rows (verbs_params).
 verbs_rounds() {
 	own=10.0.2.10
 	set -- 4096 65536 1048576
 	ktap_plan $((ROUNDS * 2 * $#))
 	link_up ${TRANSPORT}0 "$TRANSPORT" || { ktap_not_ok "${TRANSPORT}_link_up"; return 1; }
-	if [ "$TRANSPORT" = siw ]; then stream=134217728; else stream=16777216; fi
 	for round in $(seq "$ROUNDS"); do
 		if [ $((round % 2)) = 1 ]; then order="after before"; else order="before after"; fi
 		for rev in $order; do
-			if [ "$rev" = after ]; then P=$M/; else P=$M/B_; fi
+			prefix $rev
 			insmod ${P}kofi.ko && insmod ${P}kofi_verbs.ko || return 1
 			for size in "$@"; do
-				if [ $size -le 4096 ]; then pp=600; elif [ $size -le 65536 ]; then pp=120; else pp=24; fi
-				warm=$((pp / 10))
-				n=$((stream / size)); [ $n -gt 8000 ] && n=8000
-				win=16; [ $size -ge 1048576 ] && win=1
+				verbs_params "$TRANSPORT" $size
 				if run rtt_ns,$rev,raw,$size 'kofi_raw_verbs: pingpong' $M/kofi_raw_verbs.ko \
 					test=pingpong addr=$own size=$size iters=$pp warmup=$warm &&
 					run rtt_ns,$rev,kofi,$size 'kofi_pingpong: verbs' ${P}kofi_pingpong.ko \
 						prov=verbs addr=$own size=$size iters=$pp warmup=$warm verify_in_clock=N &&
 					run write_mbs,$rev,raw,$size 'kofi_raw_verbs: write' $M/kofi_raw_verbs.ko \
-						test=write addr=$own size=$size iters=$n window=$win &&
+						test=write addr=$own size=$size iters=$ops window=$win &&
 					run write_mbs,$rev,kofi,$size 'kofi_bw: verbs write' ${P}kofi_bw.ko \
-						prov=verbs test=write addr=$own size=$size iters=$n window=$win &&
+						prov=verbs test=write addr=$own size=$size iters=$ops window=$win &&
 					run msgbw_mbs,$rev,raw,$size 'kofi_raw_verbs: send' $M/kofi_raw_verbs.ko \
-						test=send addr=$own size=$size iters=$n window=$win &&
+						test=send addr=$own size=$size iters=$ops window=$win &&
 					run msgbw_mbs,$rev,kofi,$size 'kofi_bw: verbs msg' ${P}kofi_bw.ko \
-						prov=verbs test=msg addr=$own size=$size iters=$n window=$win &&
+						prov=verbs test=msg addr=$own size=$size iters=$ops window=$win &&
 					# Several large messages in flight (rendezvous reads
 					# at once): kofi alone, as raw verbs registers its
 					# whole window as one region, which siw caps at 1 MiB.
 					{ [ $size -lt 1048576 ] ||
 						run msgbw4_mbs,$rev,kofi,$size 'kofi_bw: verbs msg' ${P}kofi_bw.ko \
-							prov=verbs test=msg addr=$own size=$size iters=$n window=4; }; then
+							prov=verbs test=msg addr=$own size=$size iters=$ops window=4; }; then
 					ktap_ok "${rev}_${TRANSPORT}_${size}_r$round"
 				else
 					ktap_not_ok "${rev}_${TRANSPORT}_${size}_r$round"

@@ -134,33 +134,27 @@ for round in $(seq $ROUNDS); do
 			test=msg size=65536 iters=$each window=16 pairs=$n
 	done
 done
-# kofi_verbs against raw verbs, on each soft device on eth0. rxe under TCG
-# moves a few MB/s: its streams carry less.
+# kofi_verbs against raw verbs, on each soft device on eth0 (run lengths:
+# verbs_params).
 own=10.0.2.10
 for type in siw rxe; do
 	ktap_expect_ok "${type}_link_up" link_up ${type}0 $type
-	if [ $type = siw ]; then stream=134217728; else stream=16777216; fi
 	for round in $(seq $ROUNDS); do
 		for size in $VERBS_SIZES; do
-			if [ $size -le 4096 ]; then pp=600; elif [ $size -le 65536 ]; then pp=120; else pp=24; fi
-			warm=$((pp / 10))
-			bw=$((stream / size)); [ $bw -gt 8000 ] && bw=8000
-			# kofi_bw registers size x window for its writes: within one
-			# MR's page list (siw: 256 pages); the baseline gets the same.
-			win=16; [ $size -ge 1048576 ] && win=1
+			verbs_params $type $size
 			run ${type}_raw_pingpong_$size rtt_ns,$type,raw,$size 'kofi_raw_verbs: pingpong' \
 				kofi_raw_verbs test=pingpong addr=$own size=$size iters=$pp warmup=$warm
 			run ${type}_kofi_pingpong_$size rtt_ns,$type,kofi,$size 'kofi_pingpong: verbs' \
 				kofi_pingpong prov=verbs addr=$own size=$size iters=$pp warmup=$warm \
 				verify_in_clock=N
 			run ${type}_raw_write_$size bw_mbs,$type,raw,$size 'kofi_raw_verbs: write' \
-				kofi_raw_verbs test=write addr=$own size=$size iters=$bw window=$win
+				kofi_raw_verbs test=write addr=$own size=$size iters=$ops window=$win
 			run ${type}_kofi_write_$size bw_mbs,$type,kofi,$size 'kofi_bw: verbs write' \
-				kofi_bw prov=verbs test=write addr=$own size=$size iters=$bw window=$win
+				kofi_bw prov=verbs test=write addr=$own size=$size iters=$ops window=$win
 			run ${type}_raw_send_$size msgbw_mbs,$type,raw,$size 'kofi_raw_verbs: send' \
-				kofi_raw_verbs test=send addr=$own size=$size iters=$bw window=$win
+				kofi_raw_verbs test=send addr=$own size=$size iters=$ops window=$win
 			run ${type}_kofi_msg_$size msgbw_mbs,$type,kofi,$size 'kofi_bw: verbs msg' \
-				kofi_bw prov=verbs test=msg addr=$own size=$size iters=$bw window=$win
+				kofi_bw prov=verbs test=msg addr=$own size=$size iters=$ops window=$win
 		done
 	done
 	rdma link delete ${type}0
