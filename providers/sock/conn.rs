@@ -44,6 +44,12 @@ pub(crate) const MAX_MSG: usize = 4 << 20;
 /// Bytes of messages held for receives not yet posted; beyond it the
 /// connection stops reading and TCP holds the sender back.
 const UNEXPECTED_MAX: usize = 8 << 20;
+/// The largest untagged message held before its receive is posted. A
+/// larger one waits in the socket, TCP holding the sender back, and is read
+/// straight into the receive whose poster makes the progress (libfabric's
+/// tcp provider holds none): holding it cost a second copy and an
+/// allocation per message, where a stream's receiver falls behind.
+const HELD_MSG_MAX: usize = 4096;
 /// Bytes of answers to the peer's reads waiting to go out; beyond it the
 /// connection stops reading until the peer takes them, so a peer asking
 /// for data it does not read holds at most this much here.
@@ -695,10 +701,13 @@ impl Conn {
             }
             g.rx.held_back()
         };
-        // Reading stopped for want of a receive: it goes on. (Otherwise
-        // the socket's next bytes wake the work item, as ever.)
+        // Reading stopped for want of a receive: it goes on, in the
+        // poster's thread, which reads the waiting message straight into
+        // this receive (a work item would cost a hop per message where a
+        // stream's receiver is behind). Otherwise the socket's next bytes
+        // wake the work item, as ever.
         if held_back {
-            self.kick();
+            self.progress();
         }
         Ok(())
     }
@@ -725,9 +734,9 @@ impl Conn {
             g.rx.held_back()
         };
         // Reading stopped for want of a receive or of room to hold (a
-        // message taken frees some): it goes on.
+        // message taken frees some): it goes on, in the poster's thread.
         if held_back {
-            self.kick();
+            self.progress();
         }
         Ok(())
     }
@@ -946,20 +955,11 @@ impl Inner {
                 let limits = wire::Limits { max_msg };
                 let h = Header::parse(&self.rx.header, &limits)
                     .map_err(|_| fi_error(abi::FI_EPROTO))?;
-                // A message with a receive waiting goes straight into it. (A
-                // posted receive means no message it would take is held:
-                // posting one takes the oldest such message first.)
-                if h.op == Some(Op::Send) && self.phase == Phase::Connected && self.ep.is_some() {
-                    let recv = match h.tag() {
-                        Some(tag) => self.tagged.take_for(tag),
-                        None => self.posted.pop(),
-                    };
-                    if let Some(recv) = recv {
-                        self.rx.parsed = Some(h);
-                        self.rx.direct = Some(Direct::new(recv));
-                        moved |= self.receive_direct()?;
-                        continue;
-                    }
+                if let Some(recv) = self.waiting_recv(&h) {
+                    self.rx.parsed = Some(h);
+                    self.rx.direct = Some(Direct::new(recv));
+                    moved |= self.receive_direct()?;
+                    continue;
                 }
                 if self.waits_for_hold(&h) {
                     // Keep the header, read the payload later.
@@ -982,7 +982,11 @@ impl Inner {
             }
             let h = self.rx.parsed.ok_or(EINVAL)?;
             if !self.rx.started {
-                // A held-back frame: room now?
+                // A held-back frame: a receive for it now, or room to hold it?
+                if let Some(recv) = self.waiting_recv(&h) {
+                    self.rx.direct = Some(Direct::new(recv));
+                    continue;
+                }
                 if self.waits_for_hold(&h) {
                     return Ok(moved);
                 }
@@ -1048,8 +1052,22 @@ impl Inner {
         Ok(true)
     }
 
-    /// Whether frame `h` takes a receive, none is posted, and holding it
-    /// would overfill the hold (bytes or slots): then reading stops until a
+    /// The posted receive message `h` goes straight into, if one waits. (A
+    /// posted receive means no message it would take is held: posting one
+    /// takes the oldest such message first.)
+    fn waiting_recv(&mut self, h: &Header) -> Option<PostedRecv> {
+        if h.op != Some(Op::Send) || self.phase != Phase::Connected || self.ep.is_none() {
+            return None;
+        }
+        match h.tag() {
+            Some(tag) => self.tagged.take_for(tag),
+            None => self.posted.pop(),
+        }
+    }
+
+    /// Whether frame `h` takes a receive, none is posted, and it is not to
+    /// be held: an untagged message over `HELD_MSG_MAX`, or one that would
+    /// overfill the hold (bytes or slots). Then reading stops until a
     /// receive is posted, and TCP holds the sender back. A message takes a
     /// receive, and in FI_RX_CQ_DATA mode a write carrying CQ data (held
     /// without its bytes, which go to the region).
@@ -1065,7 +1083,8 @@ impl Inner {
             _ => return false,
         };
         self.posted.len() == 0
-            && (self.unexpected_bytes + held_bytes > UNEXPECTED_MAX
+            && (held_bytes > HELD_MSG_MAX
+                || self.unexpected_bytes + held_bytes > UNEXPECTED_MAX
                 || self.unexpected.len() == RX_DEPTH)
     }
 
