@@ -56,8 +56,6 @@ def sock(runs, before, transport=''):
     """kofi_sock against raw TCP, or (transport siw or rxe) kofi_verbs
     against raw verbs."""
     print(f"before: {before}, after: the tree; medians of the rounds [min-max]")
-    if not transport:
-        call_cost(runs)
     if transport:
         tables = (('rtt_ns', 'raw', f'kofi_verbs round trip on {transport}, kofi/raw verbs'),
                   ('write_mbs', 'raw', f'kofi_verbs RMA write streaming on {transport}, kofi/raw'),
@@ -65,6 +63,7 @@ def sock(runs, before, transport=''):
                   ('msgbw4_mbs', 'raw', f'kofi_verbs messages four in flight on {transport}'
                    ' (no raw baseline)'))
     else:
+        call_cost(runs)
         tables = (('rtt_ns', 'raw', 'kofi_sock round trip, kofi/raw TCP'),
                   ('rdm_rtt_ns', 'msg', 'RDM round trip over kofi_sock, rdm/msg'),
                   ('bw_mbs', 'raw', 'kofi_sock streaming, kofi/raw TCP'))
