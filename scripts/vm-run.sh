@@ -110,10 +110,10 @@ skipped_line="kofi-guest: the kernel splatted while booting; the run is skipped"
 
 # The guest command line, quoted for the init script, and the settings the
 # host passes on (the fault run's replay key and length, the cases a
-# per-transport suite is narrowed to).
+# per-transport suite is narrowed to, the sizes an A/B compares).
 guest_cmd=$(printf '%q ' "$@")
 guest_env=""
-for v in KOFI_FAULT_INTERVAL KOFI_FAULT_ROUNDS KOFI_CASES; do
+for v in KOFI_FAULT_INTERVAL KOFI_FAULT_ROUNDS KOFI_CASES KOFI_AB_SIZES; do
 	eval "val=\${$v:-}"
 	[ -z "$val" ] || guest_env="${guest_env}export $v=$(printf '%q' "$val")
 "

@@ -290,10 +290,10 @@ fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Resu
 }
 
 fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
-    let ep = match s.conns.get(conn) {
+    let (ep, room) = match s.conns.get(conn) {
         Some(Some(c)) if c.phase == Phase::Connected && c.inflight < TX_INFLIGHT_MAX => {
             match c.ep.as_deref() {
-                Some(ep) => ep,
+                Some(ep) => (ep, TX_INFLIGHT_MAX - c.inflight),
                 None => return Ok(Posted::Again),
             }
         }
@@ -317,10 +317,17 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
             let off = *sent;
             let n = (op.len - off).min(SEG);
             let seg = segment(op, hdr, off, n)?;
+            // The next segment follows at once when the connection has room
+            // for it: the provider may join them (TCP: one skb for several).
+            let more = if off + n < op.len && room > 1 {
+                FI_MORE
+            } else {
+                0
+            };
             // SAFETY: The consumer's buffers, valid until the operation
             // completes, which is after this segment's send; the header is
             // the op's; no descriptors.
-            let posted = unsafe { ep.send(&seg.msg(context, 0), FI_COMPLETION) };
+            let posted = unsafe { ep.send(&seg.msg(context, 0), FI_COMPLETION | more) };
             if posted.is_ok() {
                 if let OpKind::Msg { sent, .. } = &mut op.kind {
                     *sent += n;

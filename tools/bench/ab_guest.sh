@@ -23,7 +23,7 @@
 M=/kofi/modules
 ROUNDS=${1:-10}
 TRANSPORT=${2:-}
-SIZES="64 4096 65536"
+SIZES=${KOFI_AB_SIZES:-64 4096 65536}
 port=7900
 
 # run FIGURE MARK FILE ARGS...: loads FILE (a module whose init is the

@@ -28,7 +28,7 @@ storage=1
 [ "${1:-}" = --no-storage ] && storage=0
 SIZES="64 1024 4096 16384 65536 262144 1048576"
 VERBS_SIZES="64 4096 65536 1048576"
-RDM_SIZES="64 4096 65536"
+RDM_SIZES="64 4096 65536 1048576"
 
 # run NAME FIGURE MARK MODULE ARGS...: loads MODULE (whose init is the run),
 # and prints FIGURE ("measure,transport,impl,size") with the value of its
@@ -116,7 +116,7 @@ for round in $(seq $ROUNDS); do
 	# RDM endpoints (the core's layer) against the MSG endpoints below
 	# them, back to back: the MSG pingpong is this table's baseline.
 	for size in $RDM_SIZES; do
-		if [ $size -le 16384 ]; then pp=1500; else pp=300; fi
+		if [ $size -le 16384 ]; then pp=1500; elif [ $size -le 262144 ]; then pp=300; else pp=100; fi
 		warm=$((pp / 10))
 		run msg_under_rdm_$size rtt_ns,rdm,raw,$size 'kofi_pingpong: sock:' kofi_pingpong \
 			size=$size iters=$pp warmup=$warm verify_in_clock=N

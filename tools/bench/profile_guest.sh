@@ -94,7 +94,8 @@ profile_blk() {
 }
 
 # The runs (each sampled for kofi and for its baseline); the arguments, if
-# any, name those to make.
+# any, name those to make (rdm_pingpong_1m, the RDM layer against the
+# kofi_sock MSG endpoints below it, only when named).
 RUNS="blk_tcp_randread_qd1 blk_tcp_randwrite_qd1 tcp_pingpong_4k tcp_stream_64k
 siw_pingpong_4k siw_write_64k blk_siw_randread_qd32 blk_siw_randwrite_qd32 blk_siw_write_128k"
 [ $# = 0 ] || RUNS="$*"
@@ -113,6 +114,11 @@ blk_targets_setup || exit 1
 if wanted tcp_pingpong_4k; then
 	profile tcp_pingpong_4k raw kofi_raw_tcp test=pingpong size=4096 iters=10000 port=7901
 	profile tcp_pingpong_4k kofi kofi_pingpong size=4096 iters=10000 port=7902
+fi
+if wanted rdm_pingpong_1m; then
+	profile rdm_pingpong_1m msg kofi_pingpong size=1048576 iters=300 verify_in_clock=N port=7909
+	profile rdm_pingpong_1m kofi kofi_pingpong ep_type=rdm size=1048576 iters=300 verify_in_clock=N \
+		port=7910
 fi
 if wanted tcp_stream_64k; then
 	profile tcp_stream_64k raw kofi_raw_tcp test=bw size=65536 iters=8000 port=7903
