@@ -53,6 +53,12 @@ impl ProviderEp {
         unsafe { &*ep.domain.fabric.table().ep_ops }
     }
 
+    /// Whether the provider of `ep`'s fabric serves tagged messages.
+    pub(crate) fn offers_tagged(ep: &Endpoint) -> bool {
+        let ops = Self::ops(ep);
+        ops.tsendmsg.is_some() && ops.trecvmsg.is_some() && Self::has(ep, 3)
+    }
+
     /// The provider's ABI minor version is at least `minor`.
     fn has(ep: &Endpoint, minor: u32) -> bool {
         ep.domain.fabric.provider().abi_minor >= minor

@@ -295,10 +295,10 @@ impl InfoBox {
     /// # Safety
     ///
     /// The info is a checked one (its attrs set).
-    pub(crate) unsafe fn make_msg_twin(&mut self) {
+    pub(crate) unsafe fn make_msg_twin(&mut self, tagged: bool) {
         // SAFETY: Ours (the type invariant), checked (the caller's
         // guarantee).
-        unsafe { msg_twin(self.as_ptr()) };
+        unsafe { msg_twin(self.as_ptr(), tagged) };
     }
 }
 
@@ -661,12 +661,13 @@ pub(crate) fn complete(info: &mut abi::fi_info) {
 }
 
 /// Turns an RDM info made by `rdm_twin` back into the MSG info it came from,
-/// for the RDM endpoint's own listener and connections.
+/// for the RDM endpoint's own listener and connections; with `tagged`, they
+/// offer tagged messages (the rendezvous' bytes travel as one).
 ///
 /// # Safety
 ///
 /// `info` is a checked info (its attrs set) of this module's, the caller's.
-unsafe fn msg_twin(info: *mut abi::fi_info) {
+unsafe fn msg_twin(info: *mut abi::fi_info, tagged: bool) {
     // SAFETY: The caller's guarantee.
     unsafe {
         let t = &mut *info;
@@ -678,10 +679,16 @@ unsafe fn msg_twin(info: *mut abi::fi_info) {
         (*t.tx_attr).caps &= !own;
         (*t.rx_attr).caps &= !own;
         // Its own headers are messages, whatever the consumer asked for
-        // (every provider's MSG info offers them).
-        t.caps |= flags::FI_MSG | flags::FI_SEND | flags::FI_RECV;
-        (*t.tx_attr).caps |= flags::FI_MSG | flags::FI_SEND;
-        (*t.rx_attr).caps |= flags::FI_MSG | flags::FI_RECV;
+        // (every provider's MSG info offers them), and a rendezvous' bytes
+        // a tagged one when the provider has them.
+        let kinds = if tagged {
+            flags::FI_MSG | flags::FI_TAGGED
+        } else {
+            flags::FI_MSG
+        };
+        t.caps |= kinds | flags::FI_SEND | flags::FI_RECV;
+        (*t.tx_attr).caps |= kinds | flags::FI_SEND;
+        (*t.rx_attr).caps |= kinds | flags::FI_RECV;
         let ep = &mut *t.ep_attr;
         ep.type_ = abi::fi_ep_type_FI_EP_MSG;
         ep.protocol = ep.protocol_version;

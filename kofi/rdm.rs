@@ -19,6 +19,12 @@
 //!   or the source with FI_DIRECTED_RECV). An unmatched message keeps its
 //!   buffers until a receive takes it, which holds the peer back through the
 //!   provider's own flow control: memory stays bounded.
+//! - A message of at least `RNDV_MIN` bytes goes by rendezvous when the
+//!   provider has tagged messages: an announcement (OP_RTS) matched like a
+//!   message, then the receiver posts the receive's own buffers as a tagged
+//!   MSG receive and asks for the bytes (OP_CTS), which the sender sends as
+//!   one tagged MSG message straight into them (libfabric's rxm reads them
+//!   instead; a tagged message needs no registration).
 //! - Requests crossing (both sides connect at once) are both accepted: each
 //!   side sends on the first of its connections to the peer that came up and
 //!   receives on all, so nothing is lost, duplicated or reordered.
@@ -56,6 +62,9 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 /// Payload bytes of one segment: a segment with its header is one 16 KiB
 /// MSG send (kofi_verbs' eager size, so it needs no rendezvous).
 pub(crate) const SEG: usize = 16 * 1024 - wire::HDR_LEN;
+/// Messages of at least this many bytes go by rendezvous (`rdm.rst`): below
+/// it, the two extra control messages cost more than the segments' copies.
+pub(crate) const RNDV_MIN: usize = 256 * 1024;
 /// Bounce buffers posted per connection.
 const RX_BUFS: usize = 8;
 /// Transmits (segments and RMA) in flight per connection at most.
@@ -78,25 +87,30 @@ pub(crate) fn log_bad_peer(what: core::fmt::Arguments<'_>) {
 }
 
 /// What an internal operation's context stands for: a transmit of
-/// `ops[slot]`, or receive buffer `index` of `conns[slot]`. The generation
-/// makes a completion of a slot since reused harmless.
+/// `ops[slot]`, receive buffer `index` of `conns[slot]`, or the tagged
+/// receive of announced message `inbound` (its id's low 32 bits) on
+/// `conns[slot]`. The generation makes a completion of a slot since reused
+/// harmless.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Token {
     Tx { slot: usize, gen: u32 },
     Rx { slot: usize, gen: u32, index: usize },
     Conn { slot: usize, gen: u32 },
+    Data { slot: usize, inbound: u32 },
 }
 
 impl Token {
     const TX: u64 = 1;
     const RX: u64 = 2;
     const CONN: u64 = 3;
+    const DATA: u64 = 4;
 
     pub(crate) fn encode(self) -> Context {
         let (kind, slot, gen, index) = match self {
             Token::Tx { slot, gen } => (Self::TX, slot, gen, 0),
             Token::Rx { slot, gen, index } => (Self::RX, slot, gen, index),
             Token::Conn { slot, gen } => (Self::CONN, slot, gen, 0),
+            Token::Data { slot, inbound } => (Self::DATA, slot, inbound, 0),
         };
         let v =
             (kind << 60) | ((slot as u64 & 0xf_ffff) << 40) | (u64::from(gen) << 8) | index as u64;
@@ -112,6 +126,7 @@ impl Token {
             Self::TX => Some(Token::Tx { slot, gen }),
             Self::RX => Some(Token::Rx { slot, gen, index }),
             Self::CONN => Some(Token::Conn { slot, gen }),
+            Self::DATA => Some(Token::Data { slot, inbound: gen }),
             _ => None,
         }
     }
@@ -235,8 +250,12 @@ pub(crate) struct Conn {
     pub(crate) assembling: Option<u64>,
     /// Buffers held by unmatched messages.
     pub(crate) held: usize,
-    /// Transmits posted and not completed.
+    /// Transmits posted and not completed (a rendezvous send counts one
+    /// from its announcement until its bytes went).
     pub(crate) inflight: usize,
+    /// Announced messages whose bytes it is to bring (tagged receive
+    /// posted): the connection is not idle meanwhile.
+    pub(crate) fetching: usize,
     /// When it last carried something, on the endpoint's clock.
     pub(crate) last_used: u64,
     /// The control segment (BYE, BYE_ACK) it sends, kept until sent.
@@ -248,6 +267,12 @@ pub(crate) enum OpKind {
         hdr: KBox<[u8; wire::HDR_LEN]>,
         /// Payload bytes posted so far.
         sent: usize,
+    },
+    /// A message by rendezvous: its announcement, then its bytes once the
+    /// receiver asked for `granted` of them.
+    Rndv {
+        rts: KBox<[u8; wire::RTS_LEN]>,
+        granted: Option<usize>,
     },
     Rma {
         read: bool,
@@ -398,8 +423,11 @@ pub(crate) struct Inbound {
     /// The context of the FI_PEEK | FI_CLAIM that reserved it.
     pub(crate) claimed: Option<Context>,
     pub(crate) recv: Option<Recv>,
-    /// (buffer index, payload length) of segments waiting for a receive.
+    /// (buffer index, payload length) of segments waiting for a receive
+    /// (an announcement's, with no payload, too).
     pub(crate) held: KVec<(usize, usize)>,
+    /// An announced message (OP_RTS): the sender's id for it.
+    pub(crate) announced: Option<u64>,
 }
 
 pub(crate) struct State {
@@ -533,6 +561,8 @@ pub(crate) struct Rdm {
     max_msg: usize,
     /// The endpoint's own directed-receive capability.
     directed: bool,
+    /// Large messages go by rendezvous (the provider has tagged messages).
+    rndv: bool,
     /// Data calls running (see [`Rdm::call`]).
     calls: AtomicUsize,
     /// A handler left its progress to the data calls running.
@@ -662,12 +692,13 @@ fn of_endpoint(ep: &Endpoint) -> Option<Arc<Rdm>> {
     Some(unsafe { ArcBorrow::from_raw(raw.cast::<Rdm>()) }.into())
 }
 
-/// The MSG info an RDM info was made from (see `info::rdm_twin`).
-fn msg_info_of(info: *const abi::fi_info) -> Result<InfoBox> {
+/// The MSG info an RDM info was made from (see `info::rdm_twin`), with
+/// tagged messages when `tagged` (the rendezvous' bytes travel as one).
+fn msg_info_of(info: *const abi::fi_info, tagged: bool) -> Result<InfoBox> {
     // SAFETY: The core checked the info and its attrs.
     let mut b = unsafe { InfoBox::copy_of(info) }?;
     // SAFETY: A copy of a checked info: its attrs are set.
-    unsafe { b.make_msg_twin() };
+    unsafe { b.make_msg_twin(tagged) };
     Ok(b)
 }
 
@@ -682,13 +713,15 @@ unsafe fn open(e: &Endpoint, info: *const abi::fi_info) -> Result {
         // Its infos never offer the mode: refused, not ignored.
         return Err(EINVAL);
     }
-    let msg_info = msg_info_of(info)?;
+    let rndv = crate::backend::ProviderEp::offers_tagged(e);
+    let msg_info = msg_info_of(info, rndv)?;
     let rdm = Arc::pin_init(
         try_pin_init!(Rdm {
             work <- new_work!("kofi_rdm"),
             ep: core::ptr::from_ref(e),
             max_msg: e.limits.max_msg_size,
             directed: e.limits.caps & FI_DIRECTED_RECV != 0,
+            rndv,
             calls: AtomicUsize::new(0),
             left_to_calls: AtomicBool::new(false),
             state <- new_mutex!(

@@ -116,6 +116,7 @@ fn new_conn(rdm: &Rdm, s: &mut State, peer: usize, phase: Phase) -> Result<(usiz
         assembling: None,
         held: 0,
         inflight: 0,
+        fetching: 0,
         last_used: 0,
         ctl: KBox::new([0u8; wire::HDR_LEN], GFP_KERNEL)?,
     });
@@ -382,6 +383,7 @@ impl Rdm {
                 .filter(|(_, c)| {
                     c.phase == Phase::Connected
                         && c.inflight == 0
+                        && c.fetching == 0
                         && c.assembling.is_none()
                         && c.held == 0
                         && s.peers[c.peer].backlog.is_empty()

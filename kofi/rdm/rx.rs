@@ -85,6 +85,56 @@ fn first_unexpected(s: &State, wants: Wants, from: Option<Name>) -> Option<usize
     })
 }
 
+/// A message from `peer` on connection `slot` begins (`h`: its header;
+/// `held`: the buffers it holds; `announced`: the sender's id of a
+/// rendezvous): entered as inbound, with the first posted receive that takes
+/// it, in posting order, taken off the posted ones. Its index, and that
+/// receive; on an error it is not entered.
+fn arrive(
+    s: &mut State,
+    slot: usize,
+    peer: usize,
+    h: &wire::Header,
+    held: KVec<(usize, usize)>,
+    announced: Option<u64>,
+) -> Result<(usize, Option<Recv>)> {
+    let total = h.total as usize;
+    let id = s.next_id;
+    s.next_id += 1;
+    let ib = Inbound {
+        id,
+        conn: slot,
+        peer,
+        total,
+        got: 0,
+        data: h.data,
+        tag: h.tag,
+        claimed: None,
+        recv: None,
+        held,
+        announced,
+    };
+    s.inbound.push(ib, GFP_KERNEL)?;
+    let i = s.inbound.len() - 1;
+    let name = s.peers[peer].name;
+    let Some(r) = s.recvs.iter().position(|r| r.takes(h.tag, &name)) else {
+        return Ok((i, None));
+    };
+    let recv = if s.recvs[r].multi.is_some() {
+        match carve(s, r, total) {
+            Ok(share) => share,
+            Err(e) => {
+                // Nothing of it stays behind.
+                s.inbound.pop();
+                return Err(e);
+            }
+        }
+    } else {
+        s.recvs.remove_at(r)
+    };
+    Ok((i, Some(recv)))
+}
+
 /// Gives `recv` the first message waiting that it takes, or posts it; a
 /// multi-receive buffer takes every waiting message it can.
 fn post(rdm: &Rdm, s: &mut State, recv: Recv) -> Result {
@@ -407,6 +457,7 @@ impl Rdm {
                 self.rx_done(s, slot, gen, index, flags, len, data, err)
             }
             Some(Token::Conn { slot, gen }) => self.control_sent(s, slot, gen, err),
+            Some(Token::Data { slot, inbound }) => self.fetched(s, slot, inbound, len, err),
             None => {
                 // A remote write with CQ data that took no buffer
                 // (kofi_sock): its source is not known here.
@@ -471,6 +522,35 @@ impl Rdm {
             return;
         }
         s.touch(slot);
+        // A rendezvous' announcement or request, between messages.
+        let rndv = s.conns[slot].as_ref().and_then(|c| {
+            let b = c.bufs[index].get(..len)?;
+            match wire::frame_op(b)? {
+                op @ (wire::OP_RTS | wire::OP_CTS) if c.assembling.is_none() => Some(op),
+                _ => None,
+            }
+        });
+        if let Some(op) = rndv {
+            let ok = if op == wire::OP_RTS {
+                self.announced(s, slot, index, len)
+            } else {
+                let cts = s.conns[slot]
+                    .as_ref()
+                    .and_then(|c| wire::Cts::decode(c.bufs[index].get(..len)?));
+                if release_buffer(s, slot, index, false).is_err() {
+                    self.conn_lost(s, slot, gen, abi::FI_EIO as i32);
+                    return;
+                }
+                cts.ok_or(()).and_then(|cts| self.granted(s, peer, cts))
+            };
+            if ok.is_err() {
+                super::log_bad_peer(format_args!(
+                    "dropping a connection: bad rendezvous frame\n"
+                ));
+                self.conn_lost(s, slot, gen, abi::FI_EPROTO as i32);
+            }
+            return;
+        }
         // An atomic request or answer, between messages.
         let frame = s.conns[slot].as_ref().and_then(|c| {
             let b = c.bufs[index].get(..len)?;
@@ -588,6 +668,147 @@ impl Rdm {
         super::tx::answer(self, s, peer, frame).map_err(|_| ())
     }
 
+    /// The announcement of `len` bytes in buffer `index` of connection
+    /// `slot`: a message, matched like one; its buffer is held until a
+    /// receive takes it (which bounds what a peer can announce unasked).
+    fn announced(&self, s: &mut State, slot: usize, index: usize, len: usize) -> Result<(), ()> {
+        let Some(Some(c)) = s.conns.get_mut(slot) else {
+            return Ok(());
+        };
+        let (h, sender_id) =
+            wire::rts_decode(c.bufs[index].get(..len).ok_or(())?).map_err(|_| ())?;
+        let total = h.total as usize;
+        if total == 0 || total > self.max_msg {
+            return Err(());
+        }
+        let mut held = KVec::new();
+        held.push((index, 0), GFP_KERNEL).map_err(|_| ())?;
+        c.held += 1;
+        let peer = c.peer;
+        let Ok((i, recv)) = arrive(s, slot, peer, &h, held, Some(sender_id)) else {
+            if let Some(Some(c)) = s.conns.get_mut(slot) {
+                c.held -= 1;
+            }
+            return Err(());
+        };
+        if let Some(recv) = recv {
+            self.take_inbound(s, i, recv);
+        }
+        Ok(())
+    }
+
+    /// Announced message `i` has its receive: its buffers are posted as a
+    /// tagged receive on the connection it was announced on, then the
+    /// sender is asked for the bytes they take (none for a receive that
+    /// drops it, which completes at once).
+    fn request(&self, s: &mut State, i: usize) {
+        let ib = &s.inbound[i];
+        let (Some(r), Some(sender_id)) = (&ib.recv, ib.announced) else {
+            return;
+        };
+        let len = match r.take {
+            Take::Discard { .. } => 0,
+            Take::Copy | Take::Claimed => ib.total.min(r.cap),
+        };
+        let (conn, peer, id) = (ib.conn, ib.peer, ib.id);
+        let gen = s
+            .conns
+            .get(conn)
+            .and_then(|c| c.as_ref())
+            .map_or(0, |c| c.gen);
+        let posted = if len == 0 {
+            Ok(())
+        } else {
+            self.post_fetch(s, i, sender_id)
+        };
+        let asked = posted.and_then(|()| {
+            let cts = wire::Cts {
+                id: sender_id,
+                len: len as u32,
+            };
+            let mut frame = KVec::new();
+            frame.extend_from_slice(&cts.encode(), GFP_KERNEL)?;
+            super::tx::answer(self, s, peer, frame)
+        });
+        if asked.is_err() {
+            // Nothing else would complete it: the connection goes, and the
+            // receive back to the front.
+            self.conn_lost(s, conn, gen, abi::FI_EIO as i32);
+            return;
+        }
+        if len == 0 {
+            if let Some(i) = s.inbound.iter().position(|ib| ib.id == id) {
+                s.inbound[i].got = s.inbound[i].total;
+                self.deliver(s, i);
+            }
+        }
+    }
+
+    /// Posts the receive of announced message `i` as a tagged receive (tag
+    /// the sender's id for it) on its connection.
+    fn post_fetch(&self, s: &mut State, i: usize, sender_id: u64) -> Result {
+        let ib = &s.inbound[i];
+        let r = ib.recv.as_ref().ok_or(EINVAL)?;
+        let Some(Some(c)) = s.conns.get_mut(ib.conn) else {
+            return Err(EINVAL);
+        };
+        if !c.phase.receives() {
+            return Err(EINVAL);
+        }
+        let ep = c.ep.as_deref().ok_or(EINVAL)?;
+        let context = Token::Data {
+            slot: ib.conn,
+            inbound: ib.id as u32,
+        }
+        .encode();
+        let m = TaggedMsg {
+            msg: Msg::connected(r.iov.as_iov(), context),
+            tag: sender_id,
+            ignore: 0,
+        };
+        // SAFETY: A posted receive's buffers, the consumer's until its
+        // completion, which comes after this one's; no descriptors.
+        unsafe { ep.trecv(&m, FI_COMPLETION) }?;
+        c.fetching += 1;
+        Ok(())
+    }
+
+    /// The tagged receive of announced message `inbound` (its id's low
+    /// bits) on connection `slot` completed with `len` bytes, or `err`.
+    fn fetched(&self, s: &mut State, slot: usize, inbound: u32, len: usize, err: i32) {
+        if err == abi::FI_ECANCELED as i32 {
+            // Taken back as its connection ended (`drop_inbound_of`).
+            return;
+        }
+        let Some(i) = s.inbound.iter().position(|ib| {
+            ib.conn == slot
+                && ib.announced.is_some()
+                && ib.recv.is_some()
+                && ib.id as u32 == inbound
+        }) else {
+            return;
+        };
+        let gen = match s.conns.get_mut(slot) {
+            Some(Some(c)) => {
+                c.fetching = c.fetching.saturating_sub(1);
+                c.gen
+            }
+            _ => return,
+        };
+        let ib = &s.inbound[i];
+        let want = ib.recv.as_ref().map_or(0, |r| ib.total.min(r.cap));
+        if err != 0 || len != want {
+            if err == 0 {
+                super::log_bad_peer(format_args!("dropping a connection: rendezvous length\n"));
+            }
+            let err = if err != 0 { err } else { abi::FI_EPROTO as i32 };
+            self.conn_lost(s, slot, gen, err);
+            return;
+        }
+        s.inbound[i].got = s.inbound[i].total;
+        self.deliver(s, i);
+    }
+
     /// One segment of `len` bytes in buffer `index` of connection `slot`.
     fn segment(
         &self,
@@ -623,34 +844,10 @@ impl Rdm {
                 if total > self.max_msg || payload > total || (payload == 0 && total != 0) {
                     return Err(SegmentError::Length);
                 }
-                let id = s.next_id;
-                s.next_id += 1;
-                let ib = Inbound {
-                    id,
-                    conn: slot,
-                    peer,
-                    total,
-                    got: 0,
-                    data: h.data,
-                    tag: h.tag,
-                    claimed: None,
-                    recv: None,
-                    held: KVec::new(),
-                };
-                s.inbound
-                    .push(ib, GFP_KERNEL)
+                let (i, recv) = arrive(s, slot, peer, &h, KVec::new(), None)
                     .map_err(|_| SegmentError::Memory)?;
-                let i = s.inbound.len() - 1;
-                // The first receive that may take it, in posting order.
-                let name = s.peers[peer].name;
-                if let Some(r) = s.recvs.iter().position(|r| r.takes(h.tag, &name)) {
-                    let recv = if s.recvs[r].multi.is_some() {
-                        carve(s, r, total).map_err(|_| SegmentError::Memory)?
-                    } else {
-                        s.recvs.remove_at(r)
-                    };
-                    s.inbound[i].recv = Some(recv);
-                }
+                s.inbound[i].recv = recv;
+                let id = s.inbound[i].id;
                 if let Some(Some(c)) = s.conns.get_mut(slot) {
                     c.assembling = Some(id);
                 }
@@ -700,7 +897,7 @@ impl Rdm {
     /// A receive takes unmatched message `i`: its held segments are copied.
     pub(super) fn take_inbound(&self, s: &mut State, i: usize, recv: Recv) {
         let held = core::mem::take(&mut s.inbound[i].held);
-        let conn = s.inbound[i].conn;
+        let (conn, id, announced) = (s.inbound[i].conn, s.inbound[i].id, s.inbound[i].announced);
         let mut at = 0;
         for (index, len) in held.iter() {
             if let Some(Some(c)) = s.conns.get(conn) {
@@ -724,7 +921,11 @@ impl Rdm {
             }
         }
         // `i` may have moved if the connection was lost; find it again.
-        if let Some(i) = s
+        if announced.is_some() {
+            if let Some(i) = s.inbound.iter().position(|ib| ib.id == id) {
+                self.request(s, i);
+            }
+        } else if let Some(i) = s
             .inbound
             .iter()
             .position(|ib| ib.recv.is_some() && ib.got == ib.total)
@@ -820,12 +1021,24 @@ impl Rdm {
         let Some(Some(c)) = s.conns.get_mut(slot) else {
             return;
         };
-        let Some(id) = c.assembling.take() else {
-            return;
-        };
-        let Some(i) = s.inbound.iter().position(|ib| ib.id == id) else {
-            return;
-        };
+        c.fetching = 0;
+        if let Some(id) = c.assembling.take() {
+            if let Some(i) = s.inbound.iter().position(|ib| ib.id == id) {
+                self.drop_inbound(s, slot, i);
+            }
+        }
+        // Announced messages of it can no longer be fetched.
+        while let Some(i) = s
+            .inbound
+            .iter()
+            .position(|ib| ib.conn == slot && ib.announced.is_some())
+        {
+            self.drop_inbound(s, slot, i);
+        }
+    }
+
+    /// Forgets message `i` of connection `slot`, as `drop_inbound_of` says.
+    fn drop_inbound(&self, s: &mut State, slot: usize, i: usize) {
         let ib = s.inbound.remove_at(i);
         if let Some(Some(c)) = s.conns.get_mut(slot) {
             c.held -= ib.held.len();

@@ -5,7 +5,8 @@
 
 use super::atomic::{self, Kind};
 use super::{
-    send_bytes, wire, Iovs, OpKind, Phase, Rdm, State, Token, TxOp, OPS_MAX, SEG, TX_INFLIGHT_MAX,
+    send_bytes, wire, Iovs, OpKind, Phase, Rdm, State, Token, TxOp, OPS_MAX, RNDV_MIN, SEG,
+    TX_INFLIGHT_MAX,
 };
 use crate::abi;
 use crate::compat::VecExt;
@@ -13,7 +14,7 @@ use crate::context::Context;
 use crate::errno;
 use crate::flags::*;
 use crate::iovec::Descs;
-use crate::msg::{Msg, Rma, RmaMsg};
+use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
 use crate::queue::Completion;
 use core::ptr;
 use kernel::prelude::*;
@@ -74,15 +75,19 @@ pub(super) fn sendmsg(rdm: &Rdm, m: &Msg<'_>, tag: Option<u64>, flags: u64) -> R
         copy = Some(bytes);
     }
     let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(m.data);
-    let hdr = KBox::new(
-        wire::Header {
-            total: total as u32,
-            data,
-            tag,
-        }
-        .encode(),
-        GFP_KERNEL,
-    )?;
+    let header = wire::Header {
+        total: total as u32,
+        data,
+        tag,
+    };
+    let op_kind = if rdm.rndv && copy.is_none() && total >= RNDV_MIN {
+        // Its id is written when it is posted (the op's slot and generation).
+        let rts = KBox::new(wire::rts(&header, 0), GFP_KERNEL)?;
+        OpKind::Rndv { rts, granted: None }
+    } else {
+        let hdr = KBox::new(header.encode(), GFP_KERNEL)?;
+        OpKind::Msg { hdr, sent: 0 }
+    };
     let gen = s.next_gen();
     let kind = if tag.is_some() { FI_TAGGED } else { FI_MSG };
     let flags = kind | FI_SEND | (flags & FI_COMPLETION);
@@ -90,7 +95,7 @@ pub(super) fn sendmsg(rdm: &Rdm, m: &Msg<'_>, tag: Option<u64>, flags: u64) -> R
         len: total,
         iov,
         _copy: copy,
-        ..TxOp::queued(gen, peer, m.context, flags, OpKind::Msg { hdr, sent: 0 })
+        ..TxOp::queued(gen, peer, m.context, flags, op_kind)
     };
     submit(rdm, &mut s, op)
 }
@@ -307,10 +312,13 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
         return Ok(Posted::All);
     }
     let context = Token::Tx { slot, gen: op.gen }.encode();
-    if let OpKind::Atomic { frame, .. } = &mut op.kind {
-        // The request names the operation by its slot and generation.
-        let id = (slot as u64) << 32 | u64::from(op.gen);
-        frame[16..24].copy_from_slice(&id.to_le_bytes());
+    // A request or announcement names the operation by its slot and
+    // generation.
+    let id = (slot as u64) << 32 | u64::from(op.gen);
+    match &mut op.kind {
+        OpKind::Atomic { frame, .. } => frame[16..24].copy_from_slice(&id.to_le_bytes()),
+        OpKind::Rndv { rts, .. } => rts[wire::HDR_LEN..].copy_from_slice(&id.to_le_bytes()),
+        _ => {}
     }
     let posted = match &op.kind {
         OpKind::Msg { hdr, sent } => {
@@ -338,6 +346,14 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
         }
         OpKind::Atomic { frame, .. } | OpKind::Answer { frame } => {
             let posted = send_bytes(ep, frame, context);
+            if posted.is_ok() {
+                op.all_posted = true;
+            }
+            posted
+        }
+        OpKind::Rndv { rts, .. } => {
+            // The bytes go when the receiver asks (`granted`).
+            let posted = send_bytes(ep, &rts[..], context);
             if posted.is_ok() {
                 op.all_posted = true;
             }
@@ -420,7 +436,8 @@ impl Rdm {
     fn finish_if_done(&self, s: &mut State, slot: usize) {
         let done = matches!(s.ops.get(slot), Some(Some(op))
             if op.all_posted && op.done == op.posted
-                && !matches!(op.kind, OpKind::Atomic { answered: false, .. }));
+                && !matches!(op.kind, OpKind::Atomic { answered: false, .. }
+                    | OpKind::Rndv { granted: None, .. }));
         if !done {
             return;
         }
@@ -496,15 +513,16 @@ impl Rdm {
         }
         let peer = op.peer;
         let conn = op.conn;
-        // An atomic operation keeps its connection busy until answered.
+        // An atomic operation keeps its connection busy until answered; a
+        // rendezvous until this completion is its last.
         let waits = err == 0
-            && matches!(
-                op.kind,
+            && match op.kind {
                 OpKind::Atomic {
-                    answered: false,
-                    ..
-                }
-            );
+                    answered: false, ..
+                } => true,
+                OpKind::Rndv { granted, .. } => granted.is_none() || op.done + 1 != op.posted,
+                _ => false,
+            };
         if !waits {
             self.release_inflight(s, conn);
         }
@@ -512,7 +530,7 @@ impl Rdm {
             return;
         };
         if err != 0 {
-            let msg = matches!(op.kind, OpKind::Msg { .. });
+            let msg = matches!(op.kind, OpKind::Msg { .. } | OpKind::Rndv { .. });
             let conn = op.conn;
             self.fail_op(s, slot, err);
             if let (true, Some(c)) = (msg, conn) {
@@ -600,4 +618,82 @@ impl Rdm {
         self.flush(s, peer);
         Ok(())
     }
+
+    /// Peer `peer` asked for `cts.len` bytes of our announced message
+    /// `cts.id`: they go as one tagged message on the connection the
+    /// announcement went on. A request naming an operation no longer there
+    /// (failed with its connection) is stale and ignored; one for something
+    /// else of ours, or for more than the message, is the peer breaking the
+    /// protocol (`Err`).
+    pub(super) fn granted(&self, s: &mut State, peer: usize, cts: wire::Cts) -> Result<(), ()> {
+        let slot = (cts.id >> 32) as usize;
+        let Some(Some(op)) = s.ops.get_mut(slot) else {
+            return Ok(());
+        };
+        if u64::from(op.gen) != cts.id & 0xffff_ffff {
+            return Ok(());
+        }
+        let len = cts.len as usize;
+        let OpKind::Rndv { granted, .. } = &mut op.kind else {
+            return Err(());
+        };
+        if op.peer != peer || granted.is_some() || !op.all_posted || len > op.len {
+            return Err(());
+        }
+        *granted = Some(len);
+        let conn = op.conn;
+        if len > 0 {
+            if let Err(e) = send_granted(s, slot, cts.id, len) {
+                // The receiver waits for these bytes: only dropping the
+                // connection releases its receive.
+                if let Some(c) = conn {
+                    let cgen = s.conns.get(c).and_then(|c| c.as_ref()).map_or(0, |c| c.gen);
+                    self.conn_lost(s, c, cgen, e.to_errno().unsigned_abs() as i32);
+                }
+                return Ok(());
+            }
+        } else if matches!(&s.ops[slot], Some(op) if op.done == op.posted) {
+            // Dropped by the receive, and the announcement already went:
+            // the operation is over.
+            self.release_inflight(s, conn);
+        }
+        self.finish_if_done(s, slot);
+        self.flush(s, peer);
+        Ok(())
+    }
+}
+
+/// Sends the first `len` bytes of rendezvous operation `slot` (announced as
+/// `id`) as a tagged message with tag `id`, into the receive the peer
+/// posted for them. It takes no transmit slot of its own: the announcement's
+/// is kept for it.
+fn send_granted(s: &mut State, slot: usize, id: u64, len: usize) -> Result {
+    let Some(Some(op)) = s.ops.get(slot) else {
+        return Err(EINVAL);
+    };
+    let conn = op.conn.ok_or(EINVAL)?;
+    let ep = match s.conns.get(conn) {
+        Some(Some(c)) if c.phase.receives() => c.ep.as_deref().ok_or(EINVAL)?,
+        _ => return Err(EINVAL),
+    };
+    let context = Token::Tx { slot, gen: op.gen }.encode();
+    let window;
+    let iov = if len == op.len {
+        op.iov.as_iov()
+    } else {
+        window = op.iov.as_iov().window(0, len)?;
+        window.as_iov()
+    };
+    let m = TaggedMsg {
+        msg: Msg::connected(iov, context),
+        tag: id,
+        ignore: 0,
+    };
+    // SAFETY: The consumer's buffers, valid until the operation completes,
+    // which is after this send's completion; no descriptors.
+    unsafe { ep.tsend(&m, FI_COMPLETION) }?;
+    if let Some(Some(op)) = s.ops.get_mut(slot) {
+        op.posted += 1;
+    }
+    Ok(())
 }

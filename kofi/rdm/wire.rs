@@ -25,6 +25,11 @@ pub(crate) const OP_BYE_ACK: u8 = 3;
 pub(crate) const OP_ATOMIC: u8 = 4;
 /// The answer to one (`AtomicAnswer`).
 pub(crate) const OP_ATOMIC_ACK: u8 = 5;
+/// A large message's announcement: its header, then the sender's id for
+/// it (le64); the receiver asks for the bytes once a receive takes it.
+pub(crate) const OP_RTS: u8 = 6;
+/// The receiver's request for an announced message's bytes (`Cts`).
+pub(crate) const OP_CTS: u8 = 7;
 /// The message carries remote CQ data.
 pub(crate) const FLAG_DATA: u8 = 1;
 /// The message is tagged (fi_tagged): only tagged receives match it.
@@ -71,13 +76,18 @@ impl Header {
     }
 
     pub(crate) fn decode(b: &[u8]) -> Result<Header, Malformed> {
+        Self::decode_as(b, OP_MSG)
+    }
+
+    /// The header of a frame of `op` (OP_MSG or OP_RTS).
+    fn decode_as(b: &[u8], op: u8) -> Result<Header, Malformed> {
         if b.len() < HDR_LEN {
             return Err(Malformed::Short);
         }
         if b[0] != MAGIC {
             return Err(Malformed::Magic);
         }
-        if b[1] != OP_MSG {
+        if b[1] != op {
             return Err(Malformed::Op);
         }
         if b[2] & !(FLAG_DATA | FLAG_TAG) != 0 || b[3] != 0 {
@@ -87,6 +97,64 @@ impl Header {
         let data = (b[2] & FLAG_DATA != 0).then_some(le64(&b[8..16]));
         let tag = (b[2] & FLAG_TAG != 0).then_some(le64(&b[16..24]));
         Ok(Header { total, data, tag })
+    }
+}
+
+/// Bytes of an announcement (OP_RTS).
+pub(crate) const RTS_LEN: usize = HDR_LEN + 8;
+
+/// A large message's announcement: the segment header with OP_RTS, then
+/// the sender's id for the message (le64), which the receiver's `Cts` and
+/// the tagged MSG message carrying the bytes name. Its `total` is the whole
+/// message's; no payload follows.
+pub(crate) fn rts(h: &Header, id: u64) -> [u8; RTS_LEN] {
+    let mut b = [0u8; RTS_LEN];
+    b[..HDR_LEN].copy_from_slice(&h.encode());
+    b[1] = OP_RTS;
+    b[HDR_LEN..].copy_from_slice(&id.to_le_bytes());
+    b
+}
+
+/// The header and id of an announcement, which must be exactly one.
+pub(crate) fn rts_decode(b: &[u8]) -> Result<(Header, u64), Malformed> {
+    if b.len() != RTS_LEN {
+        return Err(Malformed::Short);
+    }
+    let h = Header::decode_as(b, OP_RTS)?;
+    Ok((h, le64(&b[HDR_LEN..])))
+}
+
+/// Bytes of a `Cts`.
+pub(crate) const CTS_LEN: usize = 16;
+
+/// The receiver's request for announced message `id`: `len` bytes of it
+/// (less than its total when the receive truncates; 0 when the receive
+/// drops it, and nothing is sent). 16 bytes: magic, OP_CTS, two zero bytes,
+/// len le32, id le64.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cts {
+    pub(crate) id: u64,
+    pub(crate) len: u32,
+}
+
+impl Cts {
+    pub(crate) fn encode(&self) -> [u8; CTS_LEN] {
+        let mut b = [0u8; CTS_LEN];
+        b[0] = MAGIC;
+        b[1] = OP_CTS;
+        b[4..8].copy_from_slice(&self.len.to_le_bytes());
+        b[8..16].copy_from_slice(&self.id.to_le_bytes());
+        b
+    }
+
+    pub(crate) fn decode(b: &[u8]) -> Option<Cts> {
+        if b.len() != CTS_LEN || b[0] != MAGIC || b[1] != OP_CTS || b[2..4] != [0; 2] {
+            return None;
+        }
+        Some(Cts {
+            len: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+            id: le64(&b[8..16]),
+        })
     }
 }
 

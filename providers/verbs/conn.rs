@@ -41,7 +41,10 @@ use crate::wire::{self, CmData, Header, KeyTable, RtsBody, HEADER_LEN};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::alloc::KVVec;
 use kernel::prelude::*;
-use kernel::sync::{new_mutex, new_spinlock, Arc, ArcBorrow, Mutex, SpinLock};
+use kernel::sync::{
+    new_condvar, new_mutex, new_spinlock, Arc, ArcBorrow, CondVar, Mutex, SpinLock,
+};
+use kernel::time::msecs_to_jiffies;
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
 mod cm;
@@ -58,6 +61,9 @@ pub(crate) const RX_BUF: usize = 16384;
 const SEGMENT: usize = RX_BUF - HEADER_LEN;
 /// Send work requests in flight.
 pub(crate) const SQ_DEPTH: usize = 64;
+/// How long (ms) a closing connection lets its last sends go (see
+/// `Conn::let_last_sends_go`).
+const LAST_SENDS_MS: u32 = 50;
 /// Bytes a SEND may carry inline, asked of the device (which may take fewer).
 const INLINE_ASK: u32 = 256;
 /// An iWARP client's unanswered greeting goes again after this, then after
@@ -445,6 +451,10 @@ pub(crate) struct Conn {
     /// One poller of the CQ at a time, so completions are handled in order.
     #[pin]
     polling: Mutex<()>,
+    /// Where `close` waits, a tick at a time, for its last sends (see
+    /// `let_last_sends_go`).
+    #[pin]
+    sends_gone: CondVar,
     /// Polls the CQ when no consumer sleeps on the endpoint's CQ to do it.
     #[pin]
     work: Work<Conn>,
@@ -579,6 +589,7 @@ impl Conn {
                 bound: AtomicBool::new(false),
                 cq <- new_spinlock!(None, "kofi_verbs_cq"),
                 polling <- new_mutex!((), "kofi_verbs_polling"),
+                sends_gone <- new_condvar!("kofi_verbs_sends_gone"),
                 work <- new_work!("kofi_verbs_conn"),
                 waker,
                 greeting_timer,
@@ -817,6 +828,7 @@ impl Conn {
     /// is drained before the consumer's buffers are let go.
     pub(crate) fn close(&self) {
         self.greeting_timer.stop();
+        self.let_last_sends_go();
         let mut owner = self.id.lock();
         let res = {
             let mut g = self.inner.lock();
@@ -838,6 +850,27 @@ impl Conn {
         g.domain = None;
         drop(g);
         self.entry.remove_conn(self);
+    }
+
+    /// Gives the sends posted or queued when the endpoint closes a short,
+    /// bounded while to go (polling meanwhile) before the QP's flush drops
+    /// them: above all an OP_FIN, whose peer's message completes only with
+    /// it, owed for a rendezvous whose receive completed just before (a
+    /// consumer often closes right after its last receive). A peer that is
+    /// gone fails them at once, so the wait is short then too.
+    fn let_last_sends_go(&self) {
+        for _ in 0..LAST_SENDS_MS {
+            self.poll();
+            let mut g = self.inner.lock();
+            let up = matches!(g.phase, Phase::Connected | Phase::Closing);
+            if !up || (g.queue.len() == 0 && g.tx_wr.iter().all(Option::is_none)) {
+                return;
+            }
+            self.pump(&mut g);
+            let _ = self
+                .sends_gone
+                .wait_interruptible_timeout(&mut g, msecs_to_jiffies(1));
+        }
     }
 
     /// The device is going away: error completions, FI_SHUTDOWN, then close.

@@ -58,6 +58,7 @@ def sock(runs, before, transport=''):
     print(f"before: {before}, after: the tree; medians of the rounds [min-max]")
     if transport:
         tables = (('rtt_ns', 'raw', f'kofi_verbs round trip on {transport}, kofi/raw verbs'),
+                  ('rdm_rtt_ns', 'msg', f'RDM round trip over kofi_verbs on {transport}, rdm/msg'),
                   ('write_mbs', 'raw', f'kofi_verbs RMA write streaming on {transport}, kofi/raw'),
                   ('msgbw_mbs', 'raw', f'kofi_verbs message streaming on {transport}, kofi/raw'),
                   ('msgbw4_mbs', 'raw', f'kofi_verbs messages four in flight on {transport}'

@@ -12,9 +12,10 @@
 # through the core to the test provider, impl fi_cq_read or fi_getname
 # (kofi) and their bare baselines (raw); rev after or before).
 # With TRANSPORT siw or rxe it compares kofi_verbs instead, against raw
-# verbs on that soft device: round trips (rtt_ns), RMA write streams
-# (write_mbs) and message streams (msgbw_mbs; msgbw4_mbs: 1 MiB messages
-# four at a time, kofi alone).
+# verbs on that soft device: round trips (rtt_ns; rdm_rtt_ns: the RDM
+# layer's over kofi_verbs), RMA write streams (write_mbs) and message
+# streams (msgbw_mbs; msgbw4_mbs: 1 MiB messages four at a time, kofi
+# alone).
 #
 # Usage: ab_guest.sh [ROUNDS [TRANSPORT]]
 . /kofi/tests/ktap_helpers.sh
@@ -66,8 +67,11 @@ verbs_rounds() {
 				verbs_params "$TRANSPORT" $size
 				if run rtt_ns,$rev,raw,$size 'kofi_raw_verbs: pingpong' $M/kofi_raw_verbs.ko \
 					test=pingpong addr=$own size=$size iters=$pp warmup=$warm &&
-					run rtt_ns,$rev,kofi,$size 'kofi_pingpong: verbs' ${P}kofi_pingpong.ko \
+					run rtt_ns,$rev,kofi,$size 'kofi_pingpong: verbs:' ${P}kofi_pingpong.ko \
 						prov=verbs addr=$own size=$size iters=$pp warmup=$warm verify_in_clock=N &&
+					run rdm_rtt_ns,$rev,kofi,$size 'kofi_pingpong: verbs rdm:' ${P}kofi_pingpong.ko \
+						prov=verbs ep_type=rdm addr=$own size=$size iters=$pp warmup=$warm \
+						verify_in_clock=N &&
 					run write_mbs,$rev,raw,$size 'kofi_raw_verbs: write' $M/kofi_raw_verbs.ko \
 						test=write addr=$own size=$size iters=$ops window=$win &&
 					run write_mbs,$rev,kofi,$size 'kofi_bw: verbs write' ${P}kofi_bw.ko \

@@ -940,3 +940,46 @@ fn named_directions_are_the_only_ones() {
     assert!(!allows(target, FI_READ) && !allows(target, FI_WRITE));
     assert!(allows(FI_RMA | FI_READ, FI_READ) && !allows(FI_RMA | FI_READ, FI_WRITE));
 }
+
+#[test]
+fn rendezvous_frames() {
+    use crate::rdm_wire::{rts, rts_decode, Cts, CTS_LEN, OP_CTS, OP_RTS, RTS_LEN};
+    let h = Header {
+        total: 1 << 20,
+        data: Some(7),
+        tag: Some(0x1234),
+    };
+    let b = rts(&h, 0x0000_0005_0000_0009);
+    assert_eq!(b.len(), RTS_LEN);
+    assert_eq!(b[1], OP_RTS);
+    assert_eq!(rts_decode(&b), Ok((h, 0x0000_0005_0000_0009)));
+    // Not a segment, and a segment is no announcement.
+    assert_eq!(Header::decode(&b), Err(Malformed::Op));
+    assert_eq!(rts_decode(&h.encode()), Err(Malformed::Short));
+    let mut seg = [0u8; RTS_LEN];
+    seg[..HDR_LEN].copy_from_slice(&h.encode());
+    assert_eq!(rts_decode(&seg), Err(Malformed::Op));
+    let mut bad = b;
+    bad[3] = 1;
+    assert_eq!(rts_decode(&bad), Err(Malformed::Flags));
+    assert_eq!(rts_decode(&b[..RTS_LEN - 1]), Err(Malformed::Short));
+
+    let c = Cts {
+        id: 42,
+        len: 300 << 10,
+    };
+    let e = c.encode();
+    assert_eq!(e.len(), CTS_LEN);
+    assert_eq!(e[1], OP_CTS);
+    assert_eq!(Cts::decode(&e), Some(c));
+    assert_eq!(Cts::decode(&e[..CTS_LEN - 1]), None);
+    let mut bad = e;
+    bad[2] = 1;
+    assert_eq!(Cts::decode(&bad), None);
+    let mut bad = e;
+    bad[1] = OP_BYE;
+    assert_eq!(Cts::decode(&bad), None);
+    // Neither is a control segment.
+    assert_eq!(control_op(&e), None);
+    assert_eq!(control_op(&b), None);
+}

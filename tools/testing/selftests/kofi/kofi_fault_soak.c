@@ -269,7 +269,11 @@ out:
 	return ret;
 }
 
-/* Two RDM endpoints in one AV, a message between them. */
+/* An RDM message large enough to go by rendezvous (rdm.rst). */
+#define RDM_LARGE (300 * 1024)
+
+/* Two RDM endpoints in one AV, a message between them: on odd rounds one
+ * that goes by rendezvous. */
 static int rdm_round(int round)
 {
 	struct fi_info *info = soak_info(FI_EP_RDM, "0", FI_SOURCE);
@@ -281,7 +285,8 @@ static int rdm_round(int round)
 	struct fid_ep *ep[2] = {};
 	struct fid_cq *cq[2] = {};
 	fi_addr_t addr[2];
-	u8 *out = kmalloc(MSG_LEN, GFP_KERNEL), *in = kzalloc(MSG_LEN, GFP_KERNEL);
+	size_t n = round % 2 ? RDM_LARGE : MSG_LEN;
+	u8 *out = vmalloc(n), *in = vzalloc(n);
 	u8 name[64];
 	size_t len;
 	int i, ret = -ENOMEM;
@@ -311,15 +316,15 @@ static int rdm_round(int round)
 	}
 	if (ret)
 		goto out;
-	fill(out, MSG_LEN, round);
-	ret = fi_recv(ep[0], in, MSG_LEN, NULL, FI_ADDR_UNSPEC, in);
+	fill(out, n, round);
+	ret = fi_recv(ep[0], in, n, NULL, FI_ADDR_UNSPEC, in);
 	if (!ret)
-		ret = fi_send(ep[1], out, MSG_LEN, NULL, addr[0], out);
+		ret = fi_send(ep[1], out, n, NULL, addr[0], out);
 	if (!ret)
 		ret = cq_wait(cq[0]);
 	if (!ret)
 		ret = cq_wait(cq[1]);
-	if (!ret && memcmp(in, out, MSG_LEN))
+	if (!ret && memcmp(in, out, n))
 		ret = -EILSEQ;
 out:
 	for (i = 0; i < 2; i++) {
@@ -330,8 +335,8 @@ out:
 	soak_close(domain ? &domain->fid : NULL);
 	soak_close(fabric ? &fabric->fid : NULL);
 	fi_freeinfo(info);
-	kfree(out);
-	kfree(in);
+	vfree(out);
+	vfree(in);
 	return ret;
 }
 

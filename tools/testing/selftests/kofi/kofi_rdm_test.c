@@ -1796,6 +1796,139 @@ static void tagged_peek_claim_discard(struct kunit *test)
 	net_close(test, t);
 }
 
+/*
+ * Messages of 256 KiB and more go by rendezvous (rdm.rst): into a receive
+ * posted first; announced before their receive, matched in arrival order
+ * with the small messages around them; truncated; into pages; peeked,
+ * claimed and dropped. Every byte is checked, and every send completes.
+ */
+static void large_messages(struct kunit *test)
+{
+	struct net *t = test->priv;
+	const size_t big = 1 << 20, mid = 300000, cut = 200001, run = 60000;
+	u8 *msg = test_vzalloc(test, big), *msg2 = test_vzalloc(test, big);
+	u8 *rx = test_vzalloc(test, big), *small = test_vzalloc(test, 2 * 256);
+	struct page *pages[5];
+	struct bio_vec bv[5];
+	struct fi_msg mm;
+	struct fi_msg_tagged m = {};
+	struct fi_cq_tagged_entry e = {};
+	struct fi_cq_err_entry err = {};
+	bool got[3] = {};
+	int claim_ctx, peek_ctx, k;
+
+	KUNIT_ASSERT_TRUE(test, msg && msg2 && rx && small);
+	net_open_format(test, t, 2, FI_AV_MAP, FI_CQ_FORMAT_TAGGED);
+
+	/* Into a receive posted first. */
+	fill_msg(msg, big, 1, 1);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], rx, big, NULL, FI_ADDR_UNSPEC, rx), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(t->ep[1], msg, big, NULL, t->addr[0], msg), 0);
+	expect_tagged(test, t, rx, FI_MSG | FI_RECV, big, 0, 0, 1);
+	sends_done(test, t, 1, 1);
+
+	/* Announced between two small ones before any receive: the receives
+	 * take them in arrival order, whichever completes first. */
+	fill_msg(small, 100, 1, 2);
+	KUNIT_ASSERT_EQ(test, fi_tinject(t->ep[1], small, 100, t->addr[0], 2), 0);
+	fill_msg(msg, mid, 1, 3);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t->ep[1], msg, mid, NULL, t->addr[0], 3, msg), 0);
+	fill_msg(small, 100, 1, 4);
+	KUNIT_ASSERT_EQ(test, fi_tinject(t->ep[1], small, 100, t->addr[0], 4), 0);
+	wait_arrived(test, t, 4);
+	/* By rendezvous: the large send waits for its receive. */
+	KUNIT_EXPECT_EQ(test, fi_cq_read(t->cq[1], &e, 1), (ssize_t)-FI_EAGAIN);
+	memset(small, 0, 256);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], small, 256, NULL, FI_ADDR_UNSPEC, 0, ~0ULL,
+				       small), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], rx, big, NULL, FI_ADDR_UNSPEC, 0, ~0ULL, rx), 0);
+	KUNIT_ASSERT_EQ(test, fi_trecv(t->ep[0], small + 256, 256, NULL, FI_ADDR_UNSPEC, 0, ~0ULL,
+				       small + 256), 0);
+	for (k = 0; k < 3; k++) {
+		KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
+		if (e.op_context == small) {
+			got[0] = true;
+			KUNIT_EXPECT_EQ(test, e.tag, 2ULL);
+			KUNIT_EXPECT_TRUE(test, e.len == 100 && check_msg(small, 100, 1, 2));
+		} else if (e.op_context == rx) {
+			got[1] = true;
+			KUNIT_EXPECT_EQ(test, e.tag, 3ULL);
+			KUNIT_EXPECT_TRUE(test, e.len == mid && check_msg(rx, mid, 1, 3));
+		} else {
+			got[2] = true;
+			KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)(small + 256));
+			KUNIT_EXPECT_EQ(test, e.tag, 4ULL);
+			KUNIT_EXPECT_TRUE(test, e.len == 100 && check_msg(small + 256, 100, 1, 4));
+		}
+	}
+	KUNIT_EXPECT_TRUE(test, got[0] && got[1] && got[2]);
+	sends_done(test, t, 1, 1);
+
+	/* Truncated: the prefix lands, the rest is reported, the send completes. */
+	fill_msg(msg, big, 1, 5);
+	memset(rx, 0, big);
+	KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], rx, cut, NULL, FI_ADDR_UNSPEC, rx), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(t->ep[1], msg, big, NULL, t->addr[0], msg), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), (ssize_t)-FI_ETRUNC);
+	KUNIT_EXPECT_PTR_EQ(test, err.op_context, (void *)rx);
+	KUNIT_EXPECT_EQ(test, err.len, cut);
+	KUNIT_EXPECT_EQ(test, err.olen, big - cut);
+	KUNIT_EXPECT_TRUE(test, check_msg(rx, cut, 1, 5));
+	KUNIT_EXPECT_EQ(test, rx[cut], 0);
+	sends_done(test, t, 1, 1);
+
+	/* Into five runs of pages at odd offsets. */
+	for (k = 0; k < 5; k++) {
+		pages[k] = alloc_pages(GFP_KERNEL, 4);
+		KUNIT_ASSERT_NOT_NULL(test, pages[k]);
+		bvec_set_page(&bv[k], pages[k], run, 17 + k);
+	}
+	fill_msg(msg, 5 * run, 1, 6);
+	mm = (struct fi_msg){ .msg_bvec = bv, .iov_count = 5, .addr = FI_ADDR_UNSPEC,
+			      .context = bv };
+	KUNIT_ASSERT_EQ(test, fi_recvmsg(t->ep[0], &mm, 0), 0);
+	KUNIT_ASSERT_EQ(test, fi_send(t->ep[1], msg, 5 * run, NULL, t->addr[0], msg), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)bv);
+	KUNIT_EXPECT_EQ(test, e.len, 5 * run);
+	for (k = 0; k < 5; k++)
+		memcpy(rx + k * run, page_address(pages[k]) + 17 + k, run);
+	KUNIT_EXPECT_TRUE(test, check_msg(rx, 5 * run, 1, 6));
+	sends_done(test, t, 1, 1);
+	for (k = 0; k < 5; k++)
+		__free_pages(pages[k], 4);
+
+	/* Peeked and claimed, peeked and dropped: both senders complete. */
+	fill_msg(msg, big, 1, 7);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t->ep[1], msg, big, NULL, t->addr[0], 7, msg), 0);
+	fill_msg(msg2, mid, 1, 8);
+	KUNIT_ASSERT_EQ(test, fi_tsend(t->ep[1], msg2, mid, NULL, t->addr[0], 8, msg2), 0);
+	wait_arrived(test, t, 8);
+	m = (struct fi_msg_tagged){ .addr = FI_ADDR_UNSPEC, .tag = 7, .context = &claim_ctx };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK | FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.len, big);
+	KUNIT_EXPECT_EQ(test, e.tag, 7ULL);
+	m = (struct fi_msg_tagged){ .addr = FI_ADDR_UNSPEC, .tag = 8, .context = &peek_ctx };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK | FI_DISCARD), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
+	KUNIT_EXPECT_EQ(test, e.len, mid);
+	KUNIT_EXPECT_EQ(test, e.tag, 8ULL);
+	memset(rx, 0, big);
+	m = (struct fi_msg_tagged){ .msg_iov = &(struct kvec){ rx, big }, .iov_count = 1,
+				    .addr = FI_ADDR_UNSPEC, .tag = 7, .context = &claim_ctx };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_CLAIM), 0);
+	KUNIT_ASSERT_EQ(test, next_tagged(t->cq[0], &e, &err), 1);
+	KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&claim_ctx);
+	KUNIT_EXPECT_EQ(test, e.len, big);
+	KUNIT_EXPECT_TRUE(test, check_msg(rx, big, 1, 7));
+	sends_done(test, t, 1, 2);
+	m = (struct fi_msg_tagged){ .addr = FI_ADDR_UNSPEC, .tag = 8, .context = &peek_ctx };
+	KUNIT_ASSERT_EQ(test, fi_trecvmsg(t->ep[0], &m, FI_PEEK), 0);
+	KUNIT_EXPECT_EQ(test, next_tagged(t->cq[0], &e, &err), (ssize_t)-FI_ENOMSG);
+	net_close(test, t);
+}
+
 /* What the tagged calls refuse. */
 static void tagged_bad_arguments(struct kunit *test)
 {
@@ -2186,6 +2319,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(tagged_matching),
 	KUNIT_CASE(tagged_unexpected),
 	KUNIT_CASE(tagged_peek_claim_discard),
+	KUNIT_CASE(large_messages),
 	KUNIT_CASE(tagged_bad_arguments),
 	KUNIT_CASE(multi_recv),
 	KUNIT_CASE(atomics),
