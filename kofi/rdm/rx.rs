@@ -596,12 +596,19 @@ impl Rdm {
             self.control(s, slot, gen, op);
             return;
         }
-        if let Err(e) = self.segment(s, slot, index, len) {
-            super::log_bad_peer(format_args!(
-                "dropping a connection: bad segment ({:?})\n",
-                e
-            ));
-            self.conn_lost(s, slot, gen, abi::FI_EPROTO as i32);
+        match self.segment(s, slot, index, len) {
+            Ok(()) => {}
+            // Ours, not the peer's: the connection goes with the error.
+            Err(SegmentError::Local(e)) => {
+                self.conn_lost(s, slot, gen, e.to_errno().unsigned_abs() as i32)
+            }
+            Err(e) => {
+                super::log_bad_peer(format_args!(
+                    "dropping a connection: bad segment ({:?})\n",
+                    e
+                ));
+                self.conn_lost(s, slot, gen, abi::FI_EPROTO as i32);
+            }
         }
     }
 
@@ -844,8 +851,8 @@ impl Rdm {
                 if total > self.max_msg || payload > total || (payload == 0 && total != 0) {
                     return Err(SegmentError::Length);
                 }
-                let (i, recv) = arrive(s, slot, peer, &h, KVec::new(), None)
-                    .map_err(|_| SegmentError::Memory)?;
+                let (i, recv) =
+                    arrive(s, slot, peer, &h, KVec::new(), None).map_err(SegmentError::Local)?;
                 s.inbound[i].recv = recv;
                 let id = s.inbound[i].id;
                 if let Some(Some(c)) = s.conns.get_mut(slot) {
@@ -872,12 +879,12 @@ impl Rdm {
                 };
             }
             s.inbound[i].got += payload;
-            release_buffer(s, slot, index, false).map_err(|_| SegmentError::Memory)?;
+            release_buffer(s, slot, index, false).map_err(SegmentError::Local)?;
         } else {
             s.inbound[i]
                 .held
                 .push((index, payload), GFP_KERNEL)
-                .map_err(|_| SegmentError::Memory)?;
+                .map_err(|_| SegmentError::Local(ENOMEM))?;
             s.inbound[i].got += payload;
             if let Some(Some(c)) = s.conns.get_mut(slot) {
                 c.held += 1;
@@ -1081,11 +1088,13 @@ impl Rdm {
     }
 }
 
-/// Why a segment is refused.
+/// Why a segment is refused: the peer broke the protocol, or (`Local`) this
+/// side could not take it (no memory; the provider refused the bounce
+/// buffer's repost, as on a connection it already ended).
 #[derive(Debug)]
 enum SegmentError {
     Header,
     Length,
     State,
-    Memory,
+    Local(Error),
 }
