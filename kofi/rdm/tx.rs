@@ -15,6 +15,7 @@ use crate::errno;
 use crate::flags::*;
 use crate::iovec::Descs;
 use crate::msg::{Msg, Rma, RmaMsg, TaggedMsg};
+use crate::object::Endpoint;
 use crate::queue::Completion;
 use core::ptr;
 use kernel::prelude::*;
@@ -294,6 +295,30 @@ fn segment(op: &TxOp, hdr: &[u8; wire::HDR_LEN], off: usize, len: usize) -> Resu
     Ok(out)
 }
 
+/// How a request or announcement names operation `ops[slot]` of generation
+/// `gen` (see `op_named`).
+fn op_id(slot: usize, gen: u32) -> u64 {
+    (slot as u64) << 32 | u64::from(gen)
+}
+
+/// The operation a peer's answer names by `id` (`op_id`), with its slot;
+/// `None` when that slot no longer holds it.
+fn op_named(s: &mut State, id: u64) -> Option<(usize, &mut TxOp)> {
+    let slot = (id >> 32) as usize;
+    match s.ops.get_mut(slot) {
+        Some(Some(op)) if u64::from(op.gen) == id & 0xffff_ffff => Some((slot, op)),
+        _ => None,
+    }
+}
+
+/// Sends the frame `bytes` of an operation that is all of it; then it is
+/// all posted.
+fn send_whole(ep: &Endpoint, bytes: &[u8], context: Context, all_posted: &mut bool) -> Result {
+    send_bytes(ep, bytes, context)?;
+    *all_posted = true;
+    Ok(())
+}
+
 fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
     let (ep, room) = match s.conns.get(conn) {
         Some(Some(c)) if c.phase == Phase::Connected && c.inflight < TX_INFLIGHT_MAX => {
@@ -312,9 +337,7 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
         return Ok(Posted::All);
     }
     let context = Token::Tx { slot, gen: op.gen }.encode();
-    // A request or announcement names the operation by its slot and
-    // generation.
-    let id = (slot as u64) << 32 | u64::from(op.gen);
+    let id = op_id(slot, op.gen);
     match &mut op.kind {
         OpKind::Atomic { frame, .. } => frame[16..24].copy_from_slice(&id.to_le_bytes()),
         OpKind::Rndv { rts, .. } => rts[wire::HDR_LEN..].copy_from_slice(&id.to_le_bytes()),
@@ -345,20 +368,10 @@ fn post_next(s: &mut State, slot: usize, conn: usize) -> Result<Posted> {
             posted
         }
         OpKind::Atomic { frame, .. } | OpKind::Answer { frame } => {
-            let posted = send_bytes(ep, frame, context);
-            if posted.is_ok() {
-                op.all_posted = true;
-            }
-            posted
+            send_whole(ep, frame, context, &mut op.all_posted)
         }
-        OpKind::Rndv { rts, .. } => {
-            // The bytes go when the receiver asks (`granted`).
-            let posted = send_bytes(ep, &rts[..], context);
-            if posted.is_ok() {
-                op.all_posted = true;
-            }
-            posted
-        }
+        // The bytes go when the receiver asks (`granted`).
+        OpKind::Rndv { rts, .. } => send_whole(ep, &rts[..], context, &mut op.all_posted),
         OpKind::Rma {
             read,
             rma_iov,
@@ -567,11 +580,10 @@ impl Rdm {
         status: u32,
         values: &[u8],
     ) -> Result<(), ()> {
-        let slot = (id >> 32) as usize;
-        let Some(Some(op)) = s.ops.get_mut(slot) else {
+        let Some((slot, op)) = op_named(s, id) else {
             return Err(());
         };
-        if u64::from(op.gen) != id & 0xffff_ffff || op.peer != peer {
+        if op.peer != peer {
             return Err(());
         }
         let OpKind::Atomic {
@@ -626,13 +638,9 @@ impl Rdm {
     /// else of ours, or for more than the message, is the peer breaking the
     /// protocol (`Err`).
     pub(super) fn granted(&self, s: &mut State, peer: usize, cts: wire::Cts) -> Result<(), ()> {
-        let slot = (cts.id >> 32) as usize;
-        let Some(Some(op)) = s.ops.get_mut(slot) else {
+        let Some((slot, op)) = op_named(s, cts.id) else {
             return Ok(());
         };
-        if u64::from(op.gen) != cts.id & 0xffff_ffff {
-            return Ok(());
-        }
         let len = cts.len as usize;
         let OpKind::Rndv { granted, .. } = &mut op.kind else {
             return Err(());
