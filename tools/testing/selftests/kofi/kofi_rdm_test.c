@@ -1433,7 +1433,7 @@ static void bad_peer(struct kunit *test)
 	struct cm_event *ev;
 	struct fi_eq_err_entry eqe = {};
 	u8 *name, *fake;
-	size_t len = 128, sizes[6] = { 32, 300, 20000, 124, 40, 16 };
+	size_t len = 128, sizes[8] = { 32, 300, 20000, 124, 40, 16, 32, 16 };
 	u8 *bad;
 	int k;
 
@@ -1454,7 +1454,7 @@ static void bad_peer(struct kunit *test)
 
 	/* A name of this host (the only kind the endpoint accepts). */
 	fake = claimed_name(test, name, len, false);
-	for (k = 0; k < 6; k++) {
+	for (k = 0; k < 8; k++) {
 		raw_connect(test, t, &raw, name, fake, 4 + len);
 		KUNIT_ASSERT_EQ(test, cm_wait(raw.eq, FI_CONNECTED, ev),
 				(ssize_t)sizeof(ev->entry));
@@ -1474,6 +1474,21 @@ static void bad_peer(struct kunit *test)
 			bad[2] = FI_SUM;
 			bad[3] = FI_UINT64;
 			memset(bad + 8, k == 4 ? 0 : 0x77, 8);
+		}
+		if (k == 6) {
+			/* A rendezvous announcement of an empty message. */
+			memset(bad, 0, 32);
+			bad[0] = 0xd7;
+			bad[1] = 6;
+			bad[24] = 1;
+		}
+		if (k == 7) {
+			/* A request for bytes with its reserved bytes set. */
+			memset(bad, 0, 16);
+			bad[0] = 0xd7;
+			bad[1] = 7;
+			bad[2] = 1;
+			bad[4] = 100;
 		}
 		if (k == 3) {
 			/*
