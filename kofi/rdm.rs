@@ -219,6 +219,10 @@ pub(crate) enum Phase {
     ByeReceived,
     /// We sent BYE_ACK; the peer closes it.
     ByeAcked,
+    /// The peer shut it while sends of ours on it were posted: nothing new
+    /// goes on it, and it is lost once their own completions, which say
+    /// whether the peer took them, are in.
+    Ending,
     /// Closed; kept only while unmatched messages hold its buffers.
     Dead,
 }
@@ -235,7 +239,10 @@ impl Phase {
     /// Whether it is being let go (nothing new is sent to its peer meanwhile,
     /// so that nothing overtakes what went on it).
     pub(crate) fn closing(self) -> bool {
-        matches!(self, Phase::ByeSent | Phase::ByeReceived | Phase::ByeAcked)
+        matches!(
+            self,
+            Phase::ByeSent | Phase::ByeReceived | Phase::ByeAcked | Phase::Ending
+        )
     }
 }
 
@@ -472,6 +479,16 @@ impl State {
     /// The live connection in `slot` of generation `gen`.
     pub(crate) fn conn(&mut self, slot: usize, gen: u32) -> Option<&mut Conn> {
         self.conns.get_mut(slot)?.as_mut().filter(|c| c.gen == gen)
+    }
+
+    /// Whether no send of ours posted on connection `slot` waits for its
+    /// completion.
+    pub(crate) fn sends_quiet(&self, slot: usize) -> bool {
+        !self
+            .ops
+            .iter()
+            .flatten()
+            .any(|op| op.conn == Some(slot) && op.posted > op.done)
     }
 
     /// Marks connection `slot` used now.

@@ -199,7 +199,11 @@ impl Rdm {
                     }
                     abi::FI_SHUTDOWN => {
                         if let Some((slot, gen)) = conn_of(ev.context()) {
-                            self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
+                            // What the provider reported before the event
+                            // (the peer's last messages, our sends it
+                            // took) counts first.
+                            self.drain_cq(s);
+                            self.peer_shut(s, slot, gen);
                         }
                     }
                     _ => {}
@@ -275,6 +279,47 @@ impl Rdm {
             p.attempts = 0;
         }
         self.flush(s, peer);
+    }
+
+    /// The peer shut connection `slot`. Sends of ours posted on it may yet
+    /// complete well: over RC the acknowledgement of what the peer took can
+    /// come after its disconnect, and a peer often closes right after its
+    /// last receive. They keep their own completions (the provider ends
+    /// each, well or in error); the connection is lost once none is left.
+    fn peer_shut(&self, s: &mut State, slot: usize, gen: u32) {
+        let Some(c) = s.conn(slot, gen) else {
+            return;
+        };
+        let open = matches!(c.phase, Phase::Connected | Phase::ByeReceived);
+        if !open || s.sends_quiet(slot) {
+            self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
+            return;
+        }
+        let Some(c) = s.conn(slot, gen) else {
+            return;
+        };
+        c.phase = Phase::Ending;
+        let peer = c.peer;
+        if s.peers[peer].tx == Some(slot) {
+            s.peers[peer].tx = None;
+        }
+        // Nothing more comes on it: what it was bringing is dropped now.
+        self.drop_inbound_of(s, slot);
+    }
+
+    /// A connection whose peer shut it (`Phase::Ending`) is lost once its
+    /// last posted send completed.
+    pub(super) fn end_if_quiet(&self, s: &mut State, slot: Option<usize>) {
+        let Some(slot) = slot else {
+            return;
+        };
+        let gen = match s.conns.get(slot) {
+            Some(Some(c)) if c.phase == Phase::Ending => c.gen,
+            _ => return,
+        };
+        if s.sends_quiet(slot) {
+            self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
+        }
     }
 
     /// Closes a connection that failed or was shut: what was posted on it

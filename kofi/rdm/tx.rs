@@ -551,11 +551,13 @@ impl Rdm {
                 let cgen = s.conns.get(c).and_then(|c| c.as_ref()).map_or(0, |c| c.gen);
                 self.conn_lost(s, c, cgen, err);
             }
+            self.end_if_quiet(s, conn);
             return;
         }
         op.done += 1;
         self.finish_if_done(s, slot);
         self.flush(s, peer);
+        self.end_if_quiet(s, conn);
     }
 
     /// One transmit of connection `conn` is over.

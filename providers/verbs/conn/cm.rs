@@ -7,6 +7,12 @@ use super::*;
 
 impl Conn {
     pub(super) fn cm(self: ArcBorrow<'_, Self>, event: CmEvent<'_>) {
+        if matches!(event, CmEvent::Disconnected) {
+            // The CQ is in order, the CM's events are not: what the peer
+            // sent before it disconnected, and its acknowledgements of what
+            // it took of ours, are reported before the FI_SHUTDOWN below.
+            self.poll();
+        }
         let mut g = self.inner.lock();
         match event {
             CmEvent::AddrResolved => {

@@ -745,6 +745,43 @@ static void peer_closed_mid_traffic(struct kunit *test)
 	net_close(test, t);
 }
 
+/*
+ * A peer that closes right after its last receive, as a pingpong's client
+ * does: the message reached it, so the sender's completion says it went
+ * (over RC the acknowledgement of a SEND can come after the peer's
+ * disconnect). Eager and rendezvous sizes, a fresh pair each round.
+ */
+static void closed_after_last_receive(struct kunit *test)
+{
+	struct net *t = test->priv;
+	const size_t sizes[] = { 65536, 300000 };
+	u8 *msg = test_vzalloc(test, 300000), *rx = test_vzalloc(test, 300000);
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	ssize_t ret;
+	int k;
+
+	KUNIT_ASSERT_TRUE(test, msg && rx);
+	for (k = 0; k < 16; k++) {
+		size_t len = sizes[k % 2];
+
+		net_open(test, t, 2, FI_AV_MAP);
+		fill_msg(msg, len, 1, k);
+		KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], rx, len, NULL, FI_ADDR_UNSPEC, rx), 0);
+		KUNIT_ASSERT_EQ(test, fi_send(t->ep[1], msg, len, NULL, t->addr[0], msg), 0);
+		KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
+		KUNIT_EXPECT_TRUE(test, e.len == len && check_msg(rx, len, 1, k));
+		ep_close(test, t, 0);
+		memset(&err, 0, sizeof(err));
+		ret = next(t->cq[1], &e, &src, &err);
+		KUNIT_EXPECT_EQ_MSG(test, ret, 1, "round %d (%zu bytes): the send failed", k, len);
+		if (ret == 1)
+			KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)msg);
+		net_close(test, t);
+	}
+}
+
 /* Message @seq's size: mostly small, some spanning several segments. */
 static size_t mixed_size(u32 seq)
 {
@@ -2328,6 +2365,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(idle_connections_bounded),
 	KUNIT_CASE(many_mixed_messages),
 	KUNIT_CASE(peer_closed_mid_traffic),
+	KUNIT_CASE(closed_after_last_receive),
 	KUNIT_CASE(bad_peer),
 	KUNIT_CASE(spoofed_name_refused),
 	KUNIT_CASE(cancel_receive),
