@@ -95,7 +95,8 @@ profile_blk() {
 
 # The runs (each sampled for kofi and for its baseline); the arguments, if
 # any, name those to make (rdm_pingpong_1m, the RDM layer against the
-# kofi_sock MSG endpoints below it, only when named).
+# kofi_sock MSG endpoints below it, tcp_stream_1m and tcp_scale_16, 16 pairs
+# streaming at once, only when named).
 RUNS="blk_tcp_randread_qd1 blk_tcp_randwrite_qd1 tcp_pingpong_4k tcp_stream_64k
 siw_pingpong_4k siw_write_64k blk_siw_randread_qd32 blk_siw_randwrite_qd32 blk_siw_write_128k"
 [ $# = 0 ] || RUNS="$*"
@@ -123,6 +124,14 @@ fi
 if wanted tcp_stream_64k; then
 	profile tcp_stream_64k raw kofi_raw_tcp test=bw size=65536 iters=8000 port=7903
 	profile tcp_stream_64k kofi kofi_bw test=msg size=65536 iters=8000 window=16 port=7904
+fi
+if wanted tcp_stream_1m; then
+	profile tcp_stream_1m raw kofi_raw_tcp test=bw size=1048576 iters=600 port=7911
+	profile tcp_stream_1m kofi kofi_bw test=msg size=1048576 iters=600 window=16 port=7912
+fi
+if wanted tcp_scale_16; then
+	profile tcp_scale_16 raw kofi_raw_tcp test=bw size=65536 iters=256 streams=16 port=7920
+	profile tcp_scale_16 kofi kofi_bw test=msg size=65536 iters=256 window=16 pairs=16 port=7940
 fi
 link_up siw0 siw || exit 1
 own=10.0.2.10
