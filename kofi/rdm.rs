@@ -59,14 +59,18 @@ use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 
-/// Payload bytes of one segment: a segment with its header is one 16 KiB
-/// MSG send (kofi_verbs' eager size, so it needs no rendezvous).
-pub(crate) const SEG: usize = 16 * 1024 - wire::HDR_LEN;
+/// Payload bytes of one segment: a segment with its header is one 64 KiB
+/// MSG send (the largest kofi_verbs sends without a rendezvous).
+pub(crate) const SEG: usize = 64 * 1024 - wire::HDR_LEN;
 /// Messages of at least this many bytes go by rendezvous (`rdm.rst`): below
 /// it, the two extra control messages cost more than the segments' copies.
 pub(crate) const RNDV_MIN: usize = 256 * 1024;
 /// Bounce buffers posted per connection.
-const RX_BUFS: usize = 8;
+const RX_BUFS: usize = 4;
+/// Bytes of unmatched messages an endpoint copies out of their bounce
+/// buffers at most, so that the buffers go back at once; beyond, such a
+/// message keeps its buffers, and flow control holds its sender back.
+const COPIED_MAX: usize = 1 << 20;
 /// Transmits (segments and RMA) in flight per connection at most.
 const TX_INFLIGHT_MAX: usize = 32;
 /// Connection attempts in a row before queued sends fail: a refusal can be
@@ -430,11 +434,20 @@ pub(crate) struct Inbound {
     /// The context of the FI_PEEK | FI_CLAIM that reserved it.
     pub(crate) claimed: Option<Context>,
     pub(crate) recv: Option<Recv>,
-    /// (buffer index, payload length) of segments waiting for a receive
-    /// (an announcement's, with no payload, too).
-    pub(crate) held: KVec<(usize, usize)>,
+    /// Its segments so far, waiting for a receive (an announcement, with
+    /// no payload, too).
+    pub(crate) held: KVec<Held>,
     /// An announced message (OP_RTS): the sender's id for it.
     pub(crate) announced: Option<u64>,
+}
+
+/// A segment of an unmatched message, kept for its receive.
+pub(crate) enum Held {
+    /// In bounce buffer `index` of the message's connection: `len` payload
+    /// bytes behind the header.
+    Buffer { index: usize, len: usize },
+    /// Copied out of its bounce buffer, which went back to the connection.
+    Copy(KVVec<u8>),
 }
 
 pub(crate) struct State {
@@ -454,6 +467,8 @@ pub(crate) struct State {
     pub(crate) inbound: KVec<Inbound>,
     pub(crate) gen: u32,
     pub(crate) next_id: u64,
+    /// Bytes held in `Held::Copy` segments, at most `COPIED_MAX`.
+    pub(crate) copied: usize,
     /// Connections kept open before idle ones are let go.
     pub(crate) conn_cache: usize,
     /// Peer records kept before unused ones are reused.
@@ -756,6 +771,7 @@ unsafe fn open(e: &Endpoint, info: *const abi::fi_info) -> Result {
                     inbound: KVec::new(),
                     gen: 0,
                     next_id: 0,
+                    copied: 0,
                     conn_cache: abi::KOFI_RDM_CONN_CACHE_DEFAULT as usize,
                     peers_max: abi::KOFI_RDM_PEERS_MAX as usize,
                     clock: 0,

@@ -6,7 +6,8 @@
 
 use super::atomic::{self, Kind};
 use super::{
-    wire, Conn, Inbound, Iovs, Multi, MultiState, Phase, Rdm, Recv, State, Take, Token, Wants,
+    wire, Conn, Held, Inbound, Iovs, Multi, MultiState, Phase, Rdm, Recv, State, Take, Token,
+    Wants, COPIED_MAX,
 };
 use crate::abi;
 use crate::addr::Name;
@@ -64,6 +65,47 @@ fn release_buffer(s: &mut State, slot: usize, index: usize, was_held: bool) -> R
     }
 }
 
+/// Keeps the `len` payload bytes in buffer `index` of connection `slot` for
+/// an unmatched message: copied out, the buffer going back at once, while
+/// the endpoint's copies stay within `COPIED_MAX`; else in the buffer
+/// itself, which the connection then goes without until a receive takes
+/// the message.
+fn hold(s: &mut State, slot: usize, index: usize, len: usize) -> Result<Held> {
+    let Some(Some(c)) = s.conns.get_mut(slot) else {
+        return Err(EINVAL);
+    };
+    if s.copied + len <= COPIED_MAX {
+        let bytes = &c.bufs[index][wire::HDR_LEN..wire::HDR_LEN + len];
+        let mut copy = KVVec::new();
+        // Without memory for a copy, the buffer itself.
+        if copy.extend_from_slice(bytes, GFP_KERNEL).is_ok() {
+            release_buffer(s, slot, index, false)?;
+            s.copied += len;
+            return Ok(Held::Copy(copy));
+        }
+    }
+    c.held += 1;
+    Ok(Held::Buffer { index, len })
+}
+
+/// Payload bytes of segment `h`.
+fn held_len(h: &Held) -> usize {
+    match h {
+        Held::Buffer { len, .. } => *len,
+        Held::Copy(copy) => copy.len(),
+    }
+}
+
+/// Bytes of `held` copied out of their buffers.
+fn copied_len(held: &[Held]) -> usize {
+    held.iter()
+        .map(|h| match h {
+            Held::Copy(copy) => copy.len(),
+            Held::Buffer { .. } => 0,
+        })
+        .sum()
+}
+
 /// The source a receive takes messages from: any, or with
 /// FI_DIRECTED_RECV the AV entry `addr` names.
 fn source_of(rdm: &Rdm, s: &State, addr: u64) -> Result<Option<Name>> {
@@ -95,7 +137,7 @@ fn arrive(
     slot: usize,
     peer: usize,
     h: &wire::Header,
-    held: KVec<(usize, usize)>,
+    held: KVec<Held>,
     announced: Option<u64>,
 ) -> Result<(usize, Option<Recv>)> {
     let total = h.total as usize;
@@ -689,7 +731,8 @@ impl Rdm {
             return Err(());
         }
         let mut held = KVec::new();
-        held.push((index, 0), GFP_KERNEL).map_err(|_| ())?;
+        held.push(Held::Buffer { index, len: 0 }, GFP_KERNEL)
+            .map_err(|_| ())?;
         c.held += 1;
         let peer = c.peer;
         let Ok((i, recv)) = arrive(s, slot, peer, &h, held, Some(sender_id)) else {
@@ -881,14 +924,17 @@ impl Rdm {
             s.inbound[i].got += payload;
             release_buffer(s, slot, index, false).map_err(SegmentError::Local)?;
         } else {
+            // Room for the entry first: nothing is lost if there is none.
             s.inbound[i]
                 .held
-                .push((index, payload), GFP_KERNEL)
+                .reserve(1, GFP_KERNEL)
+                .map_err(|_| SegmentError::Local(ENOMEM))?;
+            let held = hold(s, slot, index, payload).map_err(SegmentError::Local)?;
+            s.inbound[i]
+                .held
+                .push(held, GFP_KERNEL)
                 .map_err(|_| SegmentError::Local(ENOMEM))?;
             s.inbound[i].got += payload;
-            if let Some(Some(c)) = s.conns.get_mut(slot) {
-                c.held += 1;
-            }
         }
         if s.inbound[i].got == s.inbound[i].total {
             if let Some(Some(c)) = s.conns.get_mut(slot) {
@@ -906,18 +952,26 @@ impl Rdm {
         let held = core::mem::take(&mut s.inbound[i].held);
         let (conn, id, announced) = (s.inbound[i].conn, s.inbound[i].id, s.inbound[i].announced);
         let mut at = 0;
-        for (index, len) in held.iter() {
-            if let Some(Some(c)) = s.conns.get(conn) {
-                let bytes = &c.bufs[*index][wire::HDR_LEN..wire::HDR_LEN + len];
-                // SAFETY: As in `segment`: the receive's buffers, the
-                // consumer's until its completion.
-                unsafe { recv.iov.as_iov().copy_in(at, bytes) };
-            }
-            at += len;
+        for h in held.iter() {
+            let bytes = match h {
+                Held::Buffer { index, len } => match s.conns.get(conn) {
+                    Some(Some(c)) => &c.bufs[*index][wire::HDR_LEN..wire::HDR_LEN + len],
+                    _ => &[][..],
+                },
+                Held::Copy(copy) => &copy[..],
+            };
+            // SAFETY: As in `segment`: the receive's buffers, the
+            // consumer's until its completion.
+            unsafe { recv.iov.as_iov().copy_in(at, bytes) };
+            at += held_len(h);
         }
         s.inbound[i].recv = Some(recv);
-        for (index, _) in held.iter() {
-            if release_buffer(s, conn, *index, true).is_err() {
+        s.copied -= copied_len(&held);
+        for h in held.iter() {
+            let Held::Buffer { index, .. } = *h else {
+                continue;
+            };
+            if release_buffer(s, conn, index, true).is_err() {
                 let gen = s
                     .conns
                     .get(conn)
@@ -1047,8 +1101,10 @@ impl Rdm {
     /// Forgets message `i` of connection `slot`, as `drop_inbound_of` says.
     fn drop_inbound(&self, s: &mut State, slot: usize, i: usize) {
         let ib = s.inbound.remove_at(i);
+        s.copied -= copied_len(&ib.held);
+        let buffers = ib.held.iter().filter(|h| matches!(h, Held::Buffer { .. }));
         if let Some(Some(c)) = s.conns.get_mut(slot) {
-            c.held -= ib.held.len();
+            c.held -= buffers.count();
         }
         let Some(r) = ib.recv else {
             return;

@@ -577,7 +577,7 @@ static int send_late(void *arg)
  * the receive, and its completion is posted, in the receiver's own thread
  * (the internal queues' handlers and the provider's progress request wake
  * it), not in the endpoint's work item; with nobody asleep, the work item
- * does it. Messages of one segment and of several (64 KiB: five).
+ * does it. Messages of one segment and of several (64 KiB: two).
  */
 static void progress_made_by_the_sleeper(struct kunit *test)
 {
@@ -785,6 +785,8 @@ static void closed_after_last_receive(struct kunit *test)
 /* Message @seq's size: mostly small, some spanning several segments. */
 static size_t mixed_size(u32 seq)
 {
+	if (seq % 100 == 99)
+		return 8 + (seq * 7919) % 150000;
 	if (seq % 10 == 9)
 		return 8 + (seq * 7919) % 40000;
 	return 8 + (seq * 131) % 1024;
@@ -792,7 +794,7 @@ static size_t mixed_size(u32 seq)
 
 #define MANY 10000
 #define WINDOW 32
-#define BUF_MAX 40016
+#define BUF_MAX 150016
 
 /*
  * 10,000 messages of mixed sizes from two senders to one receiver: each is
@@ -873,6 +875,49 @@ static void many_mixed_messages(struct kunit *test)
 	vfree(tx);
 }
 
+#define UNEXPECTED 24
+#define UNEXPECTED_LEN 100000
+
+/*
+ * More unmatched messages than the receiver copies out of its bounce
+ * buffers (1 MiB an endpoint, rdm.rst): the first are copied, the rest keep
+ * their buffers and flow control holds the sender back. Receives posted
+ * later take every one, in order, byte for byte, and every send completes.
+ */
+static void unexpected_beyond_copies(struct kunit *test)
+{
+	struct net *t = test->priv;
+	const size_t len = UNEXPECTED_LEN;
+	u8 *tx = test_vzalloc(test, UNEXPECTED * len), *rx = test_vzalloc(test, UNEXPECTED * len);
+	struct fi_cq_data_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	int k;
+
+	KUNIT_ASSERT_TRUE(test, tx && rx);
+	net_open(test, t, 2, FI_AV_MAP);
+	for (k = 0; k < UNEXPECTED; k++) {
+		fill_msg(tx + k * len, len, 1, k);
+		KUNIT_ASSERT_EQ(test, fi_send(t->ep[1], tx + k * len, len, NULL, t->addr[0], NULL),
+				0);
+	}
+	/* As many arrive as flow control lets through before any receive. */
+	msleep(500);
+	for (k = 0; k < UNEXPECTED; k++)
+		KUNIT_ASSERT_EQ(test, fi_recv(t->ep[0], rx + k * len, len, NULL, FI_ADDR_UNSPEC,
+					      NULL), 0);
+	for (k = 0; k < UNEXPECTED; k++) {
+		KUNIT_ASSERT_EQ_MSG(test, next(t->cq[0], &e, &src, &err), 1, "receive %d", k);
+		KUNIT_EXPECT_EQ(test, e.len, len);
+		KUNIT_EXPECT_PTR_EQ(test, e.buf, (void *)(rx + k * len));
+	}
+	for (k = 0; k < UNEXPECTED; k++)
+		KUNIT_EXPECT_TRUE_MSG(test, check_msg(rx + k * len, len, 1, k), "message %d", k);
+	for (k = 0; k < UNEXPECTED; k++)
+		KUNIT_ASSERT_EQ_MSG(test, next(t->cq[1], &e, &src, &err), 1, "send %d", k);
+	net_close(test, t);
+}
+
 /*
  * Vectors cut into segments at other places than their iovs: kvecs both
  * ways, then bio_vecs of pages at odd offsets both ways.
@@ -888,7 +933,7 @@ static void vectors_and_pages(struct kunit *test)
 	struct bio_vec btx[3], brx[2];
 	struct page *pages[5];
 	struct fi_msg msg = {};
-	size_t total = 40000, i, at;
+	size_t total = 200000, i, at;
 	int k;
 
 	a = kunit_kzalloc(test, total, GFP_KERNEL);
@@ -900,10 +945,10 @@ static void vectors_and_pages(struct kunit *test)
 	net_open(test, t, 2, FI_AV_MAP);
 	fill_msg(a, total, 0, 9);
 	tx[0] = (struct kvec){ a, 100 };
-	tx[1] = (struct kvec){ a + 100, 20000 };
-	tx[2] = (struct kvec){ a + 20100, total - 20100 };
-	rx[0] = (struct kvec){ b, 30001 };
-	rx[1] = (struct kvec){ b + 30001, total - 30001 };
+	tx[1] = (struct kvec){ a + 100, 70000 };
+	tx[2] = (struct kvec){ a + 70100, total - 70100 };
+	rx[0] = (struct kvec){ b, 100001 };
+	rx[1] = (struct kvec){ b + 100001, total - 100001 };
 	KUNIT_ASSERT_EQ(test, fi_recvv(t->ep[1], rx, NULL, 2, FI_ADDR_UNSPEC, NULL), 0);
 	KUNIT_ASSERT_EQ(test, fi_sendv(t->ep[0], tx, NULL, 3, t->addr[1], NULL), 0);
 	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
@@ -911,16 +956,16 @@ static void vectors_and_pages(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, memcmp(a, b, total), 0);
 	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 
-	/* Pages: 3 to send (odd offsets), 2 to receive; 3 x 3000 + ... */
+	/* Pages: 3 runs to send (odd offsets), 2 to receive, two segments. */
 	for (k = 0; k < 5; k++) {
-		pages[k] = alloc_pages(GFP_KERNEL, 2);
+		pages[k] = alloc_pages(GFP_KERNEL, 5);
 		KUNIT_ASSERT_NOT_NULL(test, pages[k]);
 	}
-	bvec_set_page(&btx[0], pages[0], 5000, 17);
-	bvec_set_page(&btx[1], pages[1], 12000, 1000);
-	bvec_set_page(&btx[2], pages[2], 3000, 3);
-	bvec_set_page(&brx[0], pages[3], 9000, 100);
-	bvec_set_page(&brx[1], pages[4], 11000, 5);
+	bvec_set_page(&btx[0], pages[0], 50000, 17);
+	bvec_set_page(&btx[1], pages[1], 40000, 1000);
+	bvec_set_page(&btx[2], pages[2], 30000, 3);
+	bvec_set_page(&brx[0], pages[3], 60000, 100);
+	bvec_set_page(&brx[1], pages[4], 60000, 5);
 	for (k = 0, at = 0; k < 3; k++) {
 		u8 *p = page_address(btx[k].bv_page) + btx[k].bv_offset;
 
@@ -933,15 +978,15 @@ static void vectors_and_pages(struct kunit *test)
 	msg = (struct fi_msg){ .msg_bvec = btx, .iov_count = 3, .addr = t->addr[1] };
 	KUNIT_ASSERT_EQ(test, fi_sendmsg(t->ep[0], &msg, 0), 0);
 	KUNIT_ASSERT_EQ(test, next(t->cq[1], &e, &src, &err), 1);
-	KUNIT_EXPECT_EQ(test, e.len, (size_t)20000);
+	KUNIT_EXPECT_EQ(test, e.len, (size_t)120000);
 	KUNIT_EXPECT_EQ(test, src, t->addr[0]);
-	memcpy(out, page_address(brx[0].bv_page) + brx[0].bv_offset, 9000);
-	memcpy(out + 9000, page_address(brx[1].bv_page) + brx[1].bv_offset, 11000);
-	KUNIT_EXPECT_TRUE(test, check_msg(out, 20000, 1, 2));
+	memcpy(out, page_address(brx[0].bv_page) + brx[0].bv_offset, 60000);
+	memcpy(out + 60000, page_address(brx[1].bv_page) + brx[1].bv_offset, 60000);
+	KUNIT_EXPECT_TRUE(test, check_msg(out, 120000, 1, 2));
 	KUNIT_ASSERT_EQ(test, next(t->cq[0], &e, &src, &err), 1);
 	net_close(test, t);
 	for (k = 0; k < 5; k++)
-		__free_pages(pages[k], 2);
+		__free_pages(pages[k], 5);
 }
 
 /* Injects, remote CQ data and truncation, as on MSG endpoints. */
@@ -1657,9 +1702,9 @@ static void tagged_matching(struct kunit *test)
 static void tagged_unexpected(struct kunit *test)
 {
 	struct net *t = test->priv;
-	const size_t big = 40000;
+	const size_t big = 150000;
 	u8 *msg, *small, *out;
-	struct page *page = alloc_pages(GFP_KERNEL, 4);
+	struct page *page = alloc_pages(GFP_KERNEL, 6);
 	struct bio_vec bv[2];
 	struct fi_msg_tagged m = {};
 	struct fi_cq_tagged_entry e = {};
@@ -1722,7 +1767,7 @@ static void tagged_unexpected(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, src, t->addr[2]);
 	KUNIT_EXPECT_TRUE(test, check_msg(small, 100, 2, 3));
 	net_close(test, t);
-	__free_pages(page, 4);
+	__free_pages(page, 6);
 }
 
 /* Peeks until a message tagged @tag has reached endpoint 0 (up to 5 s). */
@@ -2364,6 +2409,7 @@ static struct kunit_case rdm_cases[] = {
 	KUNIT_CASE(counters),
 	KUNIT_CASE(idle_connections_bounded),
 	KUNIT_CASE(many_mixed_messages),
+	KUNIT_CASE(unexpected_beyond_copies),
 	KUNIT_CASE(peer_closed_mid_traffic),
 	KUNIT_CASE(closed_after_last_receive),
 	KUNIT_CASE(bad_peer),
