@@ -16,8 +16,9 @@
 //!   once it is up: send-after-send ordering per peer (FI_ORDER_SAS).
 //! - Receives land in bounce buffers posted on each connection, then are
 //!   matched in arrival order against the posted receives (FI_ADDR_UNSPEC,
-//!   or the source with FI_DIRECTED_RECV). An unmatched message keeps its
-//!   buffers until a receive takes it, which holds the peer back through the
+//!   or the source with FI_DIRECTED_RECV). An unmatched message is copied
+//!   out of its buffers (up to `COPIED_MAX` an endpoint), else keeps them
+//!   until a receive takes it, which holds the peer back through the
 //!   provider's own flow control: memory stays bounded.
 //! - A message of at least `RNDV_MIN` bytes goes by rendezvous when the
 //!   provider has tagged messages: an announcement (OP_RTS) matched like a
@@ -63,8 +64,9 @@ use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
 /// MSG send (the largest kofi_verbs sends without a rendezvous).
 pub(crate) const SEG: usize = 64 * 1024 - wire::HDR_LEN;
 /// Messages of at least this many bytes go by rendezvous (`rdm.rst`): below
-/// it, the two extra control messages cost more than the segments' copies.
-pub(crate) const RNDV_MIN: usize = 256 * 1024;
+/// it, the two extra control messages cost more than the segments' copies
+/// (at 256 KiB, four segments of 64 KiB beat a rendezvous: `bench.rst`).
+pub(crate) const RNDV_MIN: usize = 512 * 1024;
 /// Bounce buffers posted per connection.
 const RX_BUFS: usize = 4;
 /// Bytes of unmatched messages an endpoint copies out of their bounce

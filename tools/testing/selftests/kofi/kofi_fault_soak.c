@@ -270,7 +270,7 @@ out:
 }
 
 /* An RDM message large enough to go by rendezvous (rdm.rst). */
-#define RDM_LARGE (300 * 1024)
+#define RDM_LARGE (600 * 1024)
 
 /* Two RDM endpoints in one AV, a message between them: on odd rounds one
  * that goes by rendezvous. */

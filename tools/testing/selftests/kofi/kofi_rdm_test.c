@@ -754,8 +754,8 @@ static void peer_closed_mid_traffic(struct kunit *test)
 static void closed_after_last_receive(struct kunit *test)
 {
 	struct net *t = test->priv;
-	const size_t sizes[] = { 65536, 300000 };
-	u8 *msg = test_vzalloc(test, 300000), *rx = test_vzalloc(test, 300000);
+	const size_t sizes[] = { 65536, 600000 };
+	u8 *msg = test_vzalloc(test, 600000), *rx = test_vzalloc(test, 600000);
 	struct fi_cq_data_entry e;
 	struct fi_cq_err_entry err;
 	fi_addr_t src;
@@ -1902,7 +1902,7 @@ static void tagged_peek_claim_discard(struct kunit *test)
 static void large_messages(struct kunit *test)
 {
 	struct net *t = test->priv;
-	const size_t big = 1 << 20, mid = 300000, cut = 200001, run = 60000;
+	const size_t big = 1 << 20, mid = 600000, cut = 200001, run = 60000;
 	u8 *msg = test_vzalloc(test, big), *msg2 = test_vzalloc(test, big);
 	u8 *rx = test_vzalloc(test, big), *small = test_vzalloc(test, 2 * 256);
 	struct page *pages[5];
