@@ -287,17 +287,14 @@ impl Rdm {
     /// last receive. They keep their own completions (the provider ends
     /// each, well or in error); the connection is lost once none is left.
     fn peer_shut(&self, s: &mut State, slot: usize, gen: u32) {
+        let quiet = s.sends_quiet(slot);
         let Some(c) = s.conn(slot, gen) else {
             return;
         };
-        let open = matches!(c.phase, Phase::Connected | Phase::ByeReceived);
-        if !open || s.sends_quiet(slot) {
+        if quiet || !matches!(c.phase, Phase::Connected | Phase::ByeReceived) {
             self.conn_lost(s, slot, gen, abi::FI_ECONNRESET as i32);
             return;
         }
-        let Some(c) = s.conn(slot, gen) else {
-            return;
-        };
         c.phase = Phase::Ending;
         let peer = c.peer;
         if s.peers[peer].tx == Some(slot) {
