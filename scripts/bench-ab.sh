@@ -7,8 +7,8 @@
 # round-by-round after/before ratio with its spread (and what one call
 # through the core adds to a bare call): the before and after a commit
 # message that claims a gain shows. KOFI_AB_ROUNDS (10) rounds,
-# KOFI_VM_CPUS (2) guest CPUs; KOFI_AB_SIZES the kofi_sock message sizes
-# ("64 4096 65536").
+# KOFI_VM_CPUS (2) guest CPUs; KOFI_AB_SIZES the message sizes ("64 4096
+# 65536" on kofi_sock, "4096 65536 1048576" on kofi_verbs).
 # KOFI_AB_STORAGE=1 compares kofi_blk instead, NVMe-oF on the same RAM disk
 # as the baseline of every round (tools/bench/ab_blk_guest.sh,
 # KOFI_AB_ROUNDS default 5): fio 4 KiB random reads and writes at depth 1

@@ -52,10 +52,11 @@ revision() {
 }
 
 # verbs_rounds: the kofi_verbs comparison (TRANSPORT siw or rxe), with
-# the run lengths of `make bench`'s verbs rows (verbs_params).
+# the run lengths of `make bench`'s verbs rows (verbs_params), at the sizes
+# of KOFI_AB_SIZES when it is set (those of the bench's verbs rows if not).
 verbs_rounds() {
 	own=10.0.2.10
-	set -- 4096 65536 1048576
+	set -- ${KOFI_AB_SIZES:-4096 65536 1048576}
 	ktap_plan $((ROUNDS * 2 * $#))
 	link_up ${TRANSPORT}0 "$TRANSPORT" || { ktap_not_ok "${TRANSPORT}_link_up"; return 1; }
 	for round in $(seq "$ROUNDS"); do
