@@ -47,7 +47,7 @@ for l in lines:
 # Ratios round by round: kofi and its baseline ran back to back.
 ratios = {}
 for (m, t, impl, s), by_round in runs.items():
-    if m in ('rtt_ns', 'bw_mbs', 'msgbw_mbs', 'cpu_ns_per_kib') and impl == 'kofi':
+    if m in ('rtt_ns', 'bw_mbs', 'readbw_mbs', 'msgbw_mbs', 'cpu_ns_per_kib') and impl == 'kofi':
         raw = runs.get((m, t, 'raw', s), {})
         ratios[(m, t, s)] = [v / raw[k] for k, v in by_round.items() if raw.get(k)]
     if m == 'call_ns' and t == 'core':
@@ -73,8 +73,8 @@ for op in ('fi_cq_read', 'fi_getname'):
               f"(median of {len(added)} runs [min-max])")
 titles = {'tcp': 'kofi_sock vs raw TCP (bandwidth: streaming messages)',
           'rdm': 'RDM endpoints vs the kofi_sock MSG endpoints below them (round trip; "raw" is MSG)',
-          'siw': 'kofi_verbs vs raw verbs on siw (bandwidth: streaming RMA writes, then messages)',
-          'rxe': 'kofi_verbs vs raw verbs on rxe (bandwidth: streaming RMA writes, then messages)'}
+          'siw': 'kofi_verbs vs raw verbs on siw (bandwidth: streaming RMA writes, RMA reads, then messages)',
+          'rxe': 'kofi_verbs vs raw verbs on rxe (bandwidth: streaming RMA writes, RMA reads, then messages)'}
 # The storage table: medians (and spreads) of the runs per cell.
 blk = {}
 for l in lines:
@@ -132,17 +132,21 @@ for t in ['tcp', 'rdm', 'siw', 'rxe']:
     print(f"\n{titles[t]}: medians of rounds; kofi/raw is the median of the rounds' ratios [min-max]")
     # Streaming messages beside the RMA writes, where the transport has them.
     msg = any(k[0] == 'msgbw_mbs' and k[1] == t for k in runs)
+    read = any(k[0] == 'readbw_mbs' and k[1] == t for k in runs)
     print(f"{'size':>8} | {'rtt raw us':>10} {'rtt kofi us':>11} {'kofi/raw':>17} | "
           f"{'bw raw MB/s':>11} {'bw kofi MB/s':>12} {'kofi/raw':>17}"
+          + (f" | {'rd raw MB/s':>12} {'rd kofi MB/s':>13} {'kofi/raw':>17}" if read else "")
           + (f" | {'msg raw MB/s':>12} {'msg kofi MB/s':>13} {'kofi/raw':>17}" if msg else ""))
     for s in sizes:
         rr, rk = med(('rtt_ns', t, 'raw', s)), med(('rtt_ns', t, 'kofi', s))
         br, bk = med(('bw_mbs', t, 'raw', s)), med(('bw_mbs', t, 'kofi', s))
         mr, mk = med(('msgbw_mbs', t, 'raw', s)), med(('msgbw_mbs', t, 'kofi', s))
+        dr, dk = med(('readbw_mbs', t, 'raw', s)), med(('readbw_mbs', t, 'kofi', s))
         f = lambda x: '-' if x is None else f"{x / 1000:.1f}"
         g = lambda x: '-' if x is None else (f"{x:.2f}" if x < 10 else f"{x:.0f}")
         print(f"{s:>8} | {f(rr):>10} {f(rk):>11} {ratio_cell(('rtt_ns', t, s)):>17} | "
               f"{g(br):>11} {g(bk):>12} {ratio_cell(('bw_mbs', t, s)):>17}"
+              + (f" | {g(dr):>12} {g(dk):>13} {ratio_cell(('readbw_mbs', t, s)):>17}" if read else "")
               + (f" | {g(mr):>12} {g(mk):>13} {ratio_cell(('msgbw_mbs', t, s)):>17}" if msg else ""))
 PY
 if command -v gnuplot >/dev/null 2>&1; then

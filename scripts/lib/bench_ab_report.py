@@ -60,6 +60,7 @@ def sock(runs, before, transport=''):
         tables = (('rtt_ns', 'raw', f'kofi_verbs round trip on {transport}, kofi/raw verbs'),
                   ('rdm_rtt_ns', 'msg', f'RDM round trip over kofi_verbs on {transport}, rdm/msg'),
                   ('write_mbs', 'raw', f'kofi_verbs RMA write streaming on {transport}, kofi/raw'),
+                  ('read_mbs', 'raw', f'kofi_verbs RMA read streaming on {transport}, kofi/raw'),
                   ('msgbw_mbs', 'raw', f'kofi_verbs message streaming on {transport}, kofi/raw'),
                   ('msgbw4_mbs', 'raw', f'kofi_verbs messages four in flight on {transport}'
                    ' (no raw baseline)'))

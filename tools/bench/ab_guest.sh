@@ -13,9 +13,9 @@
 # (kofi) and their bare baselines (raw); rev after or before).
 # With TRANSPORT siw or rxe it compares kofi_verbs instead, against raw
 # verbs on that soft device: round trips (rtt_ns; rdm_rtt_ns: the RDM
-# layer's over kofi_verbs), RMA write streams (write_mbs) and message
-# streams (msgbw_mbs; msgbw4_mbs: 1 MiB messages four at a time, kofi
-# alone).
+# layer's over kofi_verbs), RMA write and read streams (write_mbs,
+# read_mbs) and message streams (msgbw_mbs; msgbw4_mbs: 1 MiB messages four
+# at a time, kofi alone).
 #
 # Usage: ab_guest.sh [ROUNDS [TRANSPORT]]
 . /kofi/tests/ktap_helpers.sh
@@ -77,6 +77,10 @@ verbs_rounds() {
 						test=write addr=$own size=$size iters=$ops window=$win &&
 					run write_mbs,$rev,kofi,$size 'kofi_bw: verbs write' ${P}kofi_bw.ko \
 						prov=verbs test=write addr=$own size=$size iters=$ops window=$win &&
+					run read_mbs,$rev,raw,$size 'kofi_raw_verbs: read' $M/kofi_raw_verbs.ko \
+						test=read addr=$own size=$size iters=$ops window=$win &&
+					run read_mbs,$rev,kofi,$size 'kofi_bw: verbs read' ${P}kofi_bw.ko \
+						prov=verbs test=read addr=$own size=$size iters=$ops window=$win &&
 					run msgbw_mbs,$rev,raw,$size 'kofi_raw_verbs: send' $M/kofi_raw_verbs.ko \
 						test=send addr=$own size=$size iters=$ops window=$win &&
 					run msgbw_mbs,$rev,kofi,$size 'kofi_bw: verbs msg' ${P}kofi_bw.ko \

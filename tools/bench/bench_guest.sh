@@ -6,7 +6,7 @@
 # scaling (1, 4 and 16 kofi_sock endpoint pairs streaming at once against as
 # many raw TCP connections: aggregate bandwidth and CPU time per byte),
 # kofi_verbs against the raw verbs baseline on siw and on rxe (pingpong
-# round trip, streaming RMA writes and streaming messages), the cost of one
+# round trip, streaming RMA writes, RMA reads and messages), the cost of one
 # call through the core beside a bare baseline, and kofi_blk against
 # NVMe-oF (blk_bench.sh).
 #
@@ -82,7 +82,7 @@ n_scale=$#
 set -- $RDM_SIZES
 n_rdm=$#
 set -- $VERBS_SIZES
-ktap_plan $((ROUNDS * (1 + 4 * n_tcp + 2 * n_rdm + 2 * n_scale + 2 * 6 * $#) + 2 + storage))
+ktap_plan $((ROUNDS * (1 + 4 * n_tcp + 2 * n_rdm + 2 * n_scale + 2 * 8 * $#) + 2 + storage))
 insmod $M/kofi.ko && insmod $M/kofi_sock.ko && insmod $M/kofi_verbs.ko &&
 	insmod $M/kofi_test_provider.ko || exit 1
 
@@ -151,6 +151,10 @@ for type in siw rxe; do
 				kofi_raw_verbs test=write addr=$own size=$size iters=$ops window=$win
 			run ${type}_kofi_write_$size bw_mbs,$type,kofi,$size 'kofi_bw: verbs write' \
 				kofi_bw prov=verbs test=write addr=$own size=$size iters=$ops window=$win
+			run ${type}_raw_read_$size readbw_mbs,$type,raw,$size 'kofi_raw_verbs: read' \
+				kofi_raw_verbs test=read addr=$own size=$size iters=$ops window=$win
+			run ${type}_kofi_read_$size readbw_mbs,$type,kofi,$size 'kofi_bw: verbs read' \
+				kofi_bw prov=verbs test=read addr=$own size=$size iters=$ops window=$win
 			run ${type}_raw_send_$size msgbw_mbs,$type,raw,$size 'kofi_raw_verbs: send' \
 				kofi_raw_verbs test=send addr=$own size=$size iters=$ops window=$win
 			run ${type}_kofi_msg_$size msgbw_mbs,$type,kofi,$size 'kofi_bw: verbs msg' \

@@ -7,13 +7,16 @@
  * starves the peer on the two CPUs of a TCG guest), a PD with the unsafe
  * global rkey (no memory registration). test=pingpong bounces size bytes iters times with
  * SEND/RECV; test=write streams iters RDMA WRITEs of size bytes, window at a
- * time, then a SEND the server waits for; test=send streams iters SENDs,
+ * time, then a SEND the server waits for; test=read the same with RDMA
+ * READs of the server's buffer (window of them in flight: as many as the
+ * device lets a QP have outstanding); test=send streams iters SENDs,
  * window at a time, into receives the server keeps posted (twice the
  * window, each reposted by the CQ's callback as it completes: a thread
  * would fall behind the sender, whose window counts only what arrived, and
  * siw fails a SEND with no receive posted). Prints
  *   kofi_raw_verbs: pingpong <size> x <iters>: <ns> ns
  *   kofi_raw_verbs: write <size> x <iters>: <MB/s, two decimals> MB/s
+ *   kofi_raw_verbs: read <size> x <iters>: <MB/s, two decimals> MB/s
  *   kofi_raw_verbs: send <size> x <iters>: <MB/s, two decimals> MB/s
  *
  * It is also the bad peer of kofi_verbs' tests: test=garbage_short and
@@ -88,6 +91,21 @@ static bool garbage(void)
 
 /* test=send, read once in run(): the CQ callback asks on every completion. */
 static bool streaming_sends;
+
+static bool reads(void)
+{
+	return !strcmp(test, "read");
+}
+
+/* READs a side may have in flight, as initiator or responder: the window's
+ * (test=read), within what the device allows. */
+static u8 read_depth(struct ib_device *dev)
+{
+	if (!reads())
+		return 1;
+	return min3(window, (unsigned int)dev->attrs.max_qp_rd_atom,
+		    (unsigned int)dev->attrs.max_qp_init_rd_atom) ?: 1;
+}
 
 /* kofi's private data: a length byte, then kofi_pingpong's greeting. */
 static const char hello[] = "\x14kofi-pingpong hello";
@@ -201,11 +219,13 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			p.private_data = hello;
 			p.private_data_len = sizeof(hello);
 		}
+		p.responder_resources = p.initiator_depth = read_depth(id->device);
 		ret = setup_end(e, id) ?: rdma_connect_locked(id, &p);
 		break;
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		/* One client; the server's end is set up here and accepted. */
 		ret = setup_end(&server, id);
+		p.responder_resources = p.initiator_depth = read_depth(id->device);
 		if (!ret) {
 			target.addr = server.dma;
 			target.rkey = server.pd->unsafe_global_rkey;
@@ -354,13 +374,19 @@ static int run(void)
 		}
 	} else {
 		/*
-		 * Writes or sends, window at a time; the writes' stream ends with
-		 * a SEND (a send's completion says it was received already).
+		 * Writes, reads or sends, window at a time (reads: at most as
+		 * many as the connection lets be outstanding); the writes' and
+		 * reads' stream ends with a SEND (a send's completion says it
+		 * was received already).
 		 */
-		enum ib_wr_opcode op = streaming_sends ? IB_WR_SEND : IB_WR_RDMA_WRITE;
+		enum ib_wr_opcode op = streaming_sends ? IB_WR_SEND :
+				       reads()	       ? IB_WR_RDMA_READ :
+							 IB_WR_RDMA_WRITE;
+		unsigned int in_flight = reads() ? min(window, (unsigned int)read_depth(client.id->device)) :
+						   window;
 
 		while (!ret && done < iters) {
-			while (!ret && posted < iters && posted - done < window) {
+			while (!ret && posted < iters && posted - done < in_flight) {
 				ret = post_send(&client, op, size, target.addr, target.rkey);
 				posted++;
 			}
