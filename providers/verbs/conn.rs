@@ -55,11 +55,10 @@ pub(crate) use cm::{Listener, Request};
 
 /// Provider receive buffers per connection (the peer's initial credits).
 pub(crate) const RX_DEPTH: usize = 32;
-/// Payload bytes of a receive buffer; its header lands in a buffer of its
-/// own (a second SGE), so a 64 KiB message, or an RDM segment, is one SEND.
-pub(crate) const RX_DATA: usize = 64 << 10;
+/// Bytes of a receive buffer, header included.
+pub(crate) const RX_BUF: usize = 16384;
 /// Payload bytes per SEND.
-const SEGMENT: usize = RX_DATA;
+const SEGMENT: usize = RX_BUF - HEADER_LEN;
 /// Send work requests in flight.
 pub(crate) const SQ_DEPTH: usize = 64;
 /// How long (ms) a closing connection lets its last sends go (see
@@ -253,37 +252,10 @@ struct Report {
     errors: bool,
 }
 
-/// A provider receive buffer, posted while the connection lives: a SEND's
-/// header lands in `header`, its payload in `data`.
+/// A provider receive buffer, posted while the connection lives.
 struct RxBuf {
     map: Mapping,
-    header: KVec<u8>,
-    data: KVec<u8>,
-}
-
-impl RxBuf {
-    /// A buffer mapped for `dev`, empty.
-    fn new(dev: Device, lkey: u32) -> Result<Self> {
-        let mut header = KVec::with_capacity(HEADER_LEN, GFP_KERNEL)?;
-        header.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
-        let mut data = KVec::with_capacity(RX_DATA, GFP_KERNEL)?;
-        data.extend_with(RX_DATA, 0, GFP_KERNEL)?;
-        let map = Mapping::of_buffers(dev, &mut [&mut header, &mut data], false, lkey)?;
-        Ok(RxBuf { map, header, data })
-    }
-
-    /// The header of a SEND of `len` bytes that landed here (None when
-    /// `len` is too short for one, or the header is malformed).
-    fn decode(&self, len: usize) -> Option<Header> {
-        (len >= HEADER_LEN)
-            .then(|| Header::decode(&self.header))
-            .flatten()
-    }
-
-    /// The payload of a SEND of `len` bytes that landed here.
-    fn payload(&self, len: usize) -> &[u8] {
-        &self.data[..len.saturating_sub(HEADER_LEN).min(RX_DATA)]
-    }
+    buf: KVec<u8>,
 }
 
 /// The message being received into a posted receive.
@@ -768,7 +740,10 @@ impl Conn {
         g.max_sge = (limits.max_sge.min(16) as usize).max(2);
         g.max_sge_rd = (limits.max_sge_rd.min(limits.max_sge).min(16) as usize).max(1);
         for i in 0..RX_DEPTH {
-            res.rx.push(RxBuf::new(dev, lkey)?, GFP_KERNEL)?;
+            let mut buf = KVec::with_capacity(RX_BUF, GFP_KERNEL)?;
+            buf.extend_with(RX_BUF, 0, GFP_KERNEL)?;
+            let map = Mapping::of_buffer(dev, &mut buf, false, lkey)?;
+            res.rx.push(RxBuf { map, buf }, GFP_KERNEL)?;
             res.qp()?.post_recv(i, res.rx[i].map.sges())?;
         }
         Ok(())

@@ -177,11 +177,11 @@ impl Conn {
         // are valid (its greeting is its first frame; pumped below).
         g.greeting.heard = true;
         self.greet(g);
-        let len = (wc.byte_len as usize).min(HEADER_LEN + RX_DATA);
+        let len = (wc.byte_len as usize).min(RX_BUF);
         let header = match &g.res {
             Some(res) => {
                 res.rx[i].map.sync_for_cpu(len);
-                let h = res.rx[i].decode(len);
+                let h = Header::decode(&res.rx[i].buf[..len]);
                 if h.is_none() {
                     // A malformed message: the peer is broken; disconnect.
                     res.id.disconnect();
@@ -283,7 +283,7 @@ impl Conn {
         let Some(res) = &g.res else {
             return true;
         };
-        let payload = res.rx[i].payload(len);
+        let payload = &res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)];
         let Some(cur) = g.cur.as_mut() else {
             return true;
         };
@@ -333,7 +333,7 @@ impl Conn {
         let (Some(res), Some(c)) = (&g.res, g.copying.as_mut()) else {
             return;
         };
-        let payload = res.rx[i].payload(len);
+        let payload = &res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)];
         // No more than the first segment announced (its capacity).
         let n = payload.len().min(c.bytes.capacity() - c.bytes.len());
         let _ = c.bytes.extend_from_slice(&payload[..n], GFP_KERNEL);
@@ -380,7 +380,8 @@ impl Conn {
         let Some(res) = &g.res else {
             return true;
         };
-        let Some(body) = wire::RtsBody::decode(res.rx[i].payload(len)) else {
+        let Some(body) = wire::RtsBody::decode(&res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)])
+        else {
             // A malformed announcement: the peer is broken.
             res.id.disconnect();
             return true;
@@ -474,7 +475,10 @@ impl Conn {
     pub(super) fn deliver_held(&self, g: &mut Inner) {
         self.start_ready(g);
         while let Some(&(i, len)) = g.held.front() {
-            let header = g.res.as_ref().and_then(|r| r.rx[i].decode(len));
+            let header = g
+                .res
+                .as_ref()
+                .and_then(|r| Header::decode(&r.rx[i].buf[..len]));
             let Some(h) = header else {
                 break;
             };
