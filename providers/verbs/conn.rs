@@ -136,6 +136,24 @@ enum TxOp {
     Fin {
         cookie: u64,
     },
+    /// The receive of rendezvous message `cookie` offered to its sender
+    /// for writing (iWARP): `region` over its first `len` bytes is
+    /// registered, then OP_CTS names it.
+    Cts {
+        cookie: u64,
+        len: usize,
+        region: Arc<Region>,
+        registered: bool,
+    },
+    /// A rendezvous message (ours, `cookie`) written into the peer's
+    /// receive, whose region is `key`: `sent` of its `len` bytes are, then
+    /// OP_WFIN says so.
+    RndvWrite {
+        cookie: u64,
+        key: u64,
+        len: usize,
+        sent: usize,
+    },
     /// A rendezvous message (its sender's `cookie`) read into its
     /// receive: `chunks` are (offset, length) of the local buffers, each
     /// one READ.
@@ -172,8 +190,10 @@ enum Sink {
 /// A rendezvous send waiting for its OP_FIN.
 struct RndvSend {
     cookie: u64,
-    _region: Region,
+    /// The message's bytes, for the peer to read or for us to write.
+    region: Arc<Region>,
     _lent: Lent,
+    len: usize,
     report: Option<Report>,
 }
 
@@ -218,7 +238,8 @@ enum TxWr {
         _buf: KVec<u8>,
         report: Option<Report>,
     },
-    /// The registration of a READ's sink.
+    /// The registration of a READ's sink, or of a receive the sender
+    /// writes into (OP_CTS).
     SinkReg {
         _region: Arc<Region>,
     },
@@ -268,8 +289,12 @@ struct Assembly {
     tag: u64,
 }
 
-/// A receive a rendezvous read is filling.
+/// A receive a rendezvous read (or the sender's writes) is filling.
 struct Reading {
+    /// The receive's region the sender writes into (OP_CTS), deregistered
+    /// before the receive is reported (first: it goes before the receive
+    /// when a connection drops its readings).
+    target: Option<Arc<Region>>,
     assembly: Assembly,
     /// The sender's name for the message (its OP_FIN's).
     cookie: u64,
@@ -960,7 +985,9 @@ impl Conn {
         while let Some(op) = g.queue.pop() {
             match op {
                 // Never posted: no completion will end its receive.
-                TxOp::Read { cookie, .. } => self.finish_rndv(g, cookie, false),
+                TxOp::Read { cookie, .. } | TxOp::Cts { cookie, .. } => {
+                    self.finish_rndv(g, cookie, false)
+                }
                 op => self.fail_op(g, op, err),
             }
         }

@@ -16,6 +16,10 @@
 //! buffers for remote reading and SENDs a header (OP_RTS) followed by the
 //! region's key and a cookie; the receiver RDMA-READs the message straight
 //! into the posted receive and answers OP_FIN with the cookie in `data`.
+//! On iWARP, where a READ's sink must be a region the peer may write
+//! anyway and READs are the slow direction, the receiver answers OP_CTS
+//! instead: its receive's region, which the sender RDMA-WRITEs the message
+//! into before OP_WFIN; then OP_FIN as after a read.
 
 /// A message segment.
 pub(crate) const OP_MSG: u8 = 1;
@@ -27,6 +31,12 @@ pub(crate) const OP_CREDIT: u8 = 3;
 pub(crate) const OP_RTS: u8 = 4;
 /// A rendezvous read is done: `data` is the cookie of its OP_RTS.
 pub(crate) const OP_FIN: u8 = 5;
+/// Write the announced message here: [`RtsBody`] follows the header (the
+/// key of the receive's region, the OP_RTS's cookie); `len` is how many of
+/// its bytes the receive takes.
+pub(crate) const OP_CTS: u8 = 6;
+/// The RDMA WRITEs an OP_CTS asked for are placed: `data` is the cookie.
+pub(crate) const OP_WFIN: u8 = 7;
 
 pub(crate) const FLAG_FIRST: u8 = 1;
 pub(crate) const FLAG_LAST: u8 = 2;
@@ -79,7 +89,10 @@ impl Header {
             data: u64_at(8),
             tag: u64_at(16),
         };
-        let known = matches!(h.op, OP_MSG | OP_WRITE_DATA | OP_CREDIT | OP_RTS | OP_FIN);
+        let known = matches!(
+            h.op,
+            OP_MSG | OP_WRITE_DATA | OP_CREDIT | OP_RTS | OP_FIN | OP_CTS | OP_WFIN
+        );
         // Only messages are tagged.
         let tag_ok = h.flags & FLAG_TAGGED == 0 || matches!(h.op, OP_MSG | OP_RTS);
         (known && tag_ok).then_some(h)

@@ -19,11 +19,13 @@
  *   kofi_raw_verbs: read <size> x <iters>: <MB/s, two decimals> MB/s
  *   kofi_raw_verbs: send <size> x <iters>: <MB/s, two decimals> MB/s
  *
- * It is also the bad peer of kofi_verbs' tests: test=garbage_short and
- * test=garbage_op connect to a kofi_pingpong server at addr:port (with the
- * private data it expects) and send a SEND shorter than kofi's header, or a
- * header of an unknown operation; loading succeeds when kofi_verbs answers
- * by disconnecting.
+ * It is also the bad peer of kofi_verbs' tests: test=garbage_short,
+ * garbage_op, garbage_cts and garbage_wfin connect to a kofi_pingpong
+ * server at addr:port (with the private data it expects) and send a SEND
+ * shorter than kofi's header, a header of an unknown operation, or an
+ * OP_CTS or OP_WFIN (the write rendezvous' answer and end) naming a
+ * message that does not exist; loading succeeds when kofi_verbs answers by
+ * disconnecting (size must hold 40 bytes).
  */
 #include <linux/completion.h>
 #include <linux/in.h>
@@ -33,6 +35,7 @@
 #include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/unaligned.h>
 #include <linux/wait.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_verbs.h>
@@ -293,6 +296,34 @@ static int server_fn(void *arg)
 	return 0;
 }
 
+/* kofi_verbs' header (wire.rs): op, flags, credits, len, data, tag. */
+#define KOFI_HEADER_LEN 24
+#define KOFI_OP_CTS 6
+#define KOFI_OP_WFIN 7
+
+/* Writes the bad peer's SEND into the client's buffer; returns its length. */
+static u32 garbage_frame(void)
+{
+	u8 *b = client.buf;
+	bool cts = !strcmp(test, "garbage_cts");
+
+	memset(b, 0xff, size);
+	if (!strcmp(test, "garbage_short"))
+		return 4;
+	if (!strcmp(test, "garbage_op"))
+		return KOFI_HEADER_LEN;
+	/* An answer about a rendezvous message no one announced. */
+	memset(b, 0, KOFI_HEADER_LEN + 16);
+	b[0] = cts ? KOFI_OP_CTS : KOFI_OP_WFIN;
+	put_unaligned_le64(0x5eed, b + 8);
+	if (!cts)
+		return KOFI_HEADER_LEN;
+	/* The body: a key, then the cookie again. */
+	put_unaligned_le64(1, b + KOFI_HEADER_LEN);
+	put_unaligned_le64(0x5eed, b + KOFI_HEADER_LEN + 8);
+	return KOFI_HEADER_LEN + 16;
+}
+
 /* A bad peer: one malformed SEND; kofi must disconnect. */
 static int run_garbage(struct sockaddr_in *sin)
 {
@@ -311,9 +342,7 @@ static int run_garbage(struct sockaddr_in *sin)
 		return -ETIMEDOUT;
 	if (client.error)
 		return client.error;
-	memset(client.buf, 0xff, size);
-	ret = post_send(&client, IB_WR_SEND, !strcmp(test, "garbage_short") ? 4 : 16, 0, 0) ?:
-	      poll_one(&client);
+	ret = post_send(&client, IB_WR_SEND, garbage_frame(), 0, 0) ?: poll_one(&client);
 	if (ret)
 		return ret;
 	if (!wait_for_completion_timeout(&disconnected, TIMEOUT))

@@ -156,7 +156,11 @@ impl Conn {
             r.ended = Some(ok);
         }
         while g.reading.first().is_some_and(|r| r.ended.is_some()) {
-            let done = g.reading.remove_at(0);
+            let mut done = g.reading.remove_at(0);
+            // The sender may write no more once the consumer has the
+            // receive back (the region's last reference, unless its
+            // registration is still in flight).
+            done.target = None;
             report_recv(g.ep.as_ref(), &done.assembly, done.ended == Some(true));
             let _ = g.queue.push(TxOp::Fin {
                 cookie: done.cookie,
@@ -171,6 +175,16 @@ impl Conn {
             // The QP is flushing: every OP_FIN that came is processed (the
             // CQ is in order, the CM's disconnect event is not).
             Self::fail_rndv_sends(g, abi::FI_ECONNRESET);
+            // Likewise every OP_WFIN: the receives still waiting for the
+            // sender's writes fail (no work request of ours ends them).
+            while let Some(cookie) = g
+                .reading
+                .iter()
+                .find(|r| r.target.is_some() && r.ended.is_none())
+                .map(|r| r.cookie)
+            {
+                self.finish_rndv(g, cookie, false);
+            }
             return;
         }
         // The peer spoke: an iWARP server may send, and the peer's regions
@@ -206,6 +220,20 @@ impl Conn {
                 let _ = g.held.push((i, len));
                 self.pump(g);
                 return;
+            }
+        } else if h.op == wire::OP_CTS {
+            self.cts_received(g, i, &h, len);
+        } else if h.op == wire::OP_WFIN {
+            let ours = g
+                .reading
+                .iter()
+                .any(|r| r.cookie == h.data && r.target.is_some() && r.ended.is_none());
+            if ours {
+                self.finish_rndv(g, h.data, true);
+                self.deliver_held(g);
+            } else if let Some(res) = &g.res {
+                // No receive of ours waits for it: the peer is broken.
+                res.id.disconnect();
             }
         } else if h.op == wire::OP_FIN {
             if let Some(i) = g.rndv_sends.iter().position(|r| r.cookie == h.data) {
@@ -407,6 +435,43 @@ impl Conn {
         true
     }
 
+    /// A region over `recv`'s buffers its sender may write into, when one
+    /// MR takes them.
+    fn write_target(g: &Inner, recv: &PostedRecv) -> Option<Arc<Region>> {
+        let local = recv.lend().ok()?;
+        let domain = g.domain.as_ref()?;
+        let region = domain
+            .with_pd(|pd| Region::of_lent(pd, &local, false, true))
+            .ok()??;
+        Arc::new(region, GFP_KERNEL).ok()
+    }
+
+    /// An OP_CTS in buffer `i`: the peer's receive of our rendezvous
+    /// message is ready for our writes.
+    fn cts_received(&self, g: &mut Inner, i: usize, h: &Header, len: usize) {
+        let Some(res) = &g.res else {
+            return;
+        };
+        let body = wire::RtsBody::decode(&res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)])
+            .filter(|b| b.cookie == h.data);
+        let send = body.and_then(|b| g.rndv_sends.iter().find(|s| s.cookie == b.cookie));
+        let (Some(body), Some(send)) = (body, send) else {
+            // Not a message of ours that waits: the peer is broken.
+            res.id.disconnect();
+            return;
+        };
+        let op = TxOp::RndvWrite {
+            cookie: body.cookie,
+            key: body.key,
+            len: (h.len as usize).min(send.len),
+            sent: 0,
+        };
+        if g.queue.push(op).is_err() {
+            // Never written, the message would wait forever: end instead.
+            res.id.disconnect();
+        }
+    }
+
     /// Reads the announced message (`total` bytes, `body`) into `recv`,
     /// behind the reads in flight; the caller saw `read_room`.
     fn start_rndv(
@@ -419,6 +484,38 @@ impl Conn {
         data: Option<u64>,
     ) {
         let n = total.min(recv.capacity());
+        let cookie = body.cookie;
+        // On iWARP the sender writes the message into a region over the
+        // receive (the region a READ's sink would need anyway: wire.rs).
+        if g.iwarp && n > 0 {
+            if let Some(region) = Self::write_target(g, &recv) {
+                let cts = TxOp::Cts {
+                    cookie,
+                    len: n,
+                    region,
+                    registered: false,
+                };
+                let reading = Reading {
+                    assembly: Assembly {
+                        recv,
+                        total,
+                        got: n,
+                        data,
+                        tag,
+                    },
+                    cookie,
+                    ended: None,
+                    // Once OP_CTS goes (tx.rs): no OP_WFIN counts before.
+                    target: None,
+                };
+                // Within the RNDV_READS reserved (`read_room`).
+                let _ = g.reading.push(reading, GFP_ATOMIC);
+                if g.queue.push(cts).is_err() {
+                    self.finish_rndv(g, cookie, false);
+                }
+                return;
+            }
+        }
         // Into more pieces than one READ names: through a region of its
         // own when one MR takes them (as an fi_read is, tx.rs).
         let read = recv.lend().and_then(|local| {
@@ -434,7 +531,6 @@ impl Conn {
             };
             Ok((chunks, local, sink))
         });
-        let cookie = body.cookie;
         let reading = Reading {
             assembly: Assembly {
                 recv,
@@ -445,6 +541,7 @@ impl Conn {
             },
             cookie,
             ended: None,
+            target: None,
         };
         // Within the RNDV_READS reserved (`read_room`): no allocation, so
         // no failure.

@@ -379,6 +379,10 @@ impl Conn {
             };
             let need = match front {
                 TxOp::Credit | TxOp::Fin { .. } => 1,
+                // Their SENDs answer the peer's announcement, as OP_FIN
+                // does; what comes before them takes no credit.
+                TxOp::Cts { registered, .. } => u32::from(*registered),
+                TxOp::RndvWrite { len, sent, .. } => u32::from(sent == len),
                 TxOp::Read { .. }
                 | TxOp::Msg {
                     rndv: Rndv::Try, ..
@@ -416,7 +420,9 @@ impl Conn {
                     _ => abi::FI_EIO,
                 };
                 match g.queue.pop() {
-                    Some(TxOp::Read { cookie, .. }) => self.finish_rndv(g, cookie, false),
+                    Some(TxOp::Read { cookie, .. } | TxOp::Cts { cookie, .. }) => {
+                        self.finish_rndv(g, cookie, false)
+                    }
                     Some(op) => self.fail_op(g, op, err),
                     None => {}
                 }
@@ -799,6 +805,82 @@ impl Conn {
                 };
                 (wr, last, false)
             }
+            TxOp::Cts {
+                cookie,
+                len,
+                region,
+                registered,
+            } => {
+                if !*registered {
+                    resources(res)?.qp()?.post_reg(slot, region, 0)?;
+                    *registered = true;
+                    let wr = TxWr::SinkReg {
+                        _region: region.clone(),
+                    };
+                    (wr, false, false)
+                } else {
+                    let body = wire::RtsBody {
+                        key: region.key(),
+                        cookie: *cookie,
+                    }
+                    .encode();
+                    let h = Header {
+                        op: wire::OP_CTS,
+                        credits: grant,
+                        len: *len as u32,
+                        data: *cookie,
+                        ..Default::default()
+                    };
+                    let frame = Some(frame_of(&body, 0)?);
+                    let wr = self.post_head(resources(res)?, slot, caps, &h, None, frame)?;
+                    // The receive waits for the sender's OP_WFIN now, and
+                    // keeps its region until then.
+                    let waiting = g
+                        .reading
+                        .iter_mut()
+                        .find(|r| r.cookie == *cookie && r.ended.is_none() && r.target.is_none());
+                    if let Some(r) = waiting {
+                        r.target = Some(region.clone());
+                    }
+                    (wr, true, true)
+                }
+            }
+            TxOp::RndvWrite {
+                cookie,
+                key,
+                len,
+                sent,
+            } => {
+                // Gone when it failed (the connection ended).
+                let send = g.rndv_sends.iter().find(|s| s.cookie == *cookie);
+                let region = send.map(|s| &s.region).ok_or(EINVAL)?;
+                if *sent < *len {
+                    // The message's region is one SGE: one WRITE.
+                    let n = *len - *sent;
+                    let map = Mapping::in_region(dev, region, *sent, n)?;
+                    let remote = wire::remote(*key, *sent as u64);
+                    self.post_send(resources(res)?, slot, WrOp::RdmaWrite, map.sges(), remote)?;
+                    *sent += n;
+                    let wr = TxWr::Rma {
+                        _map: map,
+                        _buf: KVec::new(),
+                        report: None,
+                    };
+                    (wr, false, false)
+                } else {
+                    let h = Header {
+                        op: wire::OP_WFIN,
+                        credits: grant,
+                        data: *cookie,
+                        ..Default::default()
+                    };
+                    (
+                        self.post_head(resources(res)?, slot, caps, &h, None, None)?,
+                        true,
+                        true,
+                    )
+                }
+            }
             TxOp::Credit | TxOp::Fin { .. } => return Ok(()),
         };
         self.posted(g, slot, wr, last, sends, if sends { grant } else { 0 });
@@ -898,12 +980,14 @@ impl Conn {
                     errors: reports_errors(flags),
                 });
                 let lent = lent.take().ok_or(EINVAL)?;
+                let region = Arc::new(region, GFP_KERNEL)?;
                 g.next_cookie += 1;
                 g.rndv_sends.push(
                     RndvSend {
                         cookie,
-                        _region: region,
+                        region,
                         _lent: lent,
+                        len: *len,
                         report,
                     },
                     GFP_ATOMIC,
