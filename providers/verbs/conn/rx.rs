@@ -487,51 +487,31 @@ impl Conn {
         let cookie = body.cookie;
         // On iWARP the sender writes the message into a region over the
         // receive (the region a READ's sink would need anyway: wire.rs).
-        if g.iwarp && n > 0 {
-            if let Some(region) = Self::write_target(g, &recv) {
-                let cts = TxOp::Cts {
-                    cookie,
-                    len: n,
-                    region,
-                    registered: false,
+        let target = if g.iwarp && n > 0 {
+            Self::write_target(g, &recv)
+        } else {
+            None
+        };
+        // Else it is read; into more pieces than one READ names: through a
+        // region of its own when one MR takes them (as an fi_read is, tx.rs).
+        let read = target.is_none().then(|| {
+            recv.lend().and_then(|local| {
+                let chunks = chunks(&local, 0, n, g.max_sge_rd)?;
+                let sink = Sink::over(g, &local, chunks.len() > 1);
+                let chunks = match sink {
+                    Sink::Unposted(_) => {
+                        let mut one = KVec::new();
+                        one.push((0, n), GFP_KERNEL)?;
+                        one
+                    }
+                    _ => chunks,
                 };
-                let reading = Reading {
-                    assembly: Assembly {
-                        recv,
-                        total,
-                        got: n,
-                        data,
-                        tag,
-                    },
-                    cookie,
-                    ended: None,
-                    // Once OP_CTS goes (tx.rs): no OP_WFIN counts before.
-                    target: None,
-                };
-                // Within the RNDV_READS reserved (`read_room`).
-                let _ = g.reading.push(reading, GFP_ATOMIC);
-                if g.queue.push(cts).is_err() {
-                    self.finish_rndv(g, cookie, false);
-                }
-                return;
-            }
-        }
-        // Into more pieces than one READ names: through a region of its
-        // own when one MR takes them (as an fi_read is, tx.rs).
-        let read = recv.lend().and_then(|local| {
-            let chunks = chunks(&local, 0, n, g.max_sge_rd)?;
-            let sink = Sink::over(g, &local, chunks.len() > 1);
-            let chunks = match sink {
-                Sink::Unposted(_) => {
-                    let mut one = KVec::new();
-                    one.push((0, n), GFP_KERNEL)?;
-                    one
-                }
-                _ => chunks,
-            };
-            Ok((chunks, local, sink))
+                Ok((chunks, local, sink))
+            })
         });
         let reading = Reading {
+            // Set once OP_CTS goes (tx.rs): no OP_WFIN counts before.
+            target: None,
             assembly: Assembly {
                 recv,
                 total,
@@ -541,27 +521,30 @@ impl Conn {
             },
             cookie,
             ended: None,
-            target: None,
         };
         // Within the RNDV_READS reserved (`read_room`): no allocation, so
         // no failure.
         let _ = g.reading.push(reading, GFP_ATOMIC);
-        match read {
-            Ok((chunks, local, sink)) if !chunks.is_empty() => {
-                let op = TxOp::Read {
-                    cookie,
-                    local,
-                    key: body.key,
-                    chunks,
-                    next: 0,
-                    sink,
-                };
-                if g.queue.push(op).is_err() {
-                    self.finish_rndv(g, cookie, false);
-                }
-            }
-            Ok(_) => self.finish_rndv(g, cookie, true),
-            Err(_) => self.finish_rndv(g, cookie, false),
+        let op = match (target, read) {
+            (Some(region), _) => TxOp::Cts {
+                cookie,
+                len: n,
+                region,
+                registered: false,
+            },
+            (None, Some(Ok((chunks, local, sink)))) if !chunks.is_empty() => TxOp::Read {
+                cookie,
+                local,
+                key: body.key,
+                chunks,
+                next: 0,
+                sink,
+            },
+            (None, Some(Ok(_))) => return self.finish_rndv(g, cookie, true),
+            _ => return self.finish_rndv(g, cookie, false),
+        };
+        if g.queue.push(op).is_err() {
+            self.finish_rndv(g, cookie, false);
         }
     }
 
