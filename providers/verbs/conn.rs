@@ -137,13 +137,12 @@ enum TxOp {
         cookie: u64,
     },
     /// The receive of rendezvous message `cookie` offered to its sender
-    /// for writing (iWARP): `region` over its first `len` bytes is
-    /// registered, then OP_CTS names it.
+    /// for writing (iWARP): `sink`, a region over it, is registered (as a
+    /// READ's), then OP_CTS names it and `len`, the bytes it takes.
     Cts {
         cookie: u64,
         len: usize,
-        region: Arc<Region>,
-        registered: bool,
+        sink: Sink,
     },
     /// A rendezvous message (ours, `cookie`) written into the peer's
     /// receive, whose region is `key`: `sent` of its `len` bytes are, then

@@ -437,13 +437,12 @@ impl Conn {
 
     /// A region over `recv`'s buffers its sender may write into, when one
     /// MR takes them.
-    fn write_target(g: &Inner, recv: &PostedRecv) -> Option<Arc<Region>> {
+    fn write_target(g: &Inner, recv: &PostedRecv) -> Option<Region> {
         let local = recv.lend().ok()?;
         let domain = g.domain.as_ref()?;
-        let region = domain
+        domain
             .with_pd(|pd| Region::of_lent(pd, &local, false, true))
-            .ok()??;
-        Arc::new(region, GFP_KERNEL).ok()
+            .ok()?
     }
 
     /// An OP_CTS in buffer `i`: the peer's receive of our rendezvous
@@ -529,8 +528,7 @@ impl Conn {
             (Some(region), _) => TxOp::Cts {
                 cookie,
                 len: n,
-                region,
-                registered: false,
+                sink: Sink::Unposted(region),
             },
             (None, Some(Ok((chunks, local, sink)))) if !chunks.is_empty() => TxOp::Read {
                 cookie,

@@ -381,7 +381,7 @@ impl Conn {
                 TxOp::Credit | TxOp::Fin { .. } => 1,
                 // Their SENDs answer the peer's announcement, as OP_FIN
                 // does; what comes before them takes no credit.
-                TxOp::Cts { registered, .. } => u32::from(*registered),
+                TxOp::Cts { sink, .. } => u32::from(matches!(sink, Sink::Posted(_))),
                 TxOp::RndvWrite { len, sent, .. } => u32::from(sent == len),
                 TxOp::Read { .. }
                 | TxOp::Msg {
@@ -805,20 +805,13 @@ impl Conn {
                 };
                 (wr, last, false)
             }
-            TxOp::Cts {
-                cookie,
-                len,
-                region,
-                registered,
-            } => {
-                if !*registered {
-                    resources(res)?.qp()?.post_reg(slot, region, 0)?;
-                    *registered = true;
-                    let wr = TxWr::SinkReg {
-                        _region: region.clone(),
-                    };
+            TxOp::Cts { cookie, len, sink } => {
+                if let Some(wr) = self.register_sink(res, slot, sink)? {
                     (wr, false, false)
                 } else {
+                    let Sink::Posted(region) = sink else {
+                        return Err(EINVAL);
+                    };
                     let body = wire::RtsBody {
                         key: region.key(),
                         cookie: *cookie,
