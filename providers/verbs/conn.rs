@@ -400,7 +400,14 @@ struct Inner {
     /// Buffers reposted and not yet granted to the peer.
     grant: u32,
     tx_wr: KVec<Option<TxWr>>,
+    /// Of each posted SEND, how many SENDs went before it on the QP.
+    tx_seq: KVec<Option<u64>>,
     tx_free: KVec<usize>,
+    /// SENDs posted on the QP, and the peer's SENDs it received.
+    sends_posted: u64,
+    sends_received: u64,
+    /// How many of our SENDs the peer said it took as it closed (OP_CLOSE).
+    peer_took: u64,
     queue: Ring<TxOp, KVec<Option<TxOp>>>,
     recvs: Ring<PostedRecv, KVec<Option<PostedRecv>>>,
     /// Buffers holding segments no receive was posted for, in order.
@@ -558,6 +565,7 @@ impl Conn {
             tx_free.push(RX_DEPTH + i, GFP_KERNEL)?;
             tx_wr.push(None, GFP_KERNEL)?;
         }
+        let tx_seq = ring(SQ_DEPTH)?;
         let (queue, recvs, held) = (ring(TX_DEPTH)?, ring(RECV_DEPTH)?, ring(RX_DEPTH)?);
         let (tagged, held_tagged) = (TaggedRecvs::new(RECV_DEPTH)?, HeldTagged::new(RECV_DEPTH)?);
         let ready_rndv = KVec::with_capacity(RECV_DEPTH, GFP_KERNEL)?;
@@ -587,7 +595,11 @@ impl Conn {
                     credits: RX_DEPTH as u32,
                     grant: 0,
                     tx_wr,
+                    tx_seq,
                     tx_free,
+                    sends_posted: 0,
+                    sends_received: 0,
+                    peer_took: 0,
                     queue: Ring::new(queue),
                     recvs: Ring::new(recvs),
                     held: Ring::new(held),
@@ -833,6 +845,7 @@ impl Conn {
         if g.phase != Phase::Connected {
             return Err(fi_error(abi::FI_ENOTCONN));
         }
+        self.say_close(&mut g);
         g.phase = Phase::Closing;
         g.answer_disconnect = true;
         self.answer_disconnect(&mut g);
@@ -883,6 +896,8 @@ impl Conn {
     /// consumer often closes right after its last receive). A peer that is
     /// gone fails them at once, so the wait is short then too.
     fn let_last_sends_go(&self) {
+        self.poll();
+        self.say_close(&mut self.inner.lock());
         for _ in 0..LAST_SENDS_MS {
             self.poll();
             let mut g = self.inner.lock();

@@ -20,6 +20,12 @@
 //! anyway and READs are the slow direction, the receiver answers OP_CTS
 //! instead: its receive's region, which the sender RDMA-WRITEs the message
 //! into before OP_WFIN; then OP_FIN as after a read.
+//!
+//! A side that closes says first how many SENDs of its peer it took
+//! (OP_CLOSE): a SEND among them is done even when the QP fails before
+//! its own completion says so (siw fails a SEND whose last bytes went out
+//! when the peer's close lands before it looks; IB flushes one whose ACK
+//! comes after the peer's disconnect).
 
 /// A message segment.
 pub(crate) const OP_MSG: u8 = 1;
@@ -37,6 +43,8 @@ pub(crate) const OP_FIN: u8 = 5;
 pub(crate) const OP_CTS: u8 = 6;
 /// The RDMA WRITEs an OP_CTS asked for are placed: `data` is the cookie.
 pub(crate) const OP_WFIN: u8 = 7;
+/// The sender closes: `data` is how many SENDs of ours it took.
+pub(crate) const OP_CLOSE: u8 = 8;
 
 pub(crate) const FLAG_FIRST: u8 = 1;
 pub(crate) const FLAG_LAST: u8 = 2;
@@ -91,7 +99,7 @@ impl Header {
         };
         let known = matches!(
             h.op,
-            OP_MSG | OP_WRITE_DATA | OP_CREDIT | OP_RTS | OP_FIN | OP_CTS | OP_WFIN
+            OP_MSG | OP_WRITE_DATA | OP_CREDIT | OP_RTS | OP_FIN | OP_CTS | OP_WFIN | OP_CLOSE
         );
         // Only messages are tagged.
         let tag_ok = h.flags & FLAG_TAGGED == 0 || matches!(h.op, OP_MSG | OP_RTS);

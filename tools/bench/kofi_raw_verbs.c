@@ -20,11 +20,12 @@
  *   kofi_raw_verbs: send <size> x <iters>: <MB/s, two decimals> MB/s
  *
  * It is also the bad peer of kofi_verbs' tests: test=garbage_short,
- * garbage_op, garbage_cts and garbage_wfin connect to a kofi_pingpong
- * server at addr:port (with the private data it expects) and send a SEND
- * shorter than kofi's header, a header of an unknown operation, or an
- * OP_CTS or OP_WFIN (the write rendezvous' answer and end) naming a
- * message that does not exist; loading succeeds when kofi_verbs answers by
+ * garbage_op, garbage_cts, garbage_wfin and garbage_close connect to a
+ * kofi_pingpong server at addr:port (with the private data it expects) and
+ * send a SEND shorter than kofi's header, a header of an unknown
+ * operation, an OP_CTS or OP_WFIN (the write rendezvous' answer and end)
+ * naming a message that does not exist, or an OP_CLOSE saying it took more
+ * SENDs than kofi sent; loading succeeds when kofi_verbs answers by
  * disconnecting (size must hold 40 bytes).
  */
 #include <linux/completion.h>
@@ -300,6 +301,7 @@ static int server_fn(void *arg)
 #define KOFI_HEADER_LEN 24
 #define KOFI_OP_CTS 6
 #define KOFI_OP_WFIN 7
+#define KOFI_OP_CLOSE 8
 
 /* Writes the bad peer's SEND into the client's buffer; returns its length. */
 static u32 garbage_frame(void)
@@ -312,9 +314,14 @@ static u32 garbage_frame(void)
 		return 4;
 	if (!strcmp(test, "garbage_op"))
 		return KOFI_HEADER_LEN;
-	/* An answer about a rendezvous message no one announced. */
+	/*
+	 * An answer about a rendezvous message no one announced, or a close
+	 * that took 0x5eed SENDs of a peer that sent a few.
+	 */
 	memset(b, 0, KOFI_HEADER_LEN + 16);
 	b[0] = cts ? KOFI_OP_CTS : KOFI_OP_WFIN;
+	if (!strcmp(test, "garbage_close"))
+		b[0] = KOFI_OP_CLOSE;
 	put_unaligned_le64(0x5eed, b + 8);
 	if (!cts)
 		return KOFI_HEADER_LEN;

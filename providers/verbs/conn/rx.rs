@@ -187,6 +187,7 @@ impl Conn {
             }
             return;
         }
+        g.sends_received += 1;
         // The peer spoke: an iWARP server may send, and the peer's regions
         // are valid (its greeting is its first frame; pumped below).
         g.greeting.heard = true;
@@ -233,6 +234,13 @@ impl Conn {
                 self.deliver_held(g);
             } else if let Some(res) = &g.res {
                 // No receive of ours waits for it: the peer is broken.
+                res.id.disconnect();
+            }
+        } else if h.op == wire::OP_CLOSE {
+            if h.data <= g.sends_posted {
+                g.peer_took = h.data;
+            } else if let Some(res) = &g.res {
+                // It took more than we sent: the peer is broken.
                 res.id.disconnect();
             }
         } else if h.op == wire::OP_FIN {

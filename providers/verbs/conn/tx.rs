@@ -529,6 +529,16 @@ impl Conn {
         Ok(())
     }
 
+    /// Tells the peer, as we close, how many of its SENDs we took
+    /// (OP_CLOSE, on the reserved credit): those are done even when our
+    /// disconnect fails the QP before their completions come. Without a
+    /// credit the peer learns nothing, and reports what its QP says.
+    pub(super) fn say_close(&self, g: &mut Inner) {
+        if g.phase == Phase::Connected && g.greeting.heard && g.credits >= 1 {
+            let _ = self.post_header_only(g, wire::OP_CLOSE, g.sends_received, false);
+        }
+    }
+
     /// Posts a credit update outside the queue, on the reserved credit.
     fn post_credit(&self, g: &mut Inner) -> Result {
         self.post_header_only(g, wire::OP_CREDIT, 0, false)
@@ -626,9 +636,12 @@ impl Conn {
     fn posted(&self, g: &mut Inner, slot: usize, wr: TxWr, last: bool, sends: bool, grant: u16) {
         let _ = g.tx_free.pop();
         g.tx_wr[slot - RX_DEPTH] = Some(wr);
+        g.tx_seq[slot - RX_DEPTH] = None;
         if sends {
             g.credits -= 1;
             g.grant -= u32::from(grant);
+            g.tx_seq[slot - RX_DEPTH] = Some(g.sends_posted);
+            g.sends_posted += 1;
         }
         if last {
             let _ = g.queue.pop();
@@ -1008,7 +1021,11 @@ impl Conn {
             return;
         };
         let _ = g.tx_free.push(wc.slot, GFP_ATOMIC);
-        if !wc.ok() && g.sq_error.is_none() {
+        // A SEND the peer said it took (OP_CLOSE) is done, whatever the
+        // QP's failure after it made of its completion.
+        let taken = g.tx_seq[i].take().is_some_and(|n| n < g.peer_took);
+        let ok = wc.ok() || taken;
+        if !ok && g.sq_error.is_none() {
             g.sq_error = Some(wc_error(wc.status()));
             // The QP is in error: end the connection on both sides.
             if wc.status() != WcStatus::Flushed {
@@ -1051,7 +1068,7 @@ impl Conn {
         };
         self.answer_disconnect(g);
         if let (Some(r), Some(ep)) = (report, &g.ep) {
-            if wc.ok() {
+            if ok {
                 let _ = ep.complete(r.flags, r.ctx, r.len, 0);
             } else if r.errors {
                 let err = g.sq_error.unwrap_or(abi::FI_EIO);

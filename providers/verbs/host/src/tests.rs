@@ -38,7 +38,7 @@ fn tagged_messages_carry_their_tag() {
         );
     }
     // Nothing else is tagged.
-    for op in [OP_WRITE_DATA, OP_CREDIT, OP_FIN, OP_CTS, OP_WFIN] {
+    for op in [OP_WRITE_DATA, OP_CREDIT, OP_FIN, OP_CTS, OP_WFIN, OP_CLOSE] {
         let h = Header {
             op,
             flags: FLAG_TAGGED,
@@ -71,7 +71,7 @@ fn malformed_headers_are_refused() {
         assert_eq!(Header::decode(&b[..n]), None);
     }
     // Unknown operations.
-    for op in [0u8, 8, 0x80, 0xff] {
+    for op in [0u8, 9, 0x80, 0xff] {
         let h = Header {
             op,
             ..Default::default()

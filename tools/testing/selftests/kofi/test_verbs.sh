@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # kofi_verbs as a module, on siw and on rxe on eth0: a consumer holding the
 # provider (rmmod refused), bad peers (raw verbs sending malformed messages,
-# or answers about a rendezvous message never announced: kofi disconnects
-# each), the pingpong sample (private data, every byte checked), streaming
+# answers about a rendezvous message never announced, or a close that took
+# more than kofi sent: kofi disconnects each), the pingpong sample (private data, every byte checked), streaming
 # messages and RMA writes and reads, and the device deleted under traffic
 # (the consumer gets errors in bounded time; nothing hangs or leaks, and the
 # provider unloads after).
@@ -31,7 +31,7 @@ verbs_endpoints() {
 		/sys/kernel/debug/kofi/providers
 }
 
-ktap_plan 34
+ktap_plan 36
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_verbs.ko || { ktap_diag "loading failed"; exit 1; }
 port=7700
 for type in siw rxe; do
@@ -40,7 +40,7 @@ for type in siw rxe; do
 	ktap_expect_ok "${type}_consumer_opens_verbs_objects" insmod $MODDIR/kofi_sample_consumer.ko prov=verbs
 	ktap_expect_fail "${type}_verbs_in_use_not_removable" rmmod kofi_verbs
 	rmmod kofi_sample_consumer
-	for kind in short op cts wfin; do
+	for kind in short op cts wfin close; do
 		port=$((port + 1))
 		insmod $MODDIR/kofi_pingpong.ko prov=verbs mode=server addr=$own port=$port size=64 \
 			iters=1 timeout_ms=8000 2>/dev/null &
