@@ -55,10 +55,17 @@ pub(crate) use cm::{Listener, Request};
 
 /// Provider receive buffers per connection (the peer's initial credits).
 pub(crate) const RX_DEPTH: usize = 32;
-/// Bytes of a receive buffer, header included.
-pub(crate) const RX_BUF: usize = 16384;
+/// Payload bytes of a receive buffer; its header lands in a buffer of its
+/// own (a first SGE), so a 64 KiB message, or an RDM segment, is one SEND.
+pub(crate) const RX_DATA: usize = 64 << 10;
+/// The payload's pieces, an SGE each: 32 KiB is an order-3 allocation, the
+/// largest the page allocator does not treat as costly (it retries, and
+/// compacts, rather than fail a connection's setup, or a storage
+/// consumer's reconnect, when memory is fragmented).
+const RX_CHUNK: usize = 32 << 10;
+const RX_CHUNKS: usize = RX_DATA / RX_CHUNK;
 /// Payload bytes per SEND.
-const SEGMENT: usize = RX_BUF - HEADER_LEN;
+const SEGMENT: usize = RX_DATA;
 /// Send work requests in flight.
 pub(crate) const SQ_DEPTH: usize = 64;
 /// How long (ms) a closing connection lets its last sends go (see
@@ -272,10 +279,61 @@ struct Report {
     errors: bool,
 }
 
-/// A provider receive buffer, posted while the connection lives.
+/// A provider receive buffer, posted while the connection lives: a SEND's
+/// header lands in `header`, its payload in `data`'s pieces, in order.
 struct RxBuf {
     map: Mapping,
-    buf: KVec<u8>,
+    header: KVec<u8>,
+    data: [KVec<u8>; RX_CHUNKS],
+}
+
+impl RxBuf {
+    /// A buffer mapped for `dev`, empty.
+    fn new(dev: Device, lkey: u32) -> Result<Self> {
+        let zeroed = |len: usize| -> Result<KVec<u8>> {
+            let mut v = KVec::with_capacity(len, GFP_KERNEL)?;
+            v.extend_with(len, 0, GFP_KERNEL)?;
+            Ok(v)
+        };
+        let mut header = zeroed(HEADER_LEN)?;
+        let [mut first, mut second] = [zeroed(RX_CHUNK)?, zeroed(RX_CHUNK)?];
+        let map = Mapping::of_buffers(
+            dev,
+            &mut [&mut header, &mut first, &mut second],
+            false,
+            lkey,
+        )?;
+        Ok(RxBuf {
+            map,
+            header,
+            data: [first, second],
+        })
+    }
+
+    /// The header of a SEND of `len` bytes that landed here (None when
+    /// `len` is too short for one, or the header is malformed).
+    fn decode(&self, len: usize) -> Option<Header> {
+        (len >= HEADER_LEN)
+            .then(|| Header::decode(&self.header))
+            .flatten()
+    }
+
+    /// The payload of a SEND of `len` bytes that landed here, piece by
+    /// piece.
+    fn payload(&self, len: usize) -> impl Iterator<Item = &[u8]> {
+        let mut left = len.saturating_sub(HEADER_LEN).min(RX_DATA);
+        self.data.iter().map(move |piece| {
+            let n = left.min(RX_CHUNK);
+            left -= n;
+            &piece[..n]
+        })
+    }
+
+    /// The start of the payload of a SEND of `len` bytes that landed here
+    /// (an announcement's body).
+    fn body(&self, len: usize) -> &[u8] {
+        &self.data[0][..len.saturating_sub(HEADER_LEN).min(RX_CHUNK)]
+    }
 }
 
 /// The message being received into a posted receive.
@@ -776,10 +834,7 @@ impl Conn {
         g.max_sge = (limits.max_sge.min(16) as usize).max(2);
         g.max_sge_rd = (limits.max_sge_rd.min(limits.max_sge).min(16) as usize).max(1);
         for i in 0..RX_DEPTH {
-            let mut buf = KVec::with_capacity(RX_BUF, GFP_KERNEL)?;
-            buf.extend_with(RX_BUF, 0, GFP_KERNEL)?;
-            let map = Mapping::of_buffer(dev, &mut buf, false, lkey)?;
-            res.rx.push(RxBuf { map, buf }, GFP_KERNEL)?;
+            res.rx.push(RxBuf::new(dev, lkey)?, GFP_KERNEL)?;
             res.qp()?.post_recv(i, res.rx[i].map.sges())?;
         }
         Ok(())

@@ -179,7 +179,8 @@ int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, 
 			.max_send_wr = sq_depth,
 			.max_recv_wr = rq_depth,
 			.max_send_sge = max_sge,
-			.max_recv_sge = 1,
+			/* A receive buffer: header, then payload in two pieces. */
+			.max_recv_sge = 3,
 			.max_inline_data = *max_inline,
 		},
 	};

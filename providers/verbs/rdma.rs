@@ -520,6 +520,22 @@ impl Mapping {
         Ok(m)
     }
 
+    /// Maps provider buffers, one SGE each, in order (as
+    /// [`Mapping::of_buffer`]): a receive that scatters a SEND into them.
+    pub(crate) fn of_buffers(
+        dev: Device,
+        bufs: &mut [&mut [u8]],
+        to_device: bool,
+        lkey: u32,
+    ) -> Result<Mapping> {
+        let mut m = Mapping::empty(dev, to_device);
+        let max = bufs.len();
+        for buf in bufs.iter_mut() {
+            m.push_raw(buf.as_mut_ptr().cast(), buf.len(), lkey, max)?;
+        }
+        Ok(m)
+    }
+
     /// Maps bytes `range.0 .. range.0 + range.1` of the consumer's lent
     /// buffers (valid until the operation completes, after this mapping is
     /// dropped), in at most `max` SGEs. A buffer in a registered region
@@ -640,25 +656,26 @@ impl Mapping {
         &self.sges
     }
 
-    /// Makes the device's writes visible to the CPU.
+    /// Makes the device's writes to the first `len` bytes visible to the
+    /// CPU.
     pub(crate) fn sync_for_cpu(&self, len: usize) {
-        if let Some(s) = self.sges.first() {
-            // SAFETY: A mapping of ours on a registered device.
-            unsafe {
-                abi::kverbs_sync_for_cpu(
-                    self.dev.ptr.as_ptr(),
-                    s.addr,
-                    len.min(s.length as usize),
-                    self.to_device,
-                )
-            };
+        let mut left = len;
+        for s in self.sges.iter() {
+            if left == 0 {
+                break;
+            }
+            let n = left.min(s.length as usize);
+            // SAFETY: A mapping of ours on a registered device; `n` bytes
+            // from its start are within it.
+            unsafe { abi::kverbs_sync_for_cpu(self.dev.ptr.as_ptr(), s.addr, n, self.to_device) };
+            left -= n;
         }
     }
 
     /// Hands the memory (back) to the device.
     pub(crate) fn sync_for_device(&self) {
-        if let Some(s) = self.sges.first() {
-            // SAFETY: As above.
+        for s in self.sges.iter() {
+            // SAFETY: A mapping of ours on a registered device, whole.
             unsafe {
                 abi::kverbs_sync_for_device(
                     self.dev.ptr.as_ptr(),

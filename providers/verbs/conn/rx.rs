@@ -192,11 +192,11 @@ impl Conn {
         // are valid (its greeting is its first frame; pumped below).
         g.greeting.heard = true;
         self.greet(g);
-        let len = (wc.byte_len as usize).min(RX_BUF);
+        let len = (wc.byte_len as usize).min(HEADER_LEN + RX_DATA);
         let header = match &g.res {
             Some(res) => {
                 res.rx[i].map.sync_for_cpu(len);
-                let h = Header::decode(&res.rx[i].buf[..len]);
+                let h = res.rx[i].decode(len);
                 if h.is_none() {
                     // A malformed message: the peer is broken; disconnect.
                     res.id.disconnect();
@@ -319,12 +319,13 @@ impl Conn {
         let Some(res) = &g.res else {
             return true;
         };
-        let payload = &res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)];
         let Some(cur) = g.cur.as_mut() else {
             return true;
         };
-        cur.recv.fill_at(cur.got, payload);
-        cur.got += payload.len();
+        for piece in res.rx[i].payload(len) {
+            cur.recv.fill_at(cur.got, piece);
+            cur.got += piece.len();
+        }
         if h.flags & wire::FLAG_LAST == 0 {
             return true;
         }
@@ -369,10 +370,11 @@ impl Conn {
         let (Some(res), Some(c)) = (&g.res, g.copying.as_mut()) else {
             return;
         };
-        let payload = &res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)];
-        // No more than the first segment announced (its capacity).
-        let n = payload.len().min(c.bytes.capacity() - c.bytes.len());
-        let _ = c.bytes.extend_from_slice(&payload[..n], GFP_KERNEL);
+        for piece in res.rx[i].payload(len) {
+            // No more than the first segment announced (its capacity).
+            let n = piece.len().min(c.bytes.capacity() - c.bytes.len());
+            let _ = c.bytes.extend_from_slice(&piece[..n], GFP_KERNEL);
+        }
         if h.flags & wire::FLAG_LAST == 0 {
             return;
         }
@@ -416,8 +418,7 @@ impl Conn {
         let Some(res) = &g.res else {
             return true;
         };
-        let Some(body) = wire::RtsBody::decode(&res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)])
-        else {
+        let Some(body) = wire::RtsBody::decode(res.rx[i].body(len)) else {
             // A malformed announcement: the peer is broken.
             res.id.disconnect();
             return true;
@@ -459,8 +460,7 @@ impl Conn {
         let Some(res) = &g.res else {
             return;
         };
-        let body = wire::RtsBody::decode(&res.rx[i].buf[HEADER_LEN..len.max(HEADER_LEN)])
-            .filter(|b| b.cookie == h.data);
+        let body = wire::RtsBody::decode(res.rx[i].body(len)).filter(|b| b.cookie == h.data);
         let send = body.and_then(|b| g.rndv_sends.iter().find(|s| s.cookie == b.cookie));
         let (Some(body), Some(send)) = (body, send) else {
             // Not a message of ours that waits: the peer is broken.
@@ -561,10 +561,7 @@ impl Conn {
     pub(super) fn deliver_held(&self, g: &mut Inner) {
         self.start_ready(g);
         while let Some(&(i, len)) = g.held.front() {
-            let header = g
-                .res
-                .as_ref()
-                .and_then(|r| Header::decode(&r.rx[i].buf[..len]));
+            let header = g.res.as_ref().and_then(|r| r.rx[i].decode(len));
             let Some(h) = header else {
                 break;
             };

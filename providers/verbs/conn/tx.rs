@@ -182,7 +182,9 @@ impl Conn {
     ) -> Result {
         let len = match &lent {
             Some(l) => l.len(),
-            None if (HEADER_LEN..=RX_BUF).contains(&frame.len()) => frame.len() - HEADER_LEN,
+            None if (HEADER_LEN..=HEADER_LEN + SEGMENT).contains(&frame.len()) => {
+                frame.len() - HEADER_LEN
+            }
             None => return Err(EINVAL),
         };
         if len > MAX_MSG {
