@@ -58,12 +58,11 @@ pub(crate) const RX_DEPTH: usize = 32;
 /// Payload bytes of a receive buffer; its header lands in a buffer of its
 /// own (a first SGE), so a 64 KiB message, or an RDM segment, is one SEND.
 pub(crate) const RX_DATA: usize = 64 << 10;
-/// The payload's pieces, an SGE each: 32 KiB is an order-3 allocation, the
-/// largest the page allocator does not treat as costly (it retries, and
-/// compacts, rather than fail a connection's setup, or a storage
-/// consumer's reconnect, when memory is fragmented).
-const RX_CHUNK: usize = 32 << 10;
-const RX_CHUNKS: usize = RX_DATA / RX_CHUNK;
+/// The payload's two pieces, an SGE each: 32 KiB is an order-3
+/// allocation, the largest the page allocator does not treat as costly (it
+/// retries, and compacts, rather than fail a connection's setup, or a
+/// storage consumer's reconnect, when memory is fragmented).
+const RX_CHUNK: usize = RX_DATA / 2;
 /// Payload bytes per SEND.
 const SEGMENT: usize = RX_DATA;
 /// Send work requests in flight.
@@ -152,13 +151,13 @@ enum TxOp {
         sink: Sink,
     },
     /// A rendezvous message (ours, `cookie`) written into the peer's
-    /// receive, whose region is `key`: `sent` of its `len` bytes are, then
-    /// OP_WFIN says so.
+    /// receive, whose region is `key`: its first `len` bytes in one WRITE
+    /// (`written` once posted), then OP_WFIN says so.
     RndvWrite {
         cookie: u64,
         key: u64,
         len: usize,
-        sent: usize,
+        written: bool,
     },
     /// A rendezvous message (its sender's `cookie`) read into its
     /// receive: `chunks` are (offset, length) of the local buffers, each
@@ -284,7 +283,7 @@ struct Report {
 struct RxBuf {
     map: Mapping,
     header: KVec<u8>,
-    data: [KVec<u8>; RX_CHUNKS],
+    data: [KVec<u8>; 2],
 }
 
 impl RxBuf {
@@ -357,6 +356,13 @@ struct Reading {
     cookie: u64,
     /// Whether its read succeeded, once it ended.
     ended: Option<bool>,
+}
+
+impl Reading {
+    /// Whether it waits for the sender's OP_WFIN (OP_CTS went).
+    fn awaits_wfin(&self) -> bool {
+        self.target.is_some() && self.ended.is_none()
+    }
 }
 
 /// A tagged message no receive wanted when it came, out of the provider
@@ -951,11 +957,13 @@ impl Conn {
     /// consumer often closes right after its last receive). A peer that is
     /// gone fails them at once, so the wait is short then too.
     fn let_last_sends_go(&self) {
-        self.poll();
-        self.say_close(&mut self.inner.lock());
-        for _ in 0..LAST_SENDS_MS {
+        for ms in 0..LAST_SENDS_MS {
             self.poll();
             let mut g = self.inner.lock();
+            if ms == 0 {
+                // Counted once what came is polled.
+                self.say_close(&mut g);
+            }
             let up = matches!(g.phase, Phase::Connected | Phase::Closing);
             if !up || (g.queue.len() == 0 && g.tx_wr.iter().all(Option::is_none)) {
                 return;

@@ -319,9 +319,7 @@ static u32 garbage_frame(void)
 	 * that took 0x5eed SENDs of a peer that sent a few.
 	 */
 	memset(b, 0, KOFI_HEADER_LEN + 16);
-	b[0] = cts ? KOFI_OP_CTS : KOFI_OP_WFIN;
-	if (!strcmp(test, "garbage_close"))
-		b[0] = KOFI_OP_CLOSE;
+	b[0] = cts ? KOFI_OP_CTS : !strcmp(test, "garbage_close") ? KOFI_OP_CLOSE : KOFI_OP_WFIN;
 	put_unaligned_le64(0x5eed, b + 8);
 	if (!cts)
 		return KOFI_HEADER_LEN;

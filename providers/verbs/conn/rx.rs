@@ -177,12 +177,7 @@ impl Conn {
             Self::fail_rndv_sends(g, abi::FI_ECONNRESET);
             // Likewise every OP_WFIN: the receives still waiting for the
             // sender's writes fail (no work request of ours ends them).
-            while let Some(cookie) = g
-                .reading
-                .iter()
-                .find(|r| r.target.is_some() && r.ended.is_none())
-                .map(|r| r.cookie)
-            {
+            while let Some(cookie) = g.reading.iter().find(|r| r.awaits_wfin()).map(|r| r.cookie) {
                 self.finish_rndv(g, cookie, false);
             }
             return;
@@ -228,7 +223,7 @@ impl Conn {
             let ours = g
                 .reading
                 .iter()
-                .any(|r| r.cookie == h.data && r.target.is_some() && r.ended.is_none());
+                .any(|r| r.cookie == h.data && r.awaits_wfin());
             if ours {
                 self.finish_rndv(g, h.data, true);
                 self.deliver_held(g);
@@ -467,11 +462,13 @@ impl Conn {
             res.id.disconnect();
             return;
         };
+        let len = (h.len as usize).min(send.len);
         let op = TxOp::RndvWrite {
             cookie: body.cookie,
             key: body.key,
-            len: (h.len as usize).min(send.len),
-            sent: 0,
+            len,
+            // Nothing to write: OP_WFIN at once.
+            written: len == 0,
         };
         if g.queue.push(op).is_err() {
             // Never written, the message would wait forever: end instead.

@@ -384,7 +384,7 @@ impl Conn {
                 // Their SENDs answer the peer's announcement, as OP_FIN
                 // does; what comes before them takes no credit.
                 TxOp::Cts { sink, .. } => u32::from(matches!(sink, Sink::Posted(_))),
-                TxOp::RndvWrite { len, sent, .. } => u32::from(sent == len),
+                TxOp::RndvWrite { written, .. } => u32::from(*written),
                 TxOp::Read { .. }
                 | TxOp::Msg {
                     rndv: Rndv::Try, ..
@@ -638,11 +638,10 @@ impl Conn {
     fn posted(&self, g: &mut Inner, slot: usize, wr: TxWr, last: bool, sends: bool, grant: u16) {
         let _ = g.tx_free.pop();
         g.tx_wr[slot - RX_DEPTH] = Some(wr);
-        g.tx_seq[slot - RX_DEPTH] = None;
+        g.tx_seq[slot - RX_DEPTH] = sends.then_some(g.sends_posted);
         if sends {
             g.credits -= 1;
             g.grant -= u32::from(grant);
-            g.tx_seq[slot - RX_DEPTH] = Some(g.sends_posted);
             g.sends_posted += 1;
         }
         if last {
@@ -857,18 +856,17 @@ impl Conn {
                 cookie,
                 key,
                 len,
-                sent,
+                written,
             } => {
                 // Gone when it failed (the connection ended).
                 let send = g.rndv_sends.iter().find(|s| s.cookie == *cookie);
                 let region = send.map(|s| &s.region).ok_or(EINVAL)?;
-                if *sent < *len {
+                if !*written {
                     // The message's region is one SGE: one WRITE.
-                    let n = *len - *sent;
-                    let map = Mapping::in_region(dev, region, *sent, n)?;
-                    let remote = wire::remote(*key, *sent as u64);
+                    let map = Mapping::in_region(dev, region, 0, *len)?;
+                    let remote = wire::remote(*key, 0);
                     self.post_send(resources(res)?, slot, WrOp::RdmaWrite, map.sges(), remote)?;
-                    *sent += n;
+                    *written = true;
                     let wr = TxWr::Rma {
                         _map: map,
                         _buf: KVec::new(),

@@ -3,10 +3,10 @@
 # kofi_verbs as a module, on siw and on rxe on eth0: a consumer holding the
 # provider (rmmod refused), bad peers (raw verbs sending malformed messages,
 # answers about a rendezvous message never announced, or a close that took
-# more than kofi sent: kofi disconnects each), the pingpong sample (private data, every byte checked), streaming
-# messages and RMA writes and reads, and the device deleted under traffic
-# (the consumer gets errors in bounded time; nothing hangs or leaks, and the
-# provider unloads after).
+# more than kofi sent: kofi disconnects each), the pingpong sample (private
+# data, every byte checked), streaming messages and RMA writes and reads,
+# and the device deleted under traffic (the consumer gets errors in bounded
+# time; nothing hangs or leaks, and the provider unloads after).
 . "$(dirname "$0")/ktap_helpers.sh"
 . "$(dirname "$0")/rdma_helpers.sh"
 MODDIR=/kofi/modules
