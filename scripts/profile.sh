@@ -6,7 +6,9 @@
 # 1 over TCP and at depth 32 over siw, 128 KiB writes over siw;
 # KOFI_PROFILE_RUNS names some of the runs of tools/bench/profile_guest.sh).
 # Prints, per run, the share of time per module and the top symbols, kofi
-# beside its baseline; writes build/profile/profile.txt.
+# beside its baseline, and for kofi_blk's runs the CPU time per I/O by
+# context (a queue_rq, a work item, fio's calls) four calls deep, from call
+# chains; writes build/profile/profile.txt.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
 cd "$KOFI_ROOT"
@@ -19,7 +21,7 @@ rc=0
 scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" --out "$out" \
 	--with-perf --mem 2G --timeout 1800 -- /kofi/bench/profile_guest.sh ${KOFI_PROFILE_RUNS:-} >"$out.verdict" 2>&1 || rc=$?
 python3 - "$out/vm0/results.ktap" <<'PY' | tee "$out/profile.txt"
-import sys, collections
+import sys, collections, re
 rows = collections.OrderedDict()
 for line in open(sys.argv[1], errors='replace'):
     line = line.strip()
@@ -39,6 +41,41 @@ for run, bys in rows.items():
             a = f"{k[i][0]:5.1f} {k[i][1][:44]}" if i < len(k) else ''
             b = f"{r[i][0]:5.1f} {r[i][1][:44]}" if i < len(r) else ''
             print(f"  {a:<52} | {b}")
+
+# Time per I/O by context (kofi_blk's runs, tools/bench/profile_guest.sh's
+# paths), each side's tree heaviest first, Rust symbols by their last names.
+def short(sym):
+    if not sym.startswith('_R'):
+        return sym
+    s = re.sub(r'(?<=[CMXYN])s[0-9A-Za-z]{0,12}_|B[0-9A-Za-z]{0,3}_', '', sym)
+    names, i = [], 0
+    for m in re.finditer(r'(?<=[A-Za-z_])(\d+)', s):
+        if m.start() < i:
+            continue
+        n = int(m.group(1))
+        name = s[m.end():m.end() + n]
+        if n > 1 and re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', name):
+            names.append(name)
+            i = m.end() + n
+    if 'kernel' in names:  # a trait of the kernel crate: Type::method
+        k = names.index('kernel')
+        names = names[max(0, k - 1):k] + names[-1:]
+    return '::'.join(names[-3:]) or sym
+paths = collections.OrderedDict()
+for line in open(sys.argv[1], errors='replace'):
+    if line.startswith('# paths,'):
+        _, run, impl, us, key = line.strip()[2:].split(',', 4)
+        paths.setdefault(run, {}).setdefault(impl, {})[tuple(key.split(';'))] = float(us)
+for run, impls in paths.items():
+    print(f"\n== {run}: us of CPU per I/O by context, four calls deep (at least 1 us)")
+    for impl, tree in impls.items():
+        print(f"-- {impl}")
+        def show(prefix):
+            kids = [k for k in tree if len(k) == len(prefix) + 1 and k[:len(prefix)] == prefix]
+            for k in sorted(kids, key=lambda k: -tree[k]):
+                print(f"  {'  ' * len(prefix)}{tree[k]:6.1f} {short(k[-1])[:70]}")
+                show(k)
+        show(())
 PY
 grep -E 'passed,' "$out.verdict" || cat "$out.verdict"
 exit $rc

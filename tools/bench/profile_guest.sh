@@ -35,7 +35,7 @@ resolve() {
 sample() {
 	run=$1 impl=$2
 	shift 2
-	perf record -q -e cpu-clock -F 2000 -a -o $DATA -- "$@" >/dev/null 2>/tmp/perf.err && return
+	perf record -q -e cpu-clock -F 2000 -a ${PERF_G:-} -o $DATA -- "$@" 2>/tmp/perf.err && return
 	sed 's/^/# /' /tmp/perf.err
 	ktap_not_ok "${run}_$impl"
 	return 1
@@ -59,18 +59,60 @@ report() {
 profile() {
 	run=$1 impl=$2 mod=$3
 	shift 3
-	if sample "$run" "$impl" insmod $M/$mod.ko "$@"; then
+	if sample "$run" "$impl" insmod $M/$mod.ko "$@" >/dev/null; then
 		report "$run" "$impl"
 	fi
 	rmmod $mod 2>/dev/null
 }
 
-# profile_fio RUN IMPL DEV FIO_ARGS...: samples a 6 s fio job on DEV.
+# paths RUN IMPL IOS: the last sample's time per I/O (IOS of them), in us
+# of CPU (a sample is 500 us of one CPU), in each context an I/O passes
+# through (the innermost queue_rq or work item, else the outermost softirq
+# or fio's submit or reap call) and in what it calls, four calls deep, as
+# "# paths,<run>,<impl>,<us per I/O>,<context;call;...>" (at least 1 us):
+# where kofi_blk and NVMe-oF spend what sets their latency apart.
+paths() {
+	perf script -i $DATA -F ip,sym 2>/dev/null | awk -v run="$1" -v impl="$2" -v ios="$3" '
+		function flush(   i, j, k, a) {
+			a = 0
+			for (i = 1; i <= n && !a; i++)
+				if (f[i] ~ /queue_rq$|io_work$|WorkItem3run/)
+					a = i
+			for (i = n; i >= 1 && !a; i--)
+				if (f[i] ~ /^handle_softirqs$|^__x64_sys_io_(submit|getevents)$/)
+					a = i
+			if (a) {
+				k = ""
+				for (j = a; j >= 1 && j > a - 5; j--) {
+					k = k (k == "" ? "" : ";") f[j]
+					c[k]++
+				}
+			}
+			n = 0
+		}
+		/^$/ { flush(); next }
+		{ n++; f[n] = $2 == "" ? "?" : $2 }
+		END {
+			flush()
+			for (k in c)
+				if (c[k] * 500 >= ios)
+					printf "# paths,%s,%s,%.1f,%s\n", run, impl, c[k] * 500 / ios, k
+		}'
+}
+
+# profile_fio RUN IMPL DEV FIO_ARGS...: samples a 6 s fio job on DEV, with
+# call chains for paths.
 profile_fio() {
 	run=$1 impl=$2 dev=$3
 	shift 3
+	PERF_G=-g
 	sample "$run" "$impl" fio --name=p --filename="$dev" --direct=1 --ioengine=libaio \
-		--thread --time_based --runtime=6 --size=64M "$@" && report "$run" "$impl"
+		--thread --time_based --runtime=6 --size=64M --output-format=json "$@" >/tmp/fio.json
+	ok=$?
+	PERF_G=
+	[ $ok = 0 ] || return
+	report "$run" "$impl"
+	paths "$run" "$impl" "$(awk -F: '/"total_ios"/ { s += $2 } END { print s + 0 }' /tmp/fio.json)"
 }
 
 # profile_blk RUN TRANSPORT PROV ADDR FIO_ARGS...: kofi_blk (over PROV at
