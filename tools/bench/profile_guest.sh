@@ -11,6 +11,8 @@
 . /kofi/bench/blk_targets.sh
 M=/kofi/modules
 DATA=/tmp/perf.data
+# Samples a second per CPU.
+RATE=2000
 
 # resolve: names the addresses perf could not (code of a module loaded after
 # perf started, such as the benchmark's own): the module whose text holds
@@ -35,7 +37,7 @@ resolve() {
 sample() {
 	run=$1 impl=$2
 	shift 2
-	perf record -q -e cpu-clock -F 2000 -a ${PERF_G:-} -o $DATA -- "$@" 2>/tmp/perf.err && return
+	perf record -q -e cpu-clock -F $RATE -a ${PERF_G:-} -o $DATA -- "$@" 2>/tmp/perf.err && return
 	sed 's/^/# /' /tmp/perf.err
 	ktap_not_ok "${run}_$impl"
 	return 1
@@ -66,13 +68,15 @@ profile() {
 }
 
 # paths RUN IMPL IOS: the last sample's time per I/O (IOS of them), in us
-# of CPU (a sample is 500 us of one CPU), in each context an I/O passes
+# of CPU (a sample is 1/RATE s of one CPU), in each context an I/O passes
 # through (the innermost queue_rq or work item, else the outermost softirq
 # or fio's submit or reap call) and in what it calls, four calls deep, as
 # "# paths,<run>,<impl>,<us per I/O>,<context;call;...>" (at least 1 us):
 # where kofi_blk and NVMe-oF spend what sets their latency apart.
 paths() {
-	perf script -i $DATA -F ip,sym 2>/dev/null | awk -v run="$1" -v impl="$2" -v ios="$3" '
+	[ "$3" -gt 0 ] || return
+	perf script -i $DATA -F ip,sym 2>/dev/null | awk -v run="$1" -v impl="$2" -v ios="$3" \
+		-v us=$((1000000 / RATE)) '
 		function flush(   i, j, k, a) {
 			a = 0
 			for (i = 1; i <= n && !a; i++)
@@ -95,8 +99,8 @@ paths() {
 		END {
 			flush()
 			for (k in c)
-				if (c[k] * 500 >= ios)
-					printf "# paths,%s,%s,%.1f,%s\n", run, impl, c[k] * 500 / ios, k
+				if (c[k] * us >= ios)
+					printf "# paths,%s,%s,%.1f,%s\n", run, impl, c[k] * us / ios, k
 		}'
 }
 
