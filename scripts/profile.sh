@@ -6,8 +6,9 @@
 # 1 over TCP and at depth 32 over siw, 128 KiB writes over siw;
 # KOFI_PROFILE_RUNS names some of the runs of tools/bench/profile_guest.sh).
 # Prints, per run, the share of time per module and the top symbols, kofi
-# beside its baseline, and for kofi_blk's runs the CPU time per I/O by
-# context (a queue_rq, a work item, fio's calls) four calls deep, from call
+# beside its baseline, and for kofi_blk's and the pingpongs' runs the CPU
+# time per I/O or round trip by context (a queue_rq, a work item, fio's
+# calls; a fi_* call, the raw socket calls) four calls deep, from call
 # chains; writes build/profile/profile.txt.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
@@ -42,8 +43,9 @@ for run, bys in rows.items():
             b = f"{r[i][0]:5.1f} {r[i][1][:44]}" if i < len(r) else ''
             print(f"  {a:<52} | {b}")
 
-# Time per I/O by context (kofi_blk's runs, tools/bench/profile_guest.sh's
-# paths), each side's tree heaviest first, Rust symbols by their last names.
+# Time per I/O or round trip by context (kofi_blk's and the pingpongs' runs,
+# tools/bench/profile_guest.sh's paths), each side's tree heaviest first,
+# Rust symbols by their last names.
 def short(sym):
     if not sym.startswith('_R'):
         return sym
@@ -61,13 +63,14 @@ def short(sym):
         k = names.index('kernel')
         names = names[max(0, k - 1):k] + names[-1:]
     return '::'.join(names[-3:]) or sym
-paths = collections.OrderedDict()
+paths, units = collections.OrderedDict(), {}
 for line in open(sys.argv[1], errors='replace'):
     if line.startswith('# paths,'):
-        _, run, impl, us, key = line.strip()[2:].split(',', 4)
+        _, run, impl, unit, us, key = line.strip()[2:].split(',', 5)
+        units[run] = unit
         paths.setdefault(run, {}).setdefault(impl, {})[tuple(key.split(';'))] = float(us)
 for run, impls in paths.items():
-    print(f"\n== {run}: us of CPU per I/O by context, four calls deep (at least 1 us)")
+    print(f"\n== {run}: us of CPU per {units[run]} by context, four calls deep (at least 1 us)")
     for impl, tree in impls.items():
         print(f"-- {impl}")
         def show(prefix):

@@ -11,6 +11,7 @@
 . /kofi/bench/blk_targets.sh
 M=/kofi/modules
 DATA=/tmp/perf.data
+TRIPS=
 # Samples a second per CPU.
 RATE=2000
 
@@ -57,33 +58,39 @@ report() {
 
 # profile RUN IMPL MODULE ARGS...: samples the module's run (its init runs
 # the benchmark) and reports before unloading it, so that its own symbols
-# are still known.
+# are still known; with TRIPS set (a pingpong's round trips), with call
+# chains and paths per round trip.
 profile() {
 	run=$1 impl=$2 mod=$3
 	shift 3
+	[ -z "$TRIPS" ] || PERF_G=-g
 	if sample "$run" "$impl" insmod $M/$mod.ko "$@" >/dev/null; then
 		report "$run" "$impl"
+		[ -z "$TRIPS" ] || paths "$run" "$impl" "$TRIPS" "round trip" 'WorkItem3run' \
+			'^fi_(send|inject|recv|cq_sread|cq_read)$|^(kernel|sock)_(send|recv)msg$|^handle_softirqs$'
 	fi
+	PERF_G=
 	rmmod $mod 2>/dev/null
 }
 
-# paths RUN IMPL IOS: the last sample's time per I/O (IOS of them), in us
-# of CPU (a sample is 1/RATE s of one CPU), in each context an I/O passes
-# through (the innermost queue_rq or work item, else the outermost softirq
-# or fio's submit or reap call) and in what it calls, four calls deep, as
-# "# paths,<run>,<impl>,<us per I/O>,<context;call;...>" (at least 1 us):
-# where kofi_blk and NVMe-oF spend what sets their latency apart.
+# paths RUN IMPL UNITS UNIT INNER OUTER: the last sample's time per UNIT
+# (an I/O, a round trip; UNITS of them), in us of CPU (a sample is 1/RATE s
+# of one CPU), in each context it passes through (the innermost frame that
+# matches the regular expression INNER, else the outermost that matches
+# OUTER) and in what that calls, four calls deep, as
+# "# paths,<run>,<impl>,<unit>,<us per unit>,<context;call;...>" (at least
+# 1 us): where kofi and its baseline spend what sets their latency apart.
 paths() {
 	[ "$3" -gt 0 ] || return
-	perf script -i $DATA -F ip,sym 2>/dev/null | awk -v run="$1" -v impl="$2" -v ios="$3" \
-		-v us=$((1000000 / RATE)) '
+	perf script -i $DATA -F ip,sym 2>/dev/null | awk -v run="$1" -v impl="$2" -v units="$3" \
+		-v unit="$4" -v inner="$5" -v outer="$6" -v us=$((1000000 / RATE)) '
 		function flush(   i, j, k, a) {
 			a = 0
-			for (i = 1; i <= n && !a; i++)
-				if (f[i] ~ /queue_rq$|io_work$|WorkItem3run/)
+			for (i = 1; i <= n && !a && inner != ""; i++)
+				if (f[i] ~ inner)
 					a = i
 			for (i = n; i >= 1 && !a; i--)
-				if (f[i] ~ /^handle_softirqs$|^__x64_sys_io_(submit|getevents)$/)
+				if (f[i] ~ outer)
 					a = i
 			if (a) {
 				k = ""
@@ -99,8 +106,8 @@ paths() {
 		END {
 			flush()
 			for (k in c)
-				if (c[k] * us >= ios)
-					printf "# paths,%s,%s,%.1f,%s\n", run, impl, c[k] * us / ios, k
+				if (c[k] * us >= units)
+					printf "# paths,%s,%s,%s,%.1f,%s\n", run, impl, unit, c[k] * us / units, k
 		}'
 }
 
@@ -116,7 +123,9 @@ profile_fio() {
 	PERF_G=
 	[ $ok = 0 ] || return
 	report "$run" "$impl"
-	paths "$run" "$impl" "$(awk -F: '/"total_ios"/ { s += $2 } END { print s + 0 }' /tmp/fio.json)"
+	paths "$run" "$impl" "$(awk -F: '/"total_ios"/ { s += $2 } END { print s + 0 }' /tmp/fio.json)" \
+		I/O 'queue_rq$|io_work$|WorkItem3run' '^handle_softirqs$|^__x64_sys_io_(submit|getevents)$'
+
 }
 
 # profile_blk RUN TRANSPORT PROV ADDR FIO_ARGS...: kofi_blk (over PROV at
@@ -159,8 +168,10 @@ blk_targets_setup || exit 1
 ! wanted blk_tcp_randwrite_qd1 ||
 	profile_blk blk_tcp_randwrite_qd1 tcp sock 127.0.0.1 --rw=randwrite --bs=4k --iodepth=1
 if wanted tcp_pingpong_4k; then
-	profile tcp_pingpong_4k raw kofi_raw_tcp test=pingpong size=4096 iters=10000 port=7901
-	profile tcp_pingpong_4k kofi kofi_pingpong size=4096 iters=10000 port=7902
+	TRIPS=10000
+	profile tcp_pingpong_4k raw kofi_raw_tcp test=pingpong size=4096 iters=$TRIPS port=7901
+	profile tcp_pingpong_4k kofi kofi_pingpong size=4096 iters=$TRIPS verify_in_clock=N port=7902
+	TRIPS=
 fi
 if wanted rdm_pingpong_1m; then
 	profile rdm_pingpong_1m msg kofi_pingpong size=1048576 iters=300 verify_in_clock=N port=7909
@@ -182,8 +193,11 @@ fi
 link_up siw0 siw || exit 1
 own=10.0.2.10
 if wanted siw_pingpong_4k; then
-	profile siw_pingpong_4k raw kofi_raw_verbs test=pingpong addr=$own size=4096 iters=3000 port=7905
-	profile siw_pingpong_4k kofi kofi_pingpong prov=verbs addr=$own size=4096 iters=3000 port=7906
+	TRIPS=3000
+	profile siw_pingpong_4k raw kofi_raw_verbs test=pingpong addr=$own size=4096 iters=$TRIPS port=7905
+	profile siw_pingpong_4k kofi kofi_pingpong prov=verbs addr=$own size=4096 iters=$TRIPS \
+		verify_in_clock=N port=7906
+	TRIPS=
 fi
 if wanted siw_write_64k; then
 	profile siw_write_64k raw kofi_raw_verbs test=write addr=$own size=65536 iters=2048 window=16 port=7907
