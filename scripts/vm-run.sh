@@ -15,7 +15,9 @@
 #
 # KOFI_VM_CPUS (default 1) sets each guest's CPUs: make check asks for 2
 # (races must be able to happen in the tests); the benchmarks' figures are
-# for one.
+# for one. KOFI_VM_APPEND adds to the guest kernel's command line (for the
+# benchmarks, idle=poll: a halted vCPU wakes slowly under TCG, and round
+# trips then measure mostly that; Documentation/kofi/bench.rst).
 #
 # Each VM writes DIR/vmI/console.log (kernel console, first serial port) and
 # DIR/vmI/results.ktap (the guest command's stdout, second serial port). The
@@ -197,7 +199,7 @@ boot_vms() {
 			timeout -k 10 "$timeout_s" qemu-system-x86_64 -accel tcg -cpu max -smp "${KOFI_VM_CPUS:-1}" -m "$mem" \
 				-no-reboot -display none -monitor none \
 				-kernel "$kernel" -initrd "$out/initramfs.cpio" \
-				-append "console=ttyS0 panic=-1 acpi=noirq kofi_node=$i kofi_vms=$vms" \
+				-append "console=ttyS0 panic=-1 acpi=noirq kofi_node=$i kofi_vms=$vms ${KOFI_VM_APPEND:-}" \
 				-serial "file:$dir/console.log" -serial "file:$dir/results.ktap" \
 				-pidfile "$dir/qemu.pid" "${net[@]}" >"$dir/qemu.out" 2>&1 || rc=$?
 			[ $rc != 124 ] && [ $rc != 137 ] || touch "$dir/timed-out"
