@@ -11,7 +11,9 @@
  * buffer slot carries its own pattern, checked outside the clock when the
  * run is over (messages and writes where they landed, reads where they were
  * read into). The module's init returns when the run is over (0: every
- * operation succeeded and every byte arrived) and prints one line:
+ * operation succeeded and every byte arrived) and prints the CPU time the
+ * machine spent from the clock's start to its end, then the bandwidth:
+ *   kofi_bw: cpu busy in the clock: <ns> ns
  *   kofi_bw: <prov> <test> <size> bytes x <iters>: <MB/s, two decimals> MB/s
  * With pairs=N (mode=both), N pairs of endpoints (ports port, port+1, ...)
  * connect first, then stream at once from one start; the line gives their
@@ -308,7 +310,7 @@ static int client(struct stream *st)
 	st->busy_end = cpu_busy_ns();
 	if (!ret && !strcmp(test, "read"))
 		ret = check_slots(e.buf, "client");
-	/* RMA: release the server, and wait for its word that it checked. */
+	/* RMA: release the server, and wait for its word (before it checks). */
 	if (!ret && is_rma()) {
 		ret = fi_send(e.ep, e.buf, 1, NULL, 0, NULL);
 		if (!ret)

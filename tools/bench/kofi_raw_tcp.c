@@ -9,6 +9,9 @@
  *   kofi_raw_tcp: pingpong <size> x <iters>: <ns> ns
  *   kofi_raw_tcp: bw <size> x <iters>: <MB/s, two decimals> MB/s
  *   kofi_raw_tcp: bw <size> x <iters> x <N> streams: <MB/s> MB/s   (N > 1)
+ * and before a bw line the CPU time the machine spent in its clock, as
+ * kofi_bw does:
+ *   kofi_raw_tcp: cpu busy in the clock: <ns> ns
  */
 #include <linux/completion.h>
 #include <linux/in.h>
@@ -20,9 +23,10 @@
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 #include <net/net_namespace.h>
-#include "../../samples/common/cpu_busy.h"
 #include <net/tcp.h>
 #include <kofi/compat.h>
+
+#include "../../samples/common/cpu_busy.h"
 
 static char *test = "pingpong";
 module_param(test, charp, 0444);
