@@ -58,8 +58,7 @@ scale() {
 	port=$((port + n))
 	busy=
 	if insmod $M/$mod.ko "$@" port=$first && rmmod $mod; then
-		busy=$(dmesg | grep "${mark%%:*}: cpu busy in the clock" | tail -1 |
-			sed -n 's/.*: \([0-9][0-9]*\) ns$/\1/p')
+		busy=$(figure "${mark%%:*}: cpu busy in the clock")
 	fi
 	if [ -n "$busy" ]; then
 		echo "# bench,bw_mbs,scale,$impl,$n,$(figure "$mark"),$round"

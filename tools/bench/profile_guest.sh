@@ -33,12 +33,13 @@ resolve() {
 	done
 }
 
-# sample RUN IMPL CMD...: samples the system while CMD runs; false (with
-# the reason as diagnostics) when CMD fails.
+# sample RUN IMPL CMD...: samples the system, with call chains (for
+# paths), while CMD runs; false (with the reason as diagnostics) when CMD
+# fails.
 sample() {
 	run=$1 impl=$2
 	shift 2
-	perf record -q -e cpu-clock -F $RATE -a ${PERF_G:-} -o $DATA -- "$@" 2>/tmp/perf.err && return
+	perf record -q -e cpu-clock -F $RATE -a -g -o $DATA -- "$@" 2>/tmp/perf.err && return
 	sed 's/^/# /' /tmp/perf.err
 	ktap_not_ok "${run}_$impl"
 	return 1
@@ -58,18 +59,16 @@ report() {
 
 # profile RUN IMPL MODULE ARGS...: samples the module's run (its init runs
 # the benchmark) and reports before unloading it, so that its own symbols
-# are still known; with TRIPS set (a pingpong's round trips), with call
-# chains and paths per round trip.
+# are still known; with TRIPS set (a pingpong's round trips), its paths
+# per round trip too.
 profile() {
 	run=$1 impl=$2 mod=$3
 	shift 3
-	[ -z "$TRIPS" ] || PERF_G=-g
 	if sample "$run" "$impl" insmod $M/$mod.ko "$@" >/dev/null; then
 		report "$run" "$impl"
 		[ -z "$TRIPS" ] || paths "$run" "$impl" "$TRIPS" "round trip" 'WorkItem3run' \
 			'^fi_(send|inject|recv|cq_sread|cq_read)$|^(kernel|sock)_(send|recv)msg$|^handle_softirqs$'
 	fi
-	PERF_G=
 	rmmod $mod 2>/dev/null
 }
 
@@ -111,21 +110,17 @@ paths() {
 		}'
 }
 
-# profile_fio RUN IMPL DEV FIO_ARGS...: samples a 6 s fio job on DEV, with
-# call chains for paths.
+# profile_fio RUN IMPL DEV FIO_ARGS...: samples a 6 s fio job on DEV, and
+# its paths per I/O.
 profile_fio() {
 	run=$1 impl=$2 dev=$3
 	shift 3
-	PERF_G=-g
 	sample "$run" "$impl" fio --name=p --filename="$dev" --direct=1 --ioengine=libaio \
-		--thread --time_based --runtime=6 --size=64M --output-format=json "$@" >/tmp/fio.json
-	ok=$?
-	PERF_G=
-	[ $ok = 0 ] || return
+		--thread --time_based --runtime=6 --size=64M --output-format=json "$@" >/tmp/fio.json ||
+		return
 	report "$run" "$impl"
 	paths "$run" "$impl" "$(awk -F: '/"total_ios"/ { s += $2 } END { print s + 0 }' /tmp/fio.json)" \
 		I/O 'queue_rq$|io_work$|WorkItem3run' '^handle_softirqs$|^__x64_sys_io_(submit|getevents)$'
-
 }
 
 # profile_blk RUN TRANSPORT PROV ADDR FIO_ARGS...: kofi_blk (over PROV at
