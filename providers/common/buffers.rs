@@ -43,7 +43,17 @@ pub(crate) struct MrHold {
     pub(super) len: usize,
 }
 
+// SAFETY: A hold is a reference on the core's region, which any thread may
+// use and put (kofi_mr_put takes the region's own lock); the window's
+// memory is the consumer's, lent to the region, not to a thread.
+unsafe impl Send for MrHold {}
+
 impl MrHold {
+    /// The window's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// An iov_iter over `len` bytes at `offset` of the window, to read from
     /// (`ITER_SOURCE`) or write to (`ITER_DEST`) while the region is held.
     pub(crate) fn iter(&self, direction: u32, offset: usize, len: usize) -> Result<abi::iov_iter> {

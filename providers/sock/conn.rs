@@ -22,7 +22,7 @@ use crate::iovec::Iov;
 use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, send_kind, Context, DomainRef, EpRef, Info, Lent,
-    PostedRecv, ProgressWaker,
+    MrHold, PostedRecv, ProgressWaker,
 };
 use crate::listener::Listener;
 use crate::prefetch::{Prefetch, Reader};
@@ -123,6 +123,10 @@ pub(crate) enum TxPayload {
     Copied(KVVec<u8>),
     /// The consumer's buffers, sent from in place.
     Lent(Lent),
+    /// The window of a region a peer reads, held while TCP copies from it
+    /// in place: only while the read is answered (see
+    /// [`Inner::let_go_of_region`]).
+    Region(MrHold),
 }
 
 impl TxPayload {
@@ -131,12 +135,17 @@ impl TxPayload {
             TxPayload::None => 0,
             TxPayload::Copied(v) => v.len(),
             TxPayload::Lent(l) => l.len(),
+            TxPayload::Region(held) => held.len(),
         }
     }
 
     /// Calls `f` with an iterator over the payload's bytes from byte `skip`
     /// on (None when there are none), valid for the call.
-    fn with_iter_at<R>(&self, skip: usize, f: impl FnOnce(Option<&abi::iov_iter>) -> R) -> R {
+    fn with_iter_at<R>(
+        &self,
+        skip: usize,
+        f: impl FnOnce(Option<&abi::iov_iter>) -> Result<R>,
+    ) -> Result<R> {
         match self {
             TxPayload::None => f(None),
             TxPayload::Copied(v) => {
@@ -148,6 +157,14 @@ impl TxPayload {
                 f(Some(&iter))
             }
             TxPayload::Lent(l) => f(Some(&l.iter_at(skip))),
+            TxPayload::Region(held) => {
+                let skip = skip.min(held.len());
+                f(Some(&held.iter(
+                    abi::ITER_SOURCE,
+                    skip,
+                    held.len() - skip,
+                )?))
+            }
         }
     }
 
@@ -1171,21 +1188,25 @@ impl Inner {
             }
             (Phase::Connected, Op::ReadReq) => {
                 let (status, data) = self.rma_read(&h);
+                let len = data.len();
                 if let (0, Some(ep)) = (status, &self.ep) {
                     // Counted on a counter (FI_RMA_EVENT); never a CQ entry.
-                    let _ = ep.complete(FI_REMOTE_READ | FI_RMA, Context::NONE, data.len(), 0);
+                    let _ = ep.complete(FI_REMOTE_READ | FI_RMA, Context::NONE, len, 0);
                 }
                 let resp = Header {
                     status,
                     id: h.id,
                     ..Header::new(Op::ReadResp)
                 };
-                let len = data.len();
-                self.queue(resp, TxPayload::Copied(data), None)?;
+                self.queue(resp, data, None)?;
                 self.reply_bytes += len;
                 if let Some(frame) = self.tx.back_mut() {
                     frame.reply = true;
                 }
+                // The answer carries the region as the read finds it,
+                // before a write behind it in the stream changes it.
+                self.flush(false);
+                self.let_go_of_region();
             }
             (Phase::Connected, Op::WriteAck | Op::ReadResp) => {
                 // An answer to nothing pending (a failed unanswered write's
@@ -1288,19 +1309,36 @@ impl Inner {
         held.write(0, payload)
     }
 
-    /// Reads the bytes a peer asks for; the status and the bytes.
-    fn rma_read(&self, h: &Header) -> (u32, KVVec<u8>) {
+    /// The bytes a peer asks to read: the status, and the region's window
+    /// held for TCP to copy from in place (no copy of kofi's, nor a buffer
+    /// for one, when the socket takes the answer at once).
+    fn rma_read(&self, h: &Header) -> (u32, TxPayload) {
         let Some(domain) = &self.domain else {
-            return (abi::ENOTCONN, KVVec::new());
+            return (abi::ENOTCONN, TxPayload::None);
         };
-        // A copy, not the region in place: a peer that stops reading its
-        // answer must not hold a region its consumer wants to close.
-        match domain
-            .mr_get(h.key, h.addr, h.rma_len as usize, FI_REMOTE_READ)
-            .and_then(|held| held.copy_out())
-        {
-            Ok(data) => (0, data),
-            Err(e) => (errnum(e), KVVec::new()),
+        match domain.mr_get(h.key, h.addr, h.rma_len as usize, FI_REMOTE_READ) {
+            Ok(held) if held.len() == 0 => (0, TxPayload::None),
+            Ok(held) => (0, TxPayload::Region(held)),
+            Err(e) => (errnum(e), TxPayload::None),
+        }
+    }
+
+    /// An answer TCP did not take whole lets go of the region it reads
+    /// from, for a copy of its window (TCP took the bytes already sent from
+    /// the region itself): a write that follows in the stream must not
+    /// change what it carries, and a peer that stops reading must not hold
+    /// a region its consumer wants to close. Without memory for the copy
+    /// the connection ends (part of the answer may be on its way).
+    fn let_go_of_region(&mut self) {
+        let Some(frame) = self.tx.back_mut() else {
+            return;
+        };
+        let TxPayload::Region(held) = &frame.payload else {
+            return;
+        };
+        match held.copy_out() {
+            Ok(copy) => frame.payload = TxPayload::Copied(copy),
+            Err(e) => self.fail(e),
         }
     }
 

@@ -146,7 +146,8 @@ profile_blk() {
 # The runs (each sampled for kofi and for its baseline); the arguments, if
 # any, name those to make (rdm_pingpong_1m, the RDM layer against the
 # kofi_sock MSG endpoints below it, tcp_stream_1m and tcp_scale_16, 16 pairs
-# streaming at once, only when named).
+# streaming at once, blk_tcp_read_128k and blk_tcp_write_128k, only when
+# named).
 RUNS="blk_tcp_randread_qd1 blk_tcp_randwrite_qd1 tcp_pingpong_4k tcp_stream_64k
 siw_pingpong_4k siw_write_64k blk_siw_randread_qd32 blk_siw_randwrite_qd32 blk_siw_write_128k"
 [ $# = 0 ] || RUNS="$*"
@@ -162,6 +163,10 @@ blk_targets_setup || exit 1
 	profile_blk blk_tcp_randread_qd1 tcp sock 127.0.0.1 --rw=randread --bs=4k --iodepth=1
 ! wanted blk_tcp_randwrite_qd1 ||
 	profile_blk blk_tcp_randwrite_qd1 tcp sock 127.0.0.1 --rw=randwrite --bs=4k --iodepth=1
+! wanted blk_tcp_read_128k ||
+	profile_blk blk_tcp_read_128k tcp sock 127.0.0.1 --rw=read --bs=128k --iodepth=8
+! wanted blk_tcp_write_128k ||
+	profile_blk blk_tcp_write_128k tcp sock 127.0.0.1 --rw=write --bs=128k --iodepth=8
 if wanted tcp_pingpong_4k; then
 	TRIPS=10000
 	profile tcp_pingpong_4k raw kofi_raw_tcp test=pingpong size=4096 iters=$TRIPS port=7901
