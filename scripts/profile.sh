@@ -8,7 +8,8 @@
 # Prints, per run, the share of time per module and the top symbols, kofi
 # beside its baseline, and for kofi_blk's and the pingpongs' runs the CPU
 # time per I/O or round trip by context (a queue_rq, a work item, fio's
-# calls; a fi_* call, the raw socket calls) four calls deep, from call
+# calls; a fi_* call, the raw socket calls) four calls deep
+# (KOFI_PROFILE_DEPTH more or fewer), from call
 # chains; writes build/profile/profile.txt.
 set -euo pipefail
 . "$(dirname "$0")/lib/env.sh"
@@ -18,10 +19,11 @@ perf_build
 
 echo "=== VM run (perf kernel, perf in the guest)"
 out="$KOFI_ROOT/build/profile"
+depth=${KOFI_PROFILE_DEPTH:-4}
 rc=0
 scripts/vm-run.sh --kernel "$perf/arch/x86/boot/bzImage" --modules-root "$src" --out "$out" \
-	--with-perf --mem 2G --timeout 1800 -- /kofi/bench/profile_guest.sh ${KOFI_PROFILE_RUNS:-} >"$out.verdict" 2>&1 || rc=$?
-python3 - "$out/vm0/results.ktap" <<'PY' | tee "$out/profile.txt"
+	--with-perf --mem 2G --timeout 1800 -- /kofi/bench/profile_guest.sh "$depth" ${KOFI_PROFILE_RUNS:-} >"$out.verdict" 2>&1 || rc=$?
+python3 - "$out/vm0/results.ktap" "$depth" <<'PY' | tee "$out/profile.txt"
 import sys, collections, re
 rows = collections.OrderedDict()
 for line in open(sys.argv[1], errors='replace'):
@@ -70,7 +72,7 @@ for line in open(sys.argv[1], errors='replace'):
         units[run] = unit
         paths.setdefault(run, {}).setdefault(impl, {})[tuple(key.split(';'))] = float(us)
 for run, impls in paths.items():
-    print(f"\n== {run}: us of CPU per {units[run]} by context, four calls deep (at least 1 us)")
+    print(f"\n== {run}: us of CPU per {units[run]} by context, {sys.argv[2]} calls deep (at least 1 us)")
     for impl, tree in impls.items():
         print(f"-- {impl}")
         def show(prefix):

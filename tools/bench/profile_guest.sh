@@ -76,13 +76,13 @@ profile() {
 # (an I/O, a round trip; UNITS of them), in us of CPU (a sample is 1/RATE s
 # of one CPU), in each context it passes through (the innermost frame that
 # matches the regular expression INNER, else the outermost that matches
-# OUTER) and in what that calls, four calls deep, as
+# OUTER) and in what that calls, DEPTH calls deep, as
 # "# paths,<run>,<impl>,<unit>,<us per unit>,<context;call;...>" (at least
 # 1 us): where kofi and its baseline spend what sets their latency apart.
 paths() {
 	[ "$3" -gt 0 ] || return
 	perf script -i $DATA -F ip,sym 2>/dev/null | awk -v run="$1" -v impl="$2" -v units="$3" \
-		-v unit="$4" -v inner="$5" -v outer="$6" -v us=$((1000000 / RATE)) '
+		-v unit="$4" -v inner="$5" -v outer="$6" -v depth=$DEPTH -v us=$((1000000 / RATE)) '
 		function flush(   i, j, k, a) {
 			a = 0
 			for (i = 1; i <= n && !a && inner != ""; i++)
@@ -93,7 +93,7 @@ paths() {
 					a = i
 			if (a) {
 				k = ""
-				for (j = a; j >= 1 && j > a - 5; j--) {
+				for (j = a; j >= 1 && j > a - depth - 1; j--) {
 					k = k (k == "" ? "" : ";") f[j]
 					c[k]++
 				}
@@ -143,14 +143,16 @@ profile_blk() {
 	nvmet_port_remove 3
 }
 
-# The runs (each sampled for kofi and for its baseline); the arguments, if
-# any, name those to make (rdm_pingpong_1m, the RDM layer against the
+# Usage: profile_guest.sh DEPTH [RUN...]: the paths DEPTH calls deep below
+# their context; the runs (each sampled for kofi and for its baseline), if
+# any are named, those to make (rdm_pingpong_1m, the RDM layer against the
 # kofi_sock MSG endpoints below it, tcp_stream_1m and tcp_scale_16, 16 pairs
 # streaming at once, blk_tcp_read_128k and blk_tcp_write_128k, only when
 # named).
 RUNS="blk_tcp_randread_qd1 blk_tcp_randwrite_qd1 tcp_pingpong_4k tcp_stream_64k
 siw_pingpong_4k siw_write_64k blk_siw_randread_qd32 blk_siw_randwrite_qd32 blk_siw_write_128k"
-[ $# = 0 ] || RUNS="$*"
+DEPTH=${1:-4}
+[ $# -le 1 ] || { shift; RUNS="$*"; }
 wanted() {
 	case " $(echo $RUNS) " in *" $1 "*) return 0 ;; esac
 	return 1
