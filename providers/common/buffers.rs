@@ -172,6 +172,21 @@ impl Buffers {
         append_from(self.as_iov(), 0, self.len(), out)
     }
 
+    /// Copies the bytes of the buffers into `dst`, as long as they are.
+    pub(super) fn copy_to(&self, dst: &mut [u8]) -> Result {
+        if dst.len() != self.len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: The consumer's buffers, readable while the operation is in
+        // progress; `dst` is ours.
+        let n = unsafe { self.as_iov().copy_out(0, dst) };
+        if n == dst.len() {
+            Ok(())
+        } else {
+            Err(EFAULT)
+        }
+    }
+
     /// Copies `src` into the buffers from byte `offset` on, as far as it
     /// fits; the bytes copied.
     pub(super) fn scatter_at(&self, offset: usize, src: &[u8]) -> usize {

@@ -201,6 +201,18 @@ macro_rules! operation_accessors {
                 self.buffers()?.gather(out)
             }
 
+            /// The number of local bytes.
+            #[allow(dead_code)] // kofi_sock's; kofi_verbs compiles this file too.
+            pub(crate) fn len(&self) -> Result<usize> {
+                Ok(self.buffers()?.len())
+            }
+
+            /// Copies the local bytes into `dst`, which is as long as they are.
+            #[allow(dead_code)] // kofi_sock's; kofi_verbs compiles this file too.
+            pub(crate) fn copy_to(&self, dst: &mut [u8]) -> Result {
+                self.buffers()?.copy_to(dst)
+            }
+
             /// The local bytes copied into a new buffer, after `room` zero
             /// bytes (where a provider writes its header): one allocation
             /// for a frame sent as it is.

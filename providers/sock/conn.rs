@@ -116,9 +116,16 @@ impl Done {
     }
 }
 
+/// Payloads up to this many bytes travel in their frame itself: an inject
+/// of a command or of its answer (kofi_blk's are 40 and 16 bytes) allocates
+/// nothing.
+const INLINE_MAX: usize = 64;
+
 /// What follows a frame's header.
 pub(crate) enum TxPayload {
     None,
+    /// A small copy, in the frame: the first `.1` bytes.
+    Inline([u8; INLINE_MAX], usize),
     /// A copy (vmalloc'd when large: no payload needs contiguous pages).
     Copied(KVVec<u8>),
     /// The consumer's buffers, sent from in place.
@@ -133,6 +140,7 @@ impl TxPayload {
     fn len(&self) -> usize {
         match self {
             TxPayload::None => 0,
+            TxPayload::Inline(_, len) => *len,
             TxPayload::Copied(v) => v.len(),
             TxPayload::Lent(l) => l.len(),
             TxPayload::Region(held) => held.len(),
@@ -146,36 +154,55 @@ impl TxPayload {
         skip: usize,
         f: impl FnOnce(Option<&abi::iov_iter>) -> Result<R>,
     ) -> Result<R> {
-        match self {
-            TxPayload::None => f(None),
-            TxPayload::Copied(v) => {
-                let kv = abi::kvec {
-                    iov_base: v.as_ptr().cast_mut().cast(),
-                    iov_len: v.len(),
-                };
-                let iter = Iov::Kvec(core::slice::from_ref(&kv)).iter_at(abi::ITER_SOURCE, skip);
-                f(Some(&iter))
-            }
-            TxPayload::Lent(l) => f(Some(&l.iter_at(skip))),
+        let copy = match self {
+            TxPayload::None => return f(None),
+            TxPayload::Inline(bytes, len) => &bytes[..*len],
+            TxPayload::Copied(v) => &v[..],
+            TxPayload::Lent(l) => return f(Some(&l.iter_at(skip))),
             TxPayload::Region(held) => {
                 let skip = skip.min(held.len());
-                f(Some(&held.iter(
+                return f(Some(&held.iter(
                     abi::ITER_SOURCE,
                     skip,
                     held.len() - skip,
-                )?))
+                )?));
             }
-        }
+        };
+        let kv = abi::kvec {
+            iov_base: copy.as_ptr().cast_mut().cast(),
+            iov_len: copy.len(),
+        };
+        f(Some(
+            &Iov::Kvec(core::slice::from_ref(&kv)).iter_at(abi::ITER_SOURCE, skip),
+        ))
     }
 
-    /// A copy of `data`, or None when it is empty.
-    fn copy_of(data: &[u8]) -> Result<TxPayload> {
-        if data.is_empty() {
+    /// A copy of `len` bytes, which `copy` writes into the room it is
+    /// given: the frame's own when they fit in it.
+    pub(crate) fn copy_with(
+        len: usize,
+        copy: impl FnOnce(&mut [u8]) -> Result,
+    ) -> Result<TxPayload> {
+        if len == 0 {
             return Ok(TxPayload::None);
         }
-        let mut v = KVVec::with_capacity(data.len(), GFP_KERNEL)?;
-        v.extend_from_slice(data, GFP_KERNEL)?;
+        if len <= INLINE_MAX {
+            let mut bytes = [0; INLINE_MAX];
+            copy(&mut bytes[..len])?;
+            return Ok(TxPayload::Inline(bytes, len));
+        }
+        let mut v = KVVec::with_capacity(len, GFP_KERNEL)?;
+        v.extend_with(len, 0, GFP_KERNEL)?;
+        copy(&mut v)?;
         Ok(TxPayload::Copied(v))
+    }
+
+    /// A copy of `data`.
+    fn copy_of(data: &[u8]) -> Result<TxPayload> {
+        TxPayload::copy_with(data.len(), |room| {
+            room.copy_from_slice(data);
+            Ok(())
+        })
     }
 }
 
@@ -595,7 +622,7 @@ impl Conn {
     pub(crate) fn post(
         self: &Arc<Self>,
         header: Header,
-        payload: KVVec<u8>,
+        payload: TxPayload,
         done: Option<Done>,
         more: bool,
     ) -> Result {
@@ -604,7 +631,7 @@ impl Conn {
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
-            g.queue(header, TxPayload::Copied(payload), done)?;
+            g.queue(header, payload, done)?;
             g.push(more)
         };
         if progress {

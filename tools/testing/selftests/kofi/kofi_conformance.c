@@ -962,16 +962,26 @@ static void key_in_connect_data_good_at_once(struct kunit *test)
 	vfree(region);
 }
 
-/* Injects: the buffer is the caller's on return; no send completion. */
+/*
+ * Injects: the buffer is the caller's on return; fi_inject reports no send
+ * completion. Sizes
+ * around kofi_sock's in-frame copy (64 bytes) up to the largest inject, from
+ * kvecs and from a page, each rewritten as soon as the call returns.
+ */
 static void inject(struct kunit *test)
 {
 	struct pair *p = pair_new(test, (struct pair){});
 	struct fi_cq_data_entry e;
 	u8 src[64], dst[64] = {}, copy[64];
 	u8 *region = vzalloc(4096);
+	struct page *page = alloc_page(GFP_KERNEL);
 	struct fid_mr *mr;
+	struct bio_vec bv;
+	struct fi_msg msg = { .msg_bvec = &bv, .iov_count = 1, .context = &bv };
+	size_t sizes[] = { 1, 63, 65, 0 }, max, i;
+	u8 *big, *big_dst, *big_copy;
 
-	KUNIT_ASSERT_NOT_NULL(test, region);
+	KUNIT_ASSERT_TRUE(test, region && page);
 	fill(src, sizeof(src), 10);
 	memcpy(copy, src, sizeof(src));
 	conf_open(test, p, 6);
@@ -981,6 +991,42 @@ static void inject(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
 	KUNIT_EXPECT_EQ(test, e.len, sizeof(dst));
 	KUNIT_EXPECT_EQ(test, memcmp(dst, copy, sizeof(dst)), 0);
+
+	max = min_t(size_t, p->client.info->tx_attr->inject_size, PAGE_SIZE);
+	sizes[ARRAY_SIZE(sizes) - 1] = max;
+	big = kunit_kzalloc(test, max, GFP_KERNEL);
+	big_dst = kunit_kzalloc(test, max, GFP_KERNEL);
+	big_copy = kunit_kzalloc(test, max, GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, big && big_dst && big_copy);
+	for (i = 0; i < 2 * ARRAY_SIZE(sizes); i++) {
+		size_t len = sizes[i / 2];
+		bool from_page = i % 2;
+		u8 *from = from_page ? page_address(page) + PAGE_SIZE - len : big;
+
+		if (len > max)
+			continue;
+		fill(from, len, 12 + i);
+		memcpy(big_copy, from, len);
+		memset(big_dst, 0, max);
+		KUNIT_ASSERT_EQ(test, fi_recv(p->server.ep, big_dst, max, NULL, 0, NULL), 0);
+		if (from_page) {
+			bvec_set_page(&bv, page, len, PAGE_SIZE - len);
+			KUNIT_ASSERT_EQ(test, fi_sendmsg(p->client.ep, &msg, FI_INJECT), 0);
+		} else {
+			KUNIT_ASSERT_EQ(test, fi_inject(p->client.ep, big, len, 0), 0);
+		}
+		memset(from, 0xee, len);
+		KUNIT_ASSERT_EQ(test, cq_wait(p->server.cq, &e), 1);
+		KUNIT_EXPECT_EQ(test, e.len, len);
+		KUNIT_EXPECT_EQ(test, memcmp(big_dst, big_copy, len), 0);
+		/* fi_sendmsg with FI_INJECT still reports (fi_inject never does). */
+		if (from_page) {
+			KUNIT_ASSERT_EQ(test, cq_wait(p->client.cq, &e), 1);
+			KUNIT_EXPECT_PTR_EQ(test, e.op_context, (void *)&bv);
+		}
+	}
+	KUNIT_EXPECT_EQ(test, fi_cq_read(p->client.cq, &e, 1), -FI_EAGAIN);
+	__free_page(page);
 
 	KUNIT_ASSERT_EQ(test, fi_mr_reg(p->domain, region, 4096, FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL),
 			0);
