@@ -141,17 +141,32 @@ impl Buffers {
         if count == 0 {
             return Ok(Iovs::none());
         }
+        // SAFETY: The view is copied before this call returns.
+        Iovs::copy_of(unsafe { Buffers::view(iov, bvec, count) })
+    }
+
+    /// The arrays the core checked, as they are.
+    ///
+    /// # Safety
+    ///
+    /// The caller uses the view only while the operation's call lasts (the
+    /// arrays are its caller's, for that call).
+    pub(super) unsafe fn view<'a>(
+        iov: *const abi::kvec,
+        bvec: *const abi::bio_vec,
+        count: usize,
+    ) -> Iov<'a> {
+        if count == 0 {
+            return Iov::Kvec(&[]);
+        }
         if !iov.is_null() {
-            // SAFETY: The core checked `iov` holds `count` kvecs.
-            return Iovs::copy_of(Iov::Kvec(unsafe {
-                core::slice::from_raw_parts(iov, count)
-            }));
+            // SAFETY: The core checked `iov` holds `count` kvecs, valid for
+            // the call (the caller's promise).
+            return Iov::Kvec(unsafe { core::slice::from_raw_parts(iov, count) });
         }
         // SAFETY: The core checked exactly one array is given: `bvec` holds
-        // `count` bio_vecs.
-        Iovs::copy_of(Iov::Bvec(unsafe {
-            core::slice::from_raw_parts(bvec, count)
-        }))
+        // `count` bio_vecs, valid for the call.
+        Iov::Bvec(unsafe { core::slice::from_raw_parts(bvec, count) })
     }
 
     /// The buffers as lent ones, for an operation that uses them in place,
@@ -172,27 +187,28 @@ impl Buffers {
         append_from(self.as_iov(), 0, self.len(), out)
     }
 
-    /// Copies the bytes of the buffers into `dst`, as long as they are.
-    pub(super) fn copy_to(&self, dst: &mut [u8]) -> Result {
-        if dst.len() != self.len() {
-            return Err(EINVAL);
-        }
-        // SAFETY: The consumer's buffers, readable while the operation is in
-        // progress; `dst` is ours.
-        let n = unsafe { self.as_iov().copy_out(0, dst) };
-        if n == dst.len() {
-            Ok(())
-        } else {
-            Err(EFAULT)
-        }
-    }
-
     /// Copies `src` into the buffers from byte `offset` on, as far as it
     /// fits; the bytes copied.
     pub(super) fn scatter_at(&self, offset: usize, src: &[u8]) -> usize {
         // SAFETY: The consumer's buffers of a receive, writable until its
         // completion, apart from `src`.
         unsafe { self.as_iov().copy_in(offset, src) }
+    }
+}
+
+/// Copies the bytes of `iov`, the consumer's buffers of an operation in
+/// progress, into `dst`, which is as long as they are.
+pub(super) fn copy_all(iov: Iov<'_>, dst: &mut [u8]) -> Result {
+    if dst.len() != iov.len() {
+        return Err(EINVAL);
+    }
+    // SAFETY: The consumer's buffers, readable while the operation is in
+    // progress; `dst` is ours.
+    let n = unsafe { iov.copy_out(0, dst) };
+    if n == dst.len() {
+        Ok(())
+    } else {
+        Err(EFAULT)
     }
 }
 

@@ -3,11 +3,12 @@
 //! The operations a provider is handed: messages, tagged messages, RMA,
 //! and posted receives with what reports them.
 
-use super::buffers::{Buffers, Lent, Premapped, PremappedList};
+use super::buffers::{copy_all, Buffers, Lent, Premapped, PremappedList};
 use super::handles::EpRef;
 use super::{fi_error, Context};
 use crate::abi;
 use crate::flags::{FI_MSG, FI_TAGGED};
+use crate::iovec::Iov;
 use kernel::alloc::{Allocator, Vec};
 use kernel::prelude::*;
 
@@ -201,16 +202,25 @@ macro_rules! operation_accessors {
                 self.buffers()?.gather(out)
             }
 
-            /// The number of local bytes.
-            #[allow(dead_code)] // kofi_sock's; kofi_verbs compiles this file too.
-            pub(crate) fn len(&self) -> Result<usize> {
-                Ok(self.buffers()?.len())
+            /// The local buffers' descriptors as the caller gave them, for
+            /// the op call.
+            fn view(&self) -> Iov<'_> {
+                // SAFETY: The view borrows `self`, which lasts no longer
+                // than the op call.
+                unsafe { Buffers::view(self.raw.msg_iov, self.raw.msg_bvec, self.raw.iov_count) }
             }
 
-            /// Copies the local bytes into `dst`, which is as long as they are.
+            /// The number of local bytes.
+            #[allow(dead_code)] // kofi_sock's; kofi_verbs compiles this file too.
+            pub(crate) fn len(&self) -> usize {
+                self.view().len()
+            }
+
+            /// Copies the local bytes into `dst`, which is as long as they are
+            /// (no copy of their descriptors on the way).
             #[allow(dead_code)] // kofi_sock's; kofi_verbs compiles this file too.
             pub(crate) fn copy_to(&self, dst: &mut [u8]) -> Result {
-                self.buffers()?.copy_to(dst)
+                copy_all(self.view(), dst)
             }
 
             /// The local bytes copied into a new buffer, after `room` zero

@@ -284,7 +284,7 @@ kofi::ip_endpoint::ip_endpoint_ops!(SockEp, Conn, {
             context: msg.context(),
             data: msg.data(),
             lend: || msg.lend(),
-            copy: || TxPayload::copy_with(msg.len()?, |room| msg.copy_to(room)),
+            copy: || TxPayload::copy_with(msg.len(), |room| msg.copy_to(room)),
         };
         self.send(h, flags, parts)
     }
@@ -297,7 +297,7 @@ kofi::ip_endpoint::ip_endpoint_ops!(SockEp, Conn, {
             context: msg.context(),
             data: msg.data(),
             lend: || msg.lend(),
-            copy: || TxPayload::copy_with(msg.len()?, |room| msg.copy_to(room)),
+            copy: || TxPayload::copy_with(msg.len(), |room| msg.copy_to(room)),
         };
         self.send(h, flags | FI_TAGGED, parts)
     }
