@@ -43,9 +43,10 @@ pub(crate) struct MrHold {
     pub(super) len: usize,
 }
 
-// SAFETY: A hold is a reference on the core's region, which any thread may
-// use and put (kofi_mr_put takes the region's own lock); the window's
-// memory is the consumer's, lent to the region, not to a thread.
+// SAFETY: A hold is a count on the core's region, which any thread may put
+// (kofi_mr_put drops it under the domain's lock of regions and wakes a
+// closer); the window's memory is the consumer's, lent to the region, not
+// to a thread.
 unsafe impl Send for MrHold {}
 
 impl MrHold {
