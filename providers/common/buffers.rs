@@ -203,9 +203,18 @@ pub(super) fn copy_all(iov: Iov<'_>, dst: &mut [u8]) -> Result {
     if dst.len() != iov.len() {
         return Err(EINVAL);
     }
+    copy_at(iov, 0, dst)
+}
+
+/// Copies bytes `at ..` of `iov`, the consumer's buffers of an operation in
+/// progress, into all of `dst`; -EINVAL past their end.
+fn copy_at(iov: Iov<'_>, at: usize, dst: &mut [u8]) -> Result {
+    if !matches!(at.checked_add(dst.len()), Some(end) if end <= iov.len()) {
+        return Err(EINVAL);
+    }
     // SAFETY: The consumer's buffers, readable while the operation is in
     // progress; `dst` is ours.
-    let n = unsafe { iov.copy_out(0, dst) };
+    let n = unsafe { iov.copy_out(at, dst) };
     if n == dst.len() {
         Ok(())
     } else {
@@ -215,20 +224,18 @@ pub(super) fn copy_all(iov: Iov<'_>, dst: &mut [u8]) -> Result {
 
 /// Appends bytes `at .. at + len` of `iov`, the consumer's buffers of an
 /// operation in progress, to `out`; -EINVAL past their end.
-fn append_from<A: Allocator>(iov: Iov<'_>, at: usize, len: usize, out: &mut Vec<u8, A>) -> Result {
+pub(super) fn append_from<A: Allocator>(
+    iov: Iov<'_>,
+    at: usize,
+    len: usize,
+    out: &mut Vec<u8, A>,
+) -> Result {
     if !matches!(at.checked_add(len), Some(end) if end <= iov.len()) {
         return Err(EINVAL);
     }
     let start = out.len();
     out.extend_with(len, 0, GFP_KERNEL)?;
-    // SAFETY: The consumer's buffers, readable while the operation is in
-    // progress; `out` is ours.
-    let n = unsafe { iov.copy_out(at, &mut out[start..]) };
-    if n == len {
-        Ok(())
-    } else {
-        Err(EFAULT)
-    }
+    copy_at(iov, at, &mut out[start..])
 }
 
 /// A send's buffers, lent by the consumer until the send completes.

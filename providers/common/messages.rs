@@ -3,7 +3,7 @@
 //! The operations a provider is handed: messages, tagged messages, RMA,
 //! and posted receives with what reports them.
 
-use super::buffers::{copy_all, Buffers, Lent, Premapped, PremappedList};
+use super::buffers::{append_from, copy_all, Buffers, Lent, Premapped, PremappedList};
 use super::handles::EpRef;
 use super::{fi_error, Context};
 use crate::abi;
@@ -199,7 +199,8 @@ macro_rules! operation_accessors {
 
             /// Appends the local bytes (from kvecs or pages) to `out`.
             pub(crate) fn gather<A: Allocator>(&self, out: &mut Vec<u8, A>) -> Result {
-                self.buffers()?.gather(out)
+                let view = self.view();
+                append_from(view, 0, view.len(), out)
             }
 
             /// The local buffers' descriptors as the caller gave them, for
@@ -227,11 +228,11 @@ macro_rules! operation_accessors {
             /// bytes (where a provider writes its header): one allocation
             /// for a frame sent as it is.
             pub(crate) fn gather_after(&self, room: usize) -> Result<KVec<u8>> {
-                let buffers = self.buffers()?;
-                let len = room.checked_add(buffers.len()).ok_or(EINVAL)?;
+                let view = self.view();
+                let len = room.checked_add(view.len()).ok_or(EINVAL)?;
                 let mut out = KVec::with_capacity(len, GFP_KERNEL)?;
                 out.extend_with(room, 0, GFP_KERNEL)?;
-                buffers.gather(&mut out)?;
+                append_from(view, 0, view.len(), &mut out)?;
                 Ok(out)
             }
 
