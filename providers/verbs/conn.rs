@@ -938,6 +938,7 @@ impl Conn {
         self.release(&mut owner, res);
         drop(owner);
         let mut g = self.inner.lock();
+        Self::forget_work_requests(&mut g);
         while g.queue.pop().is_some() {}
         while g.recvs.pop().is_some() {}
         g.rndv_sends = KVec::new();
@@ -998,18 +999,28 @@ impl Conn {
         // The regions of rendezvous sends go before the domain's PD.
         g.rndv_sends = KVec::new();
         // So do the regions work requests still hold (a READ's sink, a
-        // registration): with the QP gone no completion frees them, and
-        // the device must not outlive them (its removal waits for this).
-        // A registration in flight fails: whoever waits for it (fi_mr_reg,
-        // the region's close) stops waiting.
-        for wr in g.tx_wr.iter_mut() {
+        // registration): the device must not outlive them (its removal
+        // waits for this).
+        Self::forget_work_requests(&mut g);
+        g.domain = None;
+        drop(g);
+        self.entry.remove_conn(self);
+    }
+
+    /// The QP is gone: what it still held never completes. A device need
+    /// not flush every work request its drain overtakes (siw leaves those
+    /// queued behind a failed one when the QP went to error from CLOSING,
+    /// i.e. after our disconnect). A registration among them fails: whoever
+    /// waits for it (fi_mr_reg, the region's close) stops waiting, and the
+    /// reference its state holds on this connection goes (else the two
+    /// would keep each other).
+    fn forget_work_requests(g: &mut Inner) {
+        for (wr, seq) in g.tx_wr.iter_mut().zip(g.tx_seq.iter_mut()) {
+            *seq = None;
             if let Some(TxWr::Reg(reg)) = wr.take() {
                 reg.done(false);
             }
         }
-        g.domain = None;
-        drop(g);
-        self.entry.remove_conn(self);
     }
 
     /// Drains the QP if it came up, then destroys the id (and QP), the CQ

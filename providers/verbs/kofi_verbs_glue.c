@@ -149,6 +149,13 @@ void *kverbs_id_context(struct rdma_cm_id *id)
 	return id->context;
 }
 
+int kverbs_qp_fail(struct ib_qp *qp)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+	return ib_modify_qp(qp, &attr, IB_QP_STATE);
+}
+
 void kverbs_id_set_handler(struct rdma_cm_id *id, rdma_cm_event_handler handler, void *context)
 {
 	id->event_handler = handler;

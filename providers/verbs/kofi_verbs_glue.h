@@ -72,6 +72,8 @@ int kverbs_id_addr(struct rdma_cm_id *id, bool peer, struct sockaddr_storage *ou
 /* @max_inline: asked for; on return, what the QP takes inline. */
 int kverbs_create_qp(struct rdma_cm_id *id, struct ib_pd *pd, struct ib_cq *cq, u32 sq_depth,
 		     u32 rq_depth, u32 max_sge, u32 *max_inline);
+/* Moves @qp to the error state: what it holds completes flushed. */
+int kverbs_qp_fail(struct ib_qp *qp);
 /* From the id's own event callback (ROUTE_RESOLVED). */
 int kverbs_connect(struct rdma_cm_id *id, const void *data, u8 len);
 /*

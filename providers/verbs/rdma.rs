@@ -1585,6 +1585,13 @@ impl<H: CqOwner> Qp<H> {
         })
     }
 
+    /// Moves the QP to error: every work request posted on it completes,
+    /// flushed, without waiting for that here.
+    pub(crate) fn fail(&self) {
+        // SAFETY: A live QP (type invariants). Failing it twice is harmless.
+        let _ = unsafe { abi::kverbs_qp_fail(self.qp.as_ptr()) };
+    }
+
     /// Moves the QP to error and waits until every work request posted on
     /// it has completed (flushed).
     pub(crate) fn drain(&self) {

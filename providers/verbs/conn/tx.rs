@@ -1027,9 +1027,17 @@ impl Conn {
         let ok = wc.ok() || taken;
         if !ok && g.sq_error.is_none() {
             g.sq_error = Some(wc_error(wc.status()));
-            // The QP is in error: end the connection on both sides.
+            // The QP is in error: end the connection on both sides. Failed
+            // first: siw leaves what was queued behind a failed work
+            // request in its send queue, and a disconnect (iWARP's moves the
+            // QP to CLOSING) then a drain never flushes those; from RTS to
+            // error it does, so each completes now (the consumer hears of
+            // each) and the connection's close finds nothing left.
             if wc.status() != WcStatus::Flushed {
                 if let Some(res) = &g.res {
+                    if let Some(qp) = &res.qp {
+                        qp.fail();
+                    }
                     res.id.disconnect();
                 }
             }
