@@ -191,6 +191,25 @@ int ksock_recv_iter(struct socket *sock, const struct iov_iter *iter, size_t len
  */
 #define KSOCK_FRAME_PIECES 34
 
+/*
+ * The pieces of @it that its next @len bytes span (KSOCK_FRAME_PIECES when
+ * there are more): a small answer from a large region is a piece or two,
+ * not the region's whole vector.
+ */
+static unsigned long ksock_pieces(const struct iov_iter *it, size_t len)
+{
+	size_t skip = it->iov_offset, got = 0;
+	unsigned long i;
+
+	for (i = 0; i < it->nr_segs && got < len; i++) {
+		if (i == KSOCK_FRAME_PIECES)
+			return KSOCK_FRAME_PIECES;
+		got += (iov_iter_is_kvec(it) ? it->kvec[i].iov_len : it->bvec[i].bv_len) - skip;
+		skip = 0;
+	}
+	return i;
+}
+
 int ksock_send_frame(struct socket *sock, const void *hdr, size_t hdr_len,
 		     const struct iov_iter *payload, bool more)
 {
@@ -202,7 +221,7 @@ int ksock_send_frame(struct socket *sock, const void *hdr, size_t hdr_len,
 		struct kvec kv[KSOCK_FRAME_PIECES];
 		struct bio_vec bv[KSOCK_FRAME_PIECES];
 	} p;
-	unsigned long i, n = len ? payload->nr_segs : 0;
+	unsigned long i, n = 0;
 	struct kvec head = { .iov_base = (void *)hdr, .iov_len = hdr_len };
 
 	/*
@@ -215,7 +234,11 @@ int ksock_send_frame(struct socket *sock, const void *hdr, size_t hdr_len,
 		return kernel_sendmsg(sock, &msg, &head, 1, hdr_len);
 	} else if (!hdr_len) {
 		msg.msg_iter = *payload;
-	} else if (iov_iter_is_kvec(payload) && n < KSOCK_FRAME_PIECES) {
+		return sock_sendmsg(sock, &msg);
+	}
+	if (iov_iter_is_kvec(payload) || iov_iter_is_bvec(payload))
+		n = ksock_pieces(payload, len);
+	if (iov_iter_is_kvec(payload) && n < KSOCK_FRAME_PIECES) {
 		p.kv[0] = head;
 		for (i = 0; i < n; i++)
 			p.kv[i + 1] = payload->kvec[i];
