@@ -212,7 +212,7 @@ macro_rules! operation_accessors {
             }
 
             /// The number of local bytes.
-            #[allow(dead_code)] // kofi_sock's; kofi_verbs compiles this file too.
+            #[allow(dead_code)] // Not of every kind of message in each provider.
             pub(crate) fn len(&self) -> usize {
                 self.view().len()
             }
@@ -222,18 +222,6 @@ macro_rules! operation_accessors {
             #[allow(dead_code)] // kofi_sock's; kofi_verbs compiles this file too.
             pub(crate) fn copy_to(&self, dst: &mut [u8]) -> Result {
                 copy_all(self.view(), dst)
-            }
-
-            /// The local bytes copied into a new buffer, after `room` zero
-            /// bytes (where a provider writes its header): one allocation
-            /// for a frame sent as it is.
-            pub(crate) fn gather_after(&self, room: usize) -> Result<KVec<u8>> {
-                let view = self.view();
-                let len = room.checked_add(view.len()).ok_or(EINVAL)?;
-                let mut out = KVec::with_capacity(len, GFP_KERNEL)?;
-                out.extend_with(room, 0, GFP_KERNEL)?;
-                append_from(view, 0, view.len(), &mut out)?;
-                Ok(out)
             }
 
             /// The local buffers, lent by the consumer until the operation

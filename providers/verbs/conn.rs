@@ -172,6 +172,13 @@ enum TxOp {
     },
 }
 
+/// What a send sends: the consumer's buffers, lent until it completes, or
+/// an inject's `len` bytes, which `fill` appends to the frame given to it.
+pub(crate) enum Payload<F> {
+    Lent(Lent),
+    Inject { len: usize, fill: F },
+}
+
 /// Whether a message goes by rendezvous.
 enum Rndv {
     No,
@@ -509,6 +516,8 @@ struct Inner {
     /// valid), went, and whether the peer's came. Nothing of the consumer's
     /// goes out before the peer's: its regions may not be valid yet.
     greeting: Greeting,
+    /// Buffers of SENDs that completed, for the next ones.
+    frames: tx::Frames,
     /// The peer's key tables this connection read (regions in pieces), by
     /// key; `None` for one that could not be read or was malformed.
     tables: KVec<(u64, Option<KeyTable>)>,
@@ -639,6 +648,7 @@ impl Conn {
             waker.arm(ep);
         }
         let greeting_timer = Timer::new()?;
+        let frames = tx::Frames::new()?;
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 id <- new_mutex!(None, "kofi_verbs_id"),
@@ -681,6 +691,7 @@ impl Conn {
                     iwarp: false,
                     speaks_second: false,
                     greeting: Greeting::default(),
+                    frames,
                     tables: KVec::new(),
                     table_read: false,
                 }, "kofi_verbs_conn"),

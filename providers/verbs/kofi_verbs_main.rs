@@ -46,7 +46,7 @@ mod wire;
 #[path = "../../include/kofi/rust/workqueue.rs"]
 mod workqueue;
 
-use conn::{Conn, Listener, Request, RmaLocal, RmaPart};
+use conn::{Conn, Listener, Payload, Request, RmaLocal, RmaPart};
 use device::{VDomain, VRegion, VerbsDomain};
 use flags::*;
 use kofi::ip_endpoint::IpEndpoint;
@@ -57,7 +57,6 @@ use kofi::{
 };
 use kofi::{sockaddr, tagged};
 use rdma::{CmId, CmIdSlot};
-use wire::HEADER_LEN;
 
 kofi::module_kofi_provider! {
     provider: Verbs,
@@ -277,34 +276,36 @@ struct VerbsEp {
 }
 
 impl VerbsEp {
-    /// Sends a message (`tag`: a tagged one's, FI_TAGGED in `flags`) from
-    /// the consumer's buffers (`lend`), or an inject's from a copy of them
-    /// after room for the header (`copy`).
+    /// Sends a message (`tag`: a tagged one's, FI_TAGGED in `flags`) of
+    /// `len` bytes from the consumer's buffers (`lend`), or an inject's from
+    /// a copy of them appended to the frame that goes (`copy`).
+    #[allow(clippy::too_many_arguments)]
     fn send(
         &self,
         flags: u64,
         context: Context,
         data: Option<u64>,
         tag: Option<u64>,
+        len: usize,
         lend: impl FnOnce() -> Result<Lent>,
-        copy: impl FnOnce(usize) -> Result<KVec<u8>>,
+        copy: impl FnOnce(&mut KVec<u8>) -> Result,
     ) -> Result {
         refuse_unkept(flags)?;
         // Every send reports once sent, an inject too: the core posts a CQ
         // entry only when one was asked for, and counts it on a counter
         // (a failed inject is not reported yet: tx::reports_errors).
         let done = Some((context, flags));
-        if flags & FI_INJECT != 0 {
-            // The caller's buffer is its own again on return: copy it, into
+        let payload = if flags & FI_INJECT != 0 {
+            // The caller's buffer is its own again on return: copied, into
             // the frame that goes on the wire.
-            let frame = copy(HEADER_LEN)?;
-            if frame.len() - HEADER_LEN > INJECT_SIZE {
+            if len > INJECT_SIZE {
                 return Err(EINVAL);
             }
-            return self.conn()?.send(None, frame, data, tag, done);
-        }
-        self.conn()?
-            .send(Some(lend()?), KVec::new(), data, tag, done)
+            Payload::Inject { len, fill: copy }
+        } else {
+            Payload::Lent(lend()?)
+        };
+        self.conn()?.send(payload, data, tag, done)
     }
 
     fn conn(&self) -> Result<Arc<Conn>> {
@@ -316,16 +317,17 @@ kofi::ip_endpoint::ip_endpoint_ops!(VerbsEp, Conn, {
     fn sendmsg(&self, msg: &Msg<'_>, flags: u64) -> Result {
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
         let payload = || msg.lend();
-        let copy = |room| msg.gather_after(room);
-        self.send(flags, msg.context(), data, None, payload, copy)
+        let copy = |frame: &mut KVec<u8>| msg.gather(frame);
+        self.send(flags, msg.context(), data, None, msg.len(), payload, copy)
     }
 
     fn tsendmsg(&self, msg: &TaggedMsg<'_>, flags: u64) -> Result {
         let data = (flags & FI_REMOTE_CQ_DATA != 0).then_some(msg.data());
         let payload = || msg.lend();
-        let copy = |room| msg.gather_after(room);
+        let copy = |frame: &mut KVec<u8>| msg.gather(frame);
         let flags = flags | FI_TAGGED;
-        self.send(flags, msg.context(), data, Some(msg.tag()), payload, copy)
+        let tag = Some(msg.tag());
+        self.send(flags, msg.context(), data, tag, msg.len(), payload, copy)
     }
 
     fn writemsg(&self, msg: &RmaMsg<'_>, flags: u64) -> Result {

@@ -115,13 +115,42 @@ impl Sink {
     }
 }
 
-/// A frame of `bytes`: room for the header, then them, with capacity for
-/// `more` bytes after (a payload copied in later).
-fn frame_of(bytes: &[u8], more: usize) -> Result<KVec<u8>> {
-    let mut frame = KVec::with_capacity(HEADER_LEN + bytes.len() + more, GFP_KERNEL)?;
-    frame.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
-    frame.extend_from_slice(bytes, GFP_KERNEL)?;
-    Ok(frame)
+/// Frames a connection keeps for its next SENDs, and the largest it keeps
+/// (an inject's, whole).
+const FRAMES_KEPT: usize = 32;
+const FRAME_KEPT_MAX: usize = HEADER_LEN + crate::INJECT_SIZE;
+
+/// The buffers of SENDs that completed, kept for the next ones: a SEND's
+/// header, or an inject's copy, takes no allocation once the connection is
+/// under way (it took a kmalloc and a kfree per SEND; issue 16's
+/// "preallocated per-connection headers and frames").
+pub(super) struct Frames(KVec<KVec<u8>>);
+
+impl Frames {
+    pub(super) fn new() -> Result<Self> {
+        Ok(Frames(KVec::with_capacity(FRAMES_KEPT, GFP_KERNEL)?))
+    }
+
+    /// A frame of `bytes`: room for the header, then them, with capacity
+    /// for `more` bytes after (a payload copied in later).
+    pub(super) fn frame(&mut self, bytes: &[u8], more: usize) -> Result<KVec<u8>> {
+        let mut frame = self.0.pop().unwrap_or_else(KVec::new);
+        frame.clear();
+        frame.reserve(HEADER_LEN + bytes.len() + more, GFP_KERNEL)?;
+        frame.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
+        frame.extend_from_slice(bytes, GFP_KERNEL)?;
+        Ok(frame)
+    }
+
+    /// The frame of a SEND that completed (its mapping gone), for the next.
+    fn keep(&mut self, frame: KVec<u8>) {
+        if frame.capacity() != 0 && frame.capacity() <= FRAME_KEPT_MAX {
+            // Never grows: at most FRAMES_KEPT are kept, in room made once.
+            if self.0.len() < FRAMES_KEPT {
+                let _ = self.0.push(frame, GFP_ATOMIC);
+            }
+        }
+    }
 }
 
 /// Whether a failed send with `flags` is reported. Not an inject's without
@@ -170,22 +199,20 @@ impl Conn {
     }
 
     /// A send from the consumer's buffers (`lent`) or, an inject's, of
-    /// `frame` (room for the header, then a copy of its bytes); a tagged
-    /// one has its `tag` (and FI_TAGGED in its `done` flags).
+    /// `len` bytes that `fill` copies into the frame that goes (after the
+    /// header's room; a kept frame, see [`Frames`]); a tagged one has its
+    /// `tag` (and FI_TAGGED in its `done` flags).
     pub(crate) fn send(
         &self,
-        lent: Option<Lent>,
-        frame: KVec<u8>,
+        payload: Payload<impl FnOnce(&mut KVec<u8>) -> Result>,
         data: Option<u64>,
         tag: Option<u64>,
         done: Option<(Context, u64)>,
     ) -> Result {
-        let len = match &lent {
-            Some(l) => l.len(),
-            None if (HEADER_LEN..=HEADER_LEN + SEGMENT).contains(&frame.len()) => {
-                frame.len() - HEADER_LEN
-            }
-            None => return Err(EINVAL),
+        let len = match &payload {
+            Payload::Lent(l) => l.len(),
+            Payload::Inject { len, .. } if *len <= SEGMENT => *len,
+            Payload::Inject { .. } => return Err(EINVAL),
         };
         if len > MAX_MSG {
             return Err(EINVAL);
@@ -193,10 +220,17 @@ impl Conn {
         let mut g = self.inner.lock();
         Self::ensure_connected(&g)?;
         Self::refuse_on_iwarp(&g, done.map_or(0, |(_, f)| f))?;
-        let rndv = if lent.is_some() && len > RNDV_MIN {
-            Rndv::Try
-        } else {
-            Rndv::No
+        let (lent, frame, rndv) = match payload {
+            Payload::Lent(l) if len > RNDV_MIN => (Some(l), KVec::new(), Rndv::Try),
+            Payload::Lent(l) => (Some(l), KVec::new(), Rndv::No),
+            Payload::Inject { fill, .. } => {
+                let mut frame = g.frames.frame(&[], len)?;
+                fill(&mut frame)?;
+                if frame.len() != HEADER_LEN + len {
+                    return Err(EINVAL);
+                }
+                (None, frame, Rndv::No)
+            }
         };
         let op = TxOp::Msg {
             lent,
@@ -526,7 +560,15 @@ impl Conn {
             data,
             ..Default::default()
         };
-        let wr = self.post_head(resources(&g.res)?, slot, &caps, &h, None, None)?;
+        let wr = self.post_head(
+            resources(&g.res)?,
+            &mut g.frames,
+            slot,
+            &caps,
+            &h,
+            None,
+            None,
+        )?;
         self.posted(g, slot, wr, queued, true, grant);
         Ok(())
     }
@@ -580,9 +622,11 @@ impl Conn {
     /// its room). Small ones go inline, payload copied after the header;
     /// the others with the header in a mapped buffer and the payload from
     /// the consumer's memory.
+    #[allow(clippy::too_many_arguments)]
     fn post_head(
         &self,
         res: &Resources,
+        frames: &mut Frames,
         slot: usize,
         caps: &SendCaps,
         h: &Header,
@@ -594,8 +638,10 @@ impl Conn {
             Some(f) if f.len() >= HEADER_LEN => f,
             Some(_) => return Err(EINVAL),
             // Room for the payload only when it is copied in (inline).
-            None if HEADER_LEN + payload_len <= caps.max_inline => frame_of(&[], payload_len)?,
-            None => frame_of(&[], 0)?,
+            None if HEADER_LEN + payload_len <= caps.max_inline => {
+                frames.frame(&[], payload_len)?
+            }
+            None => frames.frame(&[], 0)?,
         };
         buf[..HEADER_LEN].copy_from_slice(&h.encode());
         let len = buf.len() - HEADER_LEN + payload_len;
@@ -655,7 +701,7 @@ impl Conn {
             return Ok(());
         }
         let (dev, lkey, max_sge) = (caps.dev, caps.lkey, caps.max_sge);
-        let res = &g.res;
+        let (res, frames) = (&g.res, &mut g.frames);
         let Some(front) = g.queue.front_mut() else {
             return Ok(());
         };
@@ -707,7 +753,8 @@ impl Conn {
                     None if *sent == 0 && last => (None, Some(core::mem::take(frame))),
                     None => return Err(EINVAL),
                 };
-                let mut wr = self.post_head(resources(res)?, slot, caps, &h, payload, frame)?;
+                let mut wr =
+                    self.post_head(resources(res)?, frames, slot, caps, &h, payload, frame)?;
                 *sent += seg;
                 if let (true, TxWr::Send { report, .. }) = (last, &mut wr) {
                     *report = done.map(|(ctx, flags)| Report {
@@ -750,7 +797,8 @@ impl Conn {
                         data: data.unwrap_or(0),
                         ..Default::default()
                     };
-                    let mut wr = self.post_head(resources(res)?, slot, caps, &h, None, None)?;
+                    let mut wr =
+                        self.post_head(resources(res)?, frames, slot, caps, &h, None, None)?;
                     if let TxWr::Send { report: r, .. } = &mut wr {
                         *r = Some(report);
                     }
@@ -838,8 +886,9 @@ impl Conn {
                         data: *cookie,
                         ..Default::default()
                     };
-                    let frame = Some(frame_of(&body, 0)?);
-                    let wr = self.post_head(resources(res)?, slot, caps, &h, None, frame)?;
+                    let frame = Some(frames.frame(&body, 0)?);
+                    let wr =
+                        self.post_head(resources(res)?, frames, slot, caps, &h, None, frame)?;
                     // The receive waits for the sender's OP_WFIN now, and
                     // keeps its region until then.
                     let waiting = g
@@ -881,7 +930,7 @@ impl Conn {
                         ..Default::default()
                     };
                     (
-                        self.post_head(resources(res)?, slot, caps, &h, None, None)?,
+                        self.post_head(resources(res)?, frames, slot, caps, &h, None, None)?,
                         true,
                         true,
                     )
@@ -974,8 +1023,9 @@ impl Conn {
                     data: data.unwrap_or(0),
                     tag: tag.unwrap_or(0),
                 };
-                let frame = Some(frame_of(&body, 0)?);
-                let wr = self.post_head(resources(&g.res)?, slot, caps, &h, None, frame)?;
+                let frame = Some(g.frames.frame(&body, 0)?);
+                let res = resources(&g.res)?;
+                let wr = self.post_head(res, &mut g.frames, slot, caps, &h, None, frame)?;
                 let Rndv::Registered(region) = core::mem::replace(rndv, Rndv::No) else {
                     return Err(EINVAL);
                 };
@@ -1043,7 +1093,17 @@ impl Conn {
             }
         }
         let report = match wr {
-            TxWr::Send { report, .. } | TxWr::Rma { report, .. } => report,
+            TxWr::Send {
+                _map: map,
+                _buf: frame,
+                report,
+            } => {
+                // Unmapped first: the bytes are then the CPU's to reuse.
+                drop(map);
+                g.frames.keep(frame);
+                report
+            }
+            TxWr::Rma { report, .. } => report,
             TxWr::Reg(reg) => {
                 reg.done(wc.ok());
                 None
