@@ -25,7 +25,8 @@
 //! build (`info.rs`). The provider's own code needs no FFI. What IP
 //! providers share beyond that lives here too: the active endpoint apart
 //! from its transport (`ip_endpoint.rs`), socket addresses (`sockaddr.rs`),
-//! and tagged matching (`tagged.rs`). The provider's workqueue is
+//! tagged matching (`tagged.rs`) and the buffers a connection keeps for
+//! its next sends (`kept.rs`). The provider's workqueue is
 //! `include/kofi/rust/workqueue.rs`, which the core uses too.
 
 mod adapter;
@@ -33,6 +34,7 @@ pub(crate) mod buffers;
 pub(crate) mod handles;
 pub(crate) mod info;
 pub(crate) mod ip_endpoint;
+pub(crate) mod kept;
 pub(crate) mod messages;
 pub(crate) mod provider;
 pub(crate) mod registration;

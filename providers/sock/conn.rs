@@ -20,6 +20,7 @@ use crate::compat::VecExt;
 use crate::flags::*;
 use crate::iovec::Iov;
 use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
+use crate::kofi::kept::KeptBuffers;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, send_kind, Context, DomainRef, EpRef, Info, Lent,
     MrHold, PostedRecv, ProgressWaker,
@@ -30,7 +31,7 @@ use crate::ring::Ring;
 use crate::socket::{NoIo, Received, SockAddr, Socket, SocketOwner};
 use crate::tagged::{HeldMessage, HeldTagged, TaggedRecvs, Trecv};
 use crate::wire::{self, Header, Op, HEADER_LEN};
-use kernel::alloc::KVVec;
+use kernel::alloc::{allocator::KVmalloc, KVVec};
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, ArcBorrow, Mutex};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
@@ -120,6 +121,11 @@ impl Done {
 /// of a command or of its answer (kofi_blk's are 40 and 16 bytes) allocates
 /// nothing.
 const INLINE_MAX: usize = 64;
+
+/// Copies of larger injects go into buffers the connection keeps once TCP
+/// took the last ones (see [`KeptBuffers`]): up to this many, of at most an
+/// inject's size.
+const KEPT: usize = 32;
 
 /// What follows a frame's header.
 pub(crate) enum TxPayload {
@@ -365,6 +371,8 @@ struct Inner {
     connreq_data: Option<KVVec<u8>>,
     /// FI_RX_CQ_DATA mode: a write's CQ data takes a posted receive.
     rx_cq_data: bool,
+    /// Buffers of injects TCP took, for the next injects' copies.
+    kept: KeptBuffers<KVmalloc>,
 }
 
 /// A connection.
@@ -432,6 +440,7 @@ impl Conn {
             ended: false,
             connreq_data: None,
             rx_cq_data: false,
+            kept: KeptBuffers::new(KEPT, crate::INJECT_SIZE)?,
         };
         let conn = Arc::pin_init(
             pin_init!(Conn {
@@ -618,11 +627,14 @@ impl Conn {
         Ok(())
     }
 
-    /// Queues a message (a copy of its bytes), then pushes what it can (`more`: FI_MORE).
-    pub(crate) fn post(
+    /// Queues a message of a copy of its `len` bytes, which `copy` writes
+    /// (into the frame, or a kept buffer), then pushes what it can (`more`:
+    /// FI_MORE).
+    pub(crate) fn post_copy(
         self: &Arc<Self>,
         header: Header,
-        payload: TxPayload,
+        len: usize,
+        copy: impl FnOnce(&mut [u8]) -> Result,
         done: Option<Done>,
         more: bool,
     ) -> Result {
@@ -631,6 +643,14 @@ impl Conn {
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
+            let payload = if len <= INLINE_MAX {
+                TxPayload::copy_with(len, copy)?
+            } else {
+                let mut buf = g.kept.take(len)?;
+                buf.extend_with(len, 0, GFP_KERNEL)?;
+                copy(&mut buf)?;
+                TxPayload::Copied(buf)
+            };
             g.queue(header, payload, done)?;
             g.push(more)
         };
@@ -955,6 +975,10 @@ impl Inner {
                 }
                 if let (Some(done), Some(ep)) = (frame.done, &self.ep) {
                     let _ = ep.complete(done.flags, done.context, done.len, 0);
+                }
+                // TCP has the bytes: the copy's buffer serves the next.
+                if let TxPayload::Copied(buf) = frame.payload {
+                    self.kept.keep(buf);
                 }
             }
         }

@@ -232,7 +232,8 @@ struct SendParts<L, G> {
     data: u64,
     /// The consumer's buffers, lent.
     lend: L,
-    /// A copy of the bytes.
+    /// The bytes, and what copies them (an inject's) into a buffer as long.
+    len: usize,
     copy: G,
 }
 
@@ -252,7 +253,7 @@ impl SockEp {
     fn send<L, G>(&self, mut h: Header, flags: u64, parts: SendParts<L, G>) -> Result
     where
         L: FnOnce() -> Result<Lent>,
-        G: FnOnce() -> Result<TxPayload>,
+        G: FnOnce(&mut [u8]) -> Result,
     {
         // A send completes once TCP has taken its bytes (FI_INJECT_COMPLETE),
         // not when the peer has them: refuse the levels that say more. (An
@@ -273,7 +274,7 @@ impl SockEp {
         if flags & FI_INJECT == 0 {
             return self.conn()?.post_payload(h, (parts.lend)()?, done, more);
         }
-        self.conn()?.post(h, (parts.copy)()?, done, more)
+        self.conn()?.post_copy(h, parts.len, parts.copy, done, more)
     }
 }
 
@@ -284,7 +285,8 @@ kofi::ip_endpoint::ip_endpoint_ops!(SockEp, Conn, {
             context: msg.context(),
             data: msg.data(),
             lend: || msg.lend(),
-            copy: || TxPayload::copy_with(msg.len(), |room| msg.copy_to(room)),
+            len: msg.len(),
+            copy: |room: &mut [u8]| msg.copy_to(room),
         };
         self.send(h, flags, parts)
     }
@@ -297,7 +299,8 @@ kofi::ip_endpoint::ip_endpoint_ops!(SockEp, Conn, {
             context: msg.context(),
             data: msg.data(),
             lend: || msg.lend(),
-            copy: || TxPayload::copy_with(msg.len(), |room| msg.copy_to(room)),
+            len: msg.len(),
+            copy: |room: &mut [u8]| msg.copy_to(room),
         };
         self.send(h, flags | FI_TAGGED, parts)
     }

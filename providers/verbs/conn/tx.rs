@@ -5,6 +5,8 @@
 //! completions.
 
 use super::*;
+use crate::kofi::kept::KeptBuffers;
+use kernel::alloc::allocator::Kmalloc;
 
 /// What posting a work request needs of the connection.
 struct SendCaps {
@@ -122,21 +124,18 @@ const FRAME_KEPT_MAX: usize = HEADER_LEN + crate::INJECT_SIZE;
 
 /// The buffers of SENDs that completed, kept for the next ones: a SEND's
 /// header, or an inject's copy, takes no allocation once the connection is
-/// under way (it took a kmalloc and a kfree per SEND; issue 16's
-/// "preallocated per-connection headers and frames").
-pub(super) struct Frames(KVec<KVec<u8>>);
+/// under way (it took a kmalloc and a kfree per SEND).
+pub(super) struct Frames(KeptBuffers<Kmalloc>);
 
 impl Frames {
     pub(super) fn new() -> Result<Self> {
-        Ok(Frames(KVec::with_capacity(FRAMES_KEPT, GFP_KERNEL)?))
+        Ok(Frames(KeptBuffers::new(FRAMES_KEPT, FRAME_KEPT_MAX)?))
     }
 
     /// A frame of `bytes`: room for the header, then them, with capacity
     /// for `more` bytes after (a payload copied in later).
     pub(super) fn frame(&mut self, bytes: &[u8], more: usize) -> Result<KVec<u8>> {
-        let mut frame = self.0.pop().unwrap_or_else(KVec::new);
-        frame.clear();
-        frame.reserve(HEADER_LEN + bytes.len() + more, GFP_KERNEL)?;
+        let mut frame = self.0.take(HEADER_LEN + bytes.len() + more)?;
         frame.extend_with(HEADER_LEN, 0, GFP_KERNEL)?;
         frame.extend_from_slice(bytes, GFP_KERNEL)?;
         Ok(frame)
@@ -144,12 +143,7 @@ impl Frames {
 
     /// The frame of a SEND that completed (its mapping gone), for the next.
     fn keep(&mut self, frame: KVec<u8>) {
-        if frame.capacity() != 0 && frame.capacity() <= FRAME_KEPT_MAX {
-            // Never grows: at most FRAMES_KEPT are kept, in room made once.
-            if self.0.len() < FRAMES_KEPT {
-                let _ = self.0.push(frame, GFP_ATOMIC);
-            }
-        }
+        self.0.keep(frame);
     }
 }
 
