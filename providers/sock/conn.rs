@@ -184,10 +184,12 @@ impl TxPayload {
     }
 
     /// A copy of `len` bytes, which `copy` writes into the room it is
-    /// given: the frame's own when they fit in it.
-    pub(crate) fn copy_with(
+    /// given: the frame's own when they fit in it, else a buffer `buffer`
+    /// gives with room for them.
+    fn copy_with(
         len: usize,
         copy: impl FnOnce(&mut [u8]) -> Result,
+        buffer: impl FnOnce(usize) -> Result<KVVec<u8>>,
     ) -> Result<TxPayload> {
         if len == 0 {
             return Ok(TxPayload::None);
@@ -197,7 +199,7 @@ impl TxPayload {
             copy(&mut bytes[..len])?;
             return Ok(TxPayload::Inline(bytes, len));
         }
-        let mut v = KVVec::with_capacity(len, GFP_KERNEL)?;
+        let mut v = buffer(len)?;
         v.extend_with(len, 0, GFP_KERNEL)?;
         copy(&mut v)?;
         Ok(TxPayload::Copied(v))
@@ -205,9 +207,12 @@ impl TxPayload {
 
     /// A copy of `data`.
     fn copy_of(data: &[u8]) -> Result<TxPayload> {
-        TxPayload::copy_with(data.len(), |room| {
+        let copy = |room: &mut [u8]| {
             room.copy_from_slice(data);
             Ok(())
+        };
+        TxPayload::copy_with(data.len(), copy, |len| {
+            Ok(KVVec::with_capacity(len, GFP_KERNEL)?)
         })
     }
 }
@@ -643,14 +648,7 @@ impl Conn {
             if g.phase != Phase::Connected {
                 return Err(fi_error(abi::FI_ENOTCONN));
             }
-            let payload = if len <= INLINE_MAX {
-                TxPayload::copy_with(len, copy)?
-            } else {
-                let mut buf = g.kept.take(len)?;
-                buf.extend_with(len, 0, GFP_KERNEL)?;
-                copy(&mut buf)?;
-                TxPayload::Copied(buf)
-            };
+            let payload = TxPayload::copy_with(len, copy, |len| g.kept.take(len))?;
             g.queue(header, payload, done)?;
             g.push(more)
         };
