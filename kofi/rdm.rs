@@ -158,12 +158,8 @@ impl Iovs {
             return Err(errno::eopnotsupp());
         }
         let mut bytes = KVec::new();
-        bytes.extend_with(total, 0, GFP_KERNEL)?;
-        // SAFETY: The consumer's buffers, `total` bytes (checked), readable
-        // for the call.
-        if unsafe { self.as_iov().copy_out(0, &mut bytes) } != total {
-            return Err(EFAULT);
-        }
+        // SAFETY: The consumer's buffers, readable for the call.
+        unsafe { self.as_iov().append_to(0, total, &mut bytes) }?;
         Ok((Iovs::one(bytes.as_mut_ptr(), bytes.len()), bytes))
     }
 

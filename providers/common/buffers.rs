@@ -230,12 +230,9 @@ pub(super) fn append_from<A: Allocator>(
     len: usize,
     out: &mut Vec<u8, A>,
 ) -> Result {
-    if !matches!(at.checked_add(len), Some(end) if end <= iov.len()) {
-        return Err(EINVAL);
-    }
-    let start = out.len();
-    out.extend_with(len, 0, GFP_KERNEL)?;
-    copy_at(iov, at, &mut out[start..])
+    // SAFETY: The consumer's buffers, readable while the operation is in
+    // progress; `out` is ours.
+    unsafe { iov.append_to(at, len, out) }
 }
 
 /// A send's buffers, lent by the consumer until the send completes.

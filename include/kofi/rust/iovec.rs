@@ -11,6 +11,8 @@
 //! `_copy_to_iter` and `_copy_from_iter`.
 
 use crate::abi;
+use crate::compat::VecExt;
+use kernel::alloc::{Allocator, Vec};
 use kernel::prelude::*;
 
 /// Buffers, borrowed: kernel virtual ranges or pages.
@@ -188,6 +190,39 @@ impl<'a> Iov<'a> {
         // readable memory (the caller's guarantee) and copies at most what
         // it covers.
         unsafe { abi::_copy_from_iter(dst.as_mut_ptr().cast(), dst.len(), &mut iter) }
+    }
+
+    /// Appends bytes `at .. at + len` of the buffers to `out`, copied into
+    /// its spare room (not zeroed first); -EINVAL past their end, -EFAULT
+    /// when the copy falls short.
+    ///
+    /// # Safety
+    ///
+    /// The buffers are memory the caller may read, all of it, apart from
+    /// `out`.
+    pub(crate) unsafe fn append_to<A: Allocator>(
+        &self,
+        at: usize,
+        len: usize,
+        out: &mut Vec<u8, A>,
+    ) -> Result {
+        if !matches!(at.checked_add(len), Some(end) if end <= self.len()) {
+            return Err(EINVAL);
+        }
+        out.reserve(len, GFP_KERNEL)?;
+        let mut iter = self.iter_at(abi::ITER_SOURCE, at);
+        let spare = out.spare_capacity_mut();
+        // SAFETY: `spare` is writable for `len` bytes (reserved above); the
+        // iterator covers readable memory (the caller's guarantee), `len`
+        // bytes of it past `at` (checked).
+        let n = unsafe { abi::_copy_from_iter(spare.as_mut_ptr().cast(), len, &mut iter) };
+        if n != len {
+            return Err(EFAULT);
+        }
+        // SAFETY: The copy wrote the `len` bytes past the length, within the
+        // capacity.
+        unsafe { out.grow_len(len) };
+        Ok(())
     }
 
     /// Appends the descriptors of bytes `at .. at + len` of the buffers to
