@@ -17,6 +17,7 @@ use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::bindings::bio_vec;
 use kernel::error::to_result;
+use kernel::page::Page;
 use kernel::prelude::*;
 use kernel::str::CStr;
 use kernel::sync::Arc;
@@ -120,10 +121,10 @@ impl Info {
         mode & abi::FI_MR_ENDPOINT as i32 != 0
     }
 
-    /// Bytes one fi_inject takes at most.
-    pub(crate) fn inject_size(&self) -> usize {
+    /// Buffers one send takes at most.
+    pub(crate) fn iov_limit(&self) -> usize {
         // SAFETY: By the invariant, a whole info with its attrs.
-        unsafe { (*(*self.as_ptr()).tx_attr).inject_size }
+        unsafe { (*(*self.as_ptr()).tx_attr).iov_limit }
     }
 
     /// Buffers one memory registration takes at most.
@@ -283,8 +284,10 @@ impl Drop for Mr {
 /// What a CQ reports of one operation.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Completion {
-    /// The operation's slot (see [`Connection`]).
+    /// The operation's slot (see [`Connection`]): a receive's, or a send's
+    /// when `sent` is set.
     pub(crate) slot: usize,
+    pub(crate) sent: bool,
     pub(crate) len: usize,
     /// 0, or the operation's error (positive, `FI_E*`).
     pub(crate) err: i32,
@@ -297,14 +300,28 @@ const POSTED: u8 = 1;
 /// Being read by this layer's caller ([`Connection::with_received`]).
 const READING: u8 = 2;
 
-/// One endpoint connected to a peer, its EQ and CQ, and `count` receive
-/// buffers of `size` bytes, posted by slot number.
+/// Bytes of a send slot's own buffer (a head before the caller's pages,
+/// [`Connection::send_with_pages`]): a command fits.
+pub(crate) const SEND_HEAD_MAX: usize = 64;
+
+/// The caller's pieces one send from a send slot takes at most.
+pub(crate) const SEND_PIECES_MAX: usize = 16;
+
+/// Send slots whose heads one page holds.
+const HEADS_PER_PAGE: usize = kernel::page::PAGE_SIZE / SEND_HEAD_MAX;
+
+/// One endpoint connected to a peer, its EQ and CQ, `count` receive
+/// buffers of `size` bytes, posted by slot number, and `count` send slots,
+/// each with a buffer for the head of a message whose rest is the caller's
+/// pages.
 ///
 /// # Invariants
 ///
 /// `ep`, `cq` and `eq` are open; `ep` is bound to both and is closed first.
 /// A receive buffer is written by the provider only while its state is
-/// `POSTED`, and read by this layer only while it is `READING`.
+/// `POSTED`, and read by this layer only while it is `READING`. A send
+/// slot's head is written by this layer only while its state is `IDLE`;
+/// `heads` holds `count` of them, [`HEADS_PER_PAGE`] to a page.
 pub(crate) struct Connection {
     ep: NonNull<abi::fid_ep>,
     cq: NonNull<abi::fid_cq>,
@@ -313,6 +330,11 @@ pub(crate) struct Connection {
     /// Large (a page and a response per slot): vmalloc'd when it must be.
     bufs: KVVec<u8>,
     state: KVec<AtomicU8>,
+    /// Pages, as the provider takes a send's pieces; freed after the
+    /// endpoint's close, as `bufs`.
+    heads: KVec<Page>,
+    /// Per send slot: `IDLE`, or `POSTED` until its completion is read.
+    sending: KVec<AtomicU8>,
     /// Closed after the endpoint and queues (fields drop after `drop`).
     domain: Arc<Domain>,
 }
@@ -343,8 +365,14 @@ impl Connection {
         let mut bufs = KVVec::new();
         bufs.extend_with(count * size, 0u8, GFP_KERNEL)?;
         let mut state = KVec::with_capacity(count, GFP_KERNEL)?;
+        let mut sending = KVec::with_capacity(count, GFP_KERNEL)?;
         for _ in 0..count {
             state.push(AtomicU8::new(IDLE), GFP_KERNEL)?;
+            sending.push(AtomicU8::new(IDLE), GFP_KERNEL)?;
+        }
+        let mut heads = KVec::new();
+        for _ in 0..count.div_ceil(HEADS_PER_PAGE) {
+            heads.push(Page::alloc_page(GFP_KERNEL)?, GFP_KERNEL)?;
         }
         let mut eq_attr = abi::fi_eq_attr {
             event_handler: handlers.eq,
@@ -406,6 +434,8 @@ impl Connection {
             size,
             bufs,
             state,
+            heads,
+            sending,
             domain: domain.clone(),
         };
         // SAFETY: `ep`, `eq` and `cq` are open objects of this domain.
@@ -479,11 +509,81 @@ impl Connection {
         Ok(r)
     }
 
-    /// Marks receive `slot` completed (its completion was read).
-    fn receive_done(&self, slot: usize) {
-        if let Some(state) = self.state.get(slot) {
-            let _ = state.compare_exchange(POSTED, IDLE, Ordering::AcqRel, Ordering::Acquire);
+    /// Sends `head` followed by the bytes of `pages`, as one message, from
+    /// send slot `slot`; its completion names the slot ([`Completion::sent`]).
+    /// `head` is copied into the slot's own buffer, and the provider reads
+    /// the pages until the send completes. EBUSY while the slot's previous
+    /// send has not completed; E2BIG beyond [`SEND_HEAD_MAX`] or
+    /// [`SEND_PIECES_MAX`].
+    ///
+    /// # Safety
+    ///
+    /// The pages must stay valid until this send's completion has been read
+    /// ([`Connection::poll`]) or the connection has been dropped.
+    pub(crate) unsafe fn send_with_pages(
+        &self,
+        slot: usize,
+        head: &[u8],
+        pages: &[bio_vec],
+    ) -> Result {
+        let state = self.sending.get(slot).ok_or(EINVAL)?;
+        if head.len() > SEND_HEAD_MAX || pages.len() > SEND_PIECES_MAX {
+            return Err(E2BIG);
         }
+        if state
+            .compare_exchange(IDLE, POSTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return Err(EBUSY);
+        }
+        let page = &self.heads[slot / HEADS_PER_PAGE];
+        let offset = slot % HEADS_PER_PAGE * SEND_HEAD_MAX;
+        // SAFETY: `head` is readable for its length, which fits the slot's
+        // room inside the page; the slot was idle, so the provider reads none
+        // of it and no one else writes it.
+        unsafe { page.write_raw(head.as_ptr(), offset, head.len()) }?;
+        let mut iov = [bio_vec::default(); 1 + SEND_PIECES_MAX];
+        iov[0] = bio_vec {
+            bv_page: page.as_ptr(),
+            bv_len: head.len() as u32,
+            bv_offset: offset as u32,
+        };
+        iov[1..=pages.len()].copy_from_slice(pages);
+        let msg = abi::fi_msg {
+            msg_bvec: iov.as_ptr(),
+            iov_count: 1 + pages.len(),
+            context: (self.state.len() + slot + 1) as *mut c_void,
+            ..Default::default()
+        };
+        // SAFETY: The endpoint is open; the head's page lives until after
+        // its close, and the caller keeps the pages until the completion is
+        // read or the endpoint closed. fi_sendmsg reads the iov array itself
+        // only during the call. The context is a number, never dereferenced.
+        let ret = unsafe { abi::fi_sendmsg(self.ep.as_ptr(), &msg, flags::FI_COMPLETION) };
+        if ret < 0 {
+            state.store(IDLE, Ordering::Release);
+            return Err(error(ret));
+        }
+        Ok(())
+    }
+
+    /// The completion of the operation with `context` (as posted here):
+    /// its slot is free again.
+    fn completed(&self, context: *mut c_void, len: usize, err: i32) -> Result<Completion> {
+        let n = self.state.len();
+        let (slot, sent, flag) = match (context as usize).wrapping_sub(1) {
+            slot if slot < n => (slot, false, &self.state[slot]),
+            slot if slot - n < n => (slot - n, true, &self.sending[slot - n]),
+            _ => return Err(errno::eproto()),
+        };
+        // A receive is the caller's to read now; a send slot is free.
+        let _ = flag.compare_exchange(POSTED, IDLE, Ordering::AcqRel, Ordering::Acquire);
+        Ok(Completion {
+            slot,
+            sent,
+            len,
+            err,
+        })
     }
 
     /// Sends `bytes` at once (copied: no completion).
@@ -512,8 +612,9 @@ impl Connection {
         })
     }
 
-    /// Reads the CQ: completions into `out` (receives marked done), up to
-    /// its length; an error entry is returned alone. 0 when empty.
+    /// Reads the CQ: completions into `out` (receives marked done, send
+    /// slots free again), up to its length; an error entry is returned
+    /// alone. 0 when empty.
     pub(crate) fn poll(&self, out: &mut [Completion]) -> Result<usize> {
         let mut entries = [abi::fi_cq_msg_entry::default(); 16];
         let want = out.len().min(entries.len());
@@ -530,13 +631,12 @@ impl Connection {
             if n < 0 || out.is_empty() {
                 return Err(error(n.min(-1)));
             }
-            let slot = (err.op_context as usize).wrapping_sub(1);
-            self.receive_done(slot);
-            out[0] = Completion {
-                slot,
-                len: 0,
-                err: err.err.max(1),
-            };
+            let code = err.err.max(1);
+            // One of no operation posted here still ends the connection,
+            // with the provider's error.
+            out[0] = self
+                .completed(err.op_context, 0, code)
+                .map_err(|_| fi_error(code as u32))?;
             return Ok(1);
         }
         if n < 0 {
@@ -544,13 +644,7 @@ impl Connection {
         }
         let n = n as usize;
         for (o, e) in out.iter_mut().zip(&entries[..n]) {
-            let slot = (e.op_context as usize).wrapping_sub(1);
-            self.receive_done(slot);
-            *o = Completion {
-                slot,
-                len: e.len,
-                err: 0,
-            };
+            *o = self.completed(e.op_context, e.len, 0)?;
         }
         Ok(n)
     }

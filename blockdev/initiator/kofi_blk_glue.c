@@ -27,8 +27,8 @@ int kofi_blk_rq_pages(struct request *rq, struct bio_vec *out, int max)
 	return n;
 }
 
-/* Copies between the request's data and @buf: into @buf, or (@fill) out of it. */
-static size_t rq_copy(struct request *rq, void *buf, size_t len, bool fill)
+/* Copies @len bytes of @src into the request's data: how many (all, or what fit). */
+size_t kofi_blk_rq_fill(struct request *rq, const void *src, size_t len)
 {
 	struct req_iterator iter;
 	struct bio_vec bv;
@@ -37,24 +37,10 @@ static size_t rq_copy(struct request *rq, void *buf, size_t len, bool fill)
 	rq_for_each_segment(bv, rq, iter) {
 		if (bv.bv_len > len - done)
 			break;
-		if (fill)
-			memcpy_to_bvec(&bv, buf + done);
-		else
-			memcpy_from_bvec(buf + done, &bv);
+		memcpy_to_bvec(&bv, src + done);
 		done += bv.bv_len;
 	}
 	return done;
-}
-
-size_t kofi_blk_rq_copy(struct request *rq, void *dst, size_t len)
-{
-	return rq_copy(rq, dst, len, false);
-}
-
-size_t kofi_blk_rq_fill(struct request *rq, const void *src, size_t len)
-{
-	/* Only read: the cast serves the one loop both directions share. */
-	return rq_copy(rq, (void *)src, len, true);
 }
 
 struct gendisk *kofi_blk_alloc_disk(struct blk_mq_tag_set *set, struct queue_limits *lim)

@@ -22,8 +22,7 @@ struct request;
 
 /* A request's data pages into @out, one per page piece: how many, or -E2BIG. */
 int kofi_blk_rq_pages(struct request *rq, struct bio_vec *out, int max);
-/* Copies a request's data bytes to @dst (room for @len): how many (all, or what fit). */
-size_t kofi_blk_rq_copy(struct request *rq, void *dst, size_t len);
+/* Copies @src into a request's data bytes (@len of them): how many (all, or what fit). */
 size_t kofi_blk_rq_fill(struct request *rq, const void *src, size_t len);
 extern const struct block_device_operations kofi_blk_fops;
 struct blk_mq_tag_set;

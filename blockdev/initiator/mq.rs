@@ -12,7 +12,6 @@
 //! any context, and which it may keep meanwhile (in its own table by tag).
 
 use crate::compat::CStrBytes;
-use crate::compat::VecExt;
 use crate::errno;
 use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
@@ -33,9 +32,8 @@ extern "C" {
         out: *mut bindings::bio_vec,
         max: c_int,
     ) -> c_int;
-    /// Copies the request's data bytes to `dst` (room for `len`): how many
+    /// Copies `len` bytes of `src` into the request's data: how many
     /// (glue).
-    fn kofi_blk_rq_copy(rq: *mut bindings::request, dst: *mut c_void, len: usize) -> usize;
     fn kofi_blk_rq_fill(rq: *mut bindings::request, src: *const c_void, len: usize) -> usize;
     /// The disks' operations: none but the owner, this module (glue), so
     /// an open disk pins it.
@@ -167,23 +165,6 @@ impl<T: Operations> Request<T> {
         let n = unsafe { kofi_blk_rq_pages(raw, buf.as_mut_ptr(), max) };
         to_result(n.min(0))?;
         Ok(&buf[..n as usize])
-    }
-
-    /// Copies its data (a write's) to the end of `out`, growing it without
-    /// waiting (ENOMEM when memory is short: the caller has another way).
-    pub(crate) fn copy_data(&self, out: &mut KVec<u8>) -> Result {
-        let len = self.bytes() as usize;
-        out.reserve(len, GFP_NOWAIT | __GFP_NOWARN)?;
-        let at = out.len();
-        // SAFETY: By the invariant, a started request whose bios stay until
-        // it ends; `out` has room for `len` bytes past `at`.
-        let n = unsafe { kofi_blk_rq_copy(self.raw(), out.as_mut_ptr().add(at).cast(), len) };
-        if n != len {
-            return Err(EINVAL);
-        }
-        // SAFETY: The glue wrote bytes `at..at + len`, within the capacity.
-        unsafe { out.grow_len(len) };
-        Ok(())
     }
 
     /// Fills its data (a read's) with `src`, which must be exactly its

@@ -164,9 +164,17 @@ impl Response {
     }
 }
 
+/// A response's status as the request's result.
+pub(crate) fn status_result(status: u32) -> Result {
+    match status {
+        0 => Ok(()),
+        status => Err(status_error(status)),
+    }
+}
+
 /// A response's status as the request's error: the target's errno when it
 /// is one a block request can carry, else EIO.
-pub(crate) fn status_error(status: u32) -> Error {
+fn status_error(status: u32) -> Error {
     match status {
         s if s == kernel::bindings::ENOSPC
             || s == kernel::bindings::EOPNOTSUPP

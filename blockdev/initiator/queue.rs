@@ -5,13 +5,15 @@
 //!
 //! A request is entered in the table under its tag before its command is
 //! sent, and leaves it exactly once: when its response arrives (checked
-//! against the tag's generation), or when the connection is lost (it is then
-//! requeued, to wait for the reconnection or fail at its deadline).
+//! against the tag's generation) and, for a write sent from its own pages,
+//! its send has completed; or when the connection is lost (it is then
+//! requeued, to wait for the reconnection or fail at its deadline), once
+//! the connection is closed.
 
 use crate::compat::CStrBytes;
 use crate::compat::Stamp;
 use crate::errno;
-use crate::fabric::{CmEvent, Completion, Connection, Domain, Handlers, Mr};
+use crate::fabric::{CmEvent, Completion, Connection, Domain, Handlers, Mr, SEND_PIECES_MAX};
 use crate::mq::{self, Op};
 use crate::proto::{self, Accept, Command, Response};
 use crate::{abi, flags, Driver};
@@ -19,9 +21,9 @@ use core::ffi::c_void;
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::bindings::bio_vec;
 use kernel::prelude::*;
-use kernel::sync::{Arc, ArcBorrow, SpinLock};
+use kernel::sync::{Arc, ArcBorrow, CondVar, SpinLock};
 use kernel::workqueue::{impl_has_work, new_work, Work, WorkItem};
-use kernel::{new_spinlock, str::CStr};
+use kernel::{new_condvar, new_spinlock, str::CStr};
 
 /// Pages of one request at most: its bytes cut at page boundaries.
 pub(crate) const MAX_PAGES: usize = 64;
@@ -91,6 +93,11 @@ struct InFlight {
     /// inline I/O: a read without one gets its data in its response).
     _mr: Option<Mr>,
     gen: u32,
+    /// An inline write's message, sent from the request's pages, has not
+    /// completed: the provider may still read them.
+    sending: bool,
+    /// The response's result, kept while `sending`.
+    answer: Option<Result>,
 }
 
 impl InFlight {
@@ -107,9 +114,16 @@ struct State {
     gens: KVec<u32>,
     /// The connection, while it is up.
     conn: Option<Arc<Connection>>,
+    /// Holders of a connection taken from `conn` ([`ConnUse`]). No new
+    /// connection is installed while there are any, so once `conn` is
+    /// taken, none means no one else holds the connection taken.
+    users: u32,
     /// A write's bytes its command carries at most on this connection
-    /// (the target's offer, within the provider's inject size; 0: none).
+    /// (the target's offer; 0: none).
     inline_max: usize,
+    /// The request's pieces an inline write's message takes at most (the
+    /// provider's iov limit, less the command's).
+    inline_pieces: usize,
     /// A read's bytes its response carries at most on this connection (the
     /// target's answer to our offer; 0: none).
     read_inline_max: usize,
@@ -133,6 +147,9 @@ pub(crate) struct Queue {
     eq_event: AtomicBool,
     #[pin]
     state: SpinLock<State>,
+    /// Signalled when `state.users` drops to 0.
+    #[pin]
+    unused: CondVar,
     #[pin]
     work: Work<Queue>,
 }
@@ -164,12 +181,15 @@ impl Queue {
                         inflight,
                         gens,
                         conn: None,
+                        users: 0,
                         inline_max: 0,
+                        inline_pieces: 0,
                         read_inline_max: 0,
                         closed: false
                     },
                     "kofi_blk::Queue::state"
                 ),
+                unused <- new_condvar!("kofi_blk::Queue::unused"),
                 work <- new_work!("kofi_blk::Queue::work"),
             }),
             GFP_KERNEL,
@@ -206,17 +226,23 @@ impl Queue {
                 None => return Err(errno::etimedout()),
             }
         };
-        let inject = domain.info().inject_size();
-        let inline_max = inject
-            .saturating_sub(proto::COMMAND_LEN)
-            .min(accept.inline_max as usize);
+        let inline_pieces = domain
+            .info()
+            .iov_limit()
+            .saturating_sub(1)
+            .min(SEND_PIECES_MAX);
         let conn = Arc::new(conn, GFP_KERNEL)?;
         let mut s = self.state.lock();
+        // The last connection's holders first (see `State::users`).
+        while s.users != 0 {
+            self.unused.wait(&mut s);
+        }
         if s.closed {
             return Err(errno::eshutdown());
         }
         s.conn = Some(conn);
-        s.inline_max = inline_max;
+        s.inline_max = accept.inline_max as usize;
+        s.inline_pieces = inline_pieces;
         s.read_inline_max = accept.read_inline_max as usize;
         Ok(accept)
     }
@@ -231,28 +257,38 @@ impl Queue {
         self.state.lock().conn.is_some()
     }
 
-    fn conn(&self) -> Option<Arc<Connection>> {
-        self.state.lock().conn.clone()
-    }
-
-    /// The connection and its inline limits: a write's, a read's.
-    fn conn_and_inline_max(&self) -> Option<(Arc<Connection>, usize, usize)> {
-        let s = self.state.lock();
-        Some((s.conn.clone()?, s.inline_max, s.read_inline_max))
+    /// The connection, held until the use is dropped.
+    fn conn(&self) -> Option<ConnUse<'_>> {
+        let mut s = self.state.lock();
+        let conn = s.conn.clone()?;
+        s.users += 1;
+        Some(ConnUse {
+            queue: self,
+            conn: Some(conn),
+            inline_max: s.inline_max,
+            inline_pieces: s.inline_pieces,
+            read_inline_max: s.read_inline_max,
+        })
     }
 
     /// Sends `rq`'s command; `Err(rq)` when the queue has no connection or
     /// its endpoint cannot take the command now. A write small enough goes
-    /// with its data in the command's message (a copy, injected), a read
-    /// small enough gets its data in the response's: no region, no RMA.
+    /// with its data in the command's message, sent from the request's
+    /// pages; a read small enough gets its data in the response's: no
+    /// region, no RMA.
     pub(crate) fn submit(&self, mut rq: mq::Request<Driver>) -> Result<(), mq::Request<Driver>> {
-        let Some((conn, inline_max, read_inline_max)) = self.conn_and_inline_max() else {
+        let Some(user) = self.conn() else {
             return Err(rq);
         };
-        let fits = rq.op() == Op::Write && rq.bytes() as usize <= inline_max;
-        let mut message = fits.then(|| inline_message(&rq).ok()).flatten();
-        let data_in_response = rq.op() == Op::Read && rq.bytes() as usize <= read_inline_max;
-        let inline = message.is_some() || data_in_response;
+        let conn = user.conn();
+        let fits = rq.op() == Op::Write && rq.bytes() as usize <= user.inline_max;
+        let data_pages = if fits {
+            inline_pages(&mut rq, user.inline_pieces)
+        } else {
+            None
+        };
+        let data_in_response = rq.op() == Op::Read && rq.bytes() as usize <= user.read_inline_max;
+        let inline = data_pages.is_some() || data_in_response;
         let (opcode, access) = match rq.op() {
             Op::Read => (proto::READ, flags::FI_REMOTE_WRITE),
             Op::Write => (proto::WRITE, flags::FI_REMOTE_READ),
@@ -265,7 +301,7 @@ impl Queue {
         let mr = if opcode == proto::FLUSH || inline {
             None
         } else {
-            match register(&conn, &mut rq, access) {
+            match register(conn, &mut rq, access) {
                 Ok(mr) => Some(mr),
                 // A full send queue or a connection going: offered again later.
                 Err(e) if e == EAGAIN || e == errno::enotconn() => return Err(rq),
@@ -297,21 +333,27 @@ impl Queue {
         let bytes = {
             let mut s = self.state.lock();
             // A disconnect since `conn` was read sweeps only what it finds.
-            if !s.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
+            if !s.conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
                 drop(s);
                 drop(mr);
                 return Err(rq);
             }
             let gen = s.gens[tag].wrapping_add(1);
             s.gens[tag] = gen;
-            s.inflight[tag] = Some(InFlight { rq, _mr: mr, gen });
+            s.inflight[tag] = Some(InFlight {
+                rq,
+                _mr: mr,
+                gen,
+                sending: data_pages.is_some(),
+                answer: None,
+            });
             Command { gen, ..cmd }.encode()
         };
-        let sent = match message.as_mut() {
-            Some(m) => {
-                m[..proto::COMMAND_LEN].copy_from_slice(&bytes);
-                conn.inject(m)
-            }
+        let sent = match &data_pages {
+            // SAFETY: The pages are the request's, which stay until it ends;
+            // it ends only once this send's completion has been read
+            // (`sent`), or after the connection is closed (`disconnect`).
+            Some((pages, n)) => unsafe { conn.send_with_pages(tag, &bytes, &pages[..*n]) },
             None => conn.inject(&bytes),
         };
         if sent.is_err() {
@@ -348,7 +390,7 @@ impl Queue {
                 // An inline read's success brings all its bytes, anything
                 // else none (checked before the request leaves the table:
                 // a bad answer leaves it to the disconnect, to go again).
-                Some(f) if f.gen == resp.gen => {
+                Some(f) if f.gen == resp.gen && f.answer.is_none() => {
                     let want = if f.data_in_response() && resp.status == 0 {
                         f.rq.bytes() as usize
                     } else {
@@ -356,6 +398,12 @@ impl Queue {
                     };
                     if data.len() != want {
                         return Err(errno::eproto());
+                    }
+                    if f.sending {
+                        // Its pages are the provider's until the send's
+                        // completion, which ends it.
+                        f.answer = Some(proto::status_result(resp.status));
+                        return Ok(());
                     }
                     slot.take()
                 }
@@ -366,17 +414,38 @@ impl Queue {
         // Dropping the region waits for the target's accesses to end.
         drop(done._mr);
         let result = match resp.status {
-            0 if data.is_empty() => Ok(()),
-            0 => done.rq.fill_data(data),
-            status => Err(proto::status_error(status)),
+            0 if !data.is_empty() => done.rq.fill_data(data),
+            status => proto::status_result(status),
         };
+        end(done.rq, result);
+        Ok(())
+    }
+
+    /// The send of inline write `tag` completed: it ends if it was answered.
+    fn sent(&self, tag: usize) -> Result {
+        let done = {
+            let mut s = self.state.lock();
+            let slot = s.inflight.get_mut(tag).ok_or_else(errno::eproto)?;
+            match slot {
+                Some(f) if f.sending => {
+                    f.sending = false;
+                    if f.answer.is_none() {
+                        return Ok(());
+                    }
+                    slot.take()
+                }
+                _ => None,
+            }
+        };
+        let mut done = done.ok_or_else(errno::eproto)?;
+        let result = done.answer.take().unwrap_or(Ok(()));
         end(done.rq, result);
         Ok(())
     }
 
     /// Closes the connection; requests in flight go back to blk-mq (to wait
     /// for the next connection or fail at their deadline), or fail when
-    /// `fail` is set.
+    /// `fail` is set. Returns once the connection is closed.
     pub(crate) fn disconnect(&self, fail: bool) {
         let conn = {
             let mut s = self.state.lock();
@@ -387,11 +456,30 @@ impl Queue {
         // bound regions (FI_MR_ENDPOINT) hold it: it closes after the last
         // of them, each of which ends the target's access through its key.
         drop(conn);
-        // One at a time: nothing to allocate under the lock.
+        // Requests with a send in progress from their pages wait for the
+        // close (the provider reads them until then): the others first.
+        self.hand_back(fail, |f| !f.sending);
+        // The regions are gone; once no one else uses the connection, the
+        // last reference was dropped and the endpoint is closed.
+        let mut s = self.state.lock();
+        while s.users != 0 {
+            self.unused.wait(&mut s);
+        }
+        drop(s);
+        self.hand_back(fail, |_| true);
+    }
+
+    /// Takes the requests in flight that `which` picks out of the table and
+    /// requeues them, or fails them when `fail` is set. One at a time:
+    /// nothing to allocate under the lock.
+    fn hand_back(&self, fail: bool, which: impl Fn(&InFlight) -> bool) {
         loop {
             let taken = {
                 let mut s = self.state.lock();
-                s.inflight.iter_mut().find_map(|slot| slot.take())
+                s.inflight
+                    .iter_mut()
+                    .find(|slot| slot.as_ref().is_some_and(&which))
+                    .and_then(|slot| slot.take())
             };
             let Some(f) = taken else {
                 return;
@@ -418,6 +506,10 @@ impl Queue {
                 if c.err != 0 {
                     return Err(crate::fabric::fi_error(c.err as u32));
                 }
+                if c.sent {
+                    self.sent(c.slot)?;
+                    continue;
+                }
                 // Read in place (an inline read's data goes from there into
                 // its pages), then the buffer is posted again.
                 let answered = conn.with_received(c.slot, c.len, |m| self.respond(m))?;
@@ -428,14 +520,48 @@ impl Queue {
     }
 }
 
-/// An inline write's message: room for its command, then a copy of its
-/// data. Taken without waiting: when memory is short the write goes by RMA.
-fn inline_message(rq: &mq::Request<Driver>) -> Result<KVec<u8>> {
-    let len = proto::COMMAND_LEN + rq.bytes() as usize;
-    let mut m = KVec::with_capacity(len, GFP_NOWAIT | __GFP_NOWARN)?;
-    m.extend_from_slice(&[0u8; proto::COMMAND_LEN], GFP_NOWAIT)?;
-    rq.copy_data(&mut m)?;
-    Ok(m)
+/// A holder of the queue's connection outside its lock (see
+/// [`State::users`]).
+struct ConnUse<'a> {
+    queue: &'a Queue,
+    /// Dropped before the count goes down.
+    conn: Option<Arc<Connection>>,
+    inline_max: usize,
+    inline_pieces: usize,
+    read_inline_max: usize,
+}
+
+impl ConnUse<'_> {
+    fn conn(&self) -> &Arc<Connection> {
+        self.conn.as_ref().expect("held until drop")
+    }
+}
+
+impl Drop for ConnUse<'_> {
+    fn drop(&mut self) {
+        drop(self.conn.take());
+        let mut s = self.queue.state.lock();
+        s.users -= 1;
+        if s.users == 0 {
+            self.queue.unused.notify_all();
+        }
+    }
+}
+
+/// An inline write's pages, copied off the request (which moves into the
+/// table before its send): None when they take more than `max` pieces, and
+/// the write goes by RMA.
+fn inline_pages(
+    rq: &mut mq::Request<Driver>,
+    max: usize,
+) -> Option<([bio_vec; SEND_PIECES_MAX], usize)> {
+    let pages = rq.pages().ok()?;
+    if pages.len() > max.min(SEND_PIECES_MAX) {
+        return None;
+    }
+    let mut copy = [bio_vec::default(); SEND_PIECES_MAX];
+    copy[..pages.len()].copy_from_slice(pages);
+    Some((copy, pages.len()))
 }
 
 /// Registers `rq`'s pages for the target, bound to `conn` where the
@@ -456,10 +582,11 @@ impl WorkItem for Queue {
     type Pointer = Arc<Queue>;
 
     fn run(this: Arc<Queue>) {
-        let Some(conn) = this.conn() else {
+        let Some(user) = this.conn() else {
             return;
         };
-        let failed = match this.poll(&conn) {
+        let conn = user.conn();
+        let failed = match this.poll(conn) {
             Err(e) => Some(e),
             // Cleared before the read: an event posted meanwhile sets it again.
             Ok(()) if this.eq_event.swap(false, Ordering::AcqRel) => match conn.event(0) {
@@ -469,7 +596,7 @@ impl WorkItem for Queue {
             },
             Ok(()) => None,
         };
-        drop(conn);
+        drop(user);
         if let Some(e) = failed {
             pr_warn!("queue {}: connection lost ({:?})\n", this.index, e);
             // The next request offered starts the reconnection.

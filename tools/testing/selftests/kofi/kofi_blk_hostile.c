@@ -15,9 +15,10 @@
  * mode=target: listens on 127.0.0.1:port as an export of 2048 sectors and
  * answers every command wrongly, as answer= says: badtag (a tag out of
  * range), short (8 bytes), stalegen (the tag's previous generation),
- * status (EIO for every command, well-formed) or shortdata (inline reads
+ * status (EIO for every command, well-formed), shortdata (inline reads
  * offered, and every answer a success followed by 512 bytes fewer than
- * the command moves, or 8 for a flush).
+ * the command moves, or 8 for a flush) or twice (inline writes offered,
+ * and every command answered with a success twice).
  * It stays until unloaded.
  */
 #include <linux/module.h>
@@ -37,7 +38,7 @@ module_param(mode, charp, 0444);
 MODULE_PARM_DESC(mode, "initiator (attack kofi_blkt) or target (answer kofi_blk wrongly)");
 static char *answer = "badtag";
 module_param(answer, charp, 0444);
-MODULE_PARM_DESC(answer, "target mode: badtag, short, stalegen, status or shortdata");
+MODULE_PARM_DESC(answer, "target mode: badtag, short, stalegen, status, shortdata or twice");
 static char *port = "4470";
 module_param(port, charp, 0444);
 MODULE_PARM_DESC(port, "the export's port (initiator) or ours (target)");
@@ -431,6 +432,8 @@ struct tconn {
 	struct fid_ep *ep;
 	struct fid_cq *cq;
 	struct kofi_blk_cmd recvs[TARGET_RECVS];
+	/* Where every receive puts an inline write's data: not read. */
+	u8 *scratch;
 };
 
 static struct fid_pep *pep;
@@ -449,6 +452,17 @@ static void target_cq_event(struct fid_cq *q)
 	target_event(NULL);
 }
 
+/* Posts the receive of a command into @cmd, an inline write's data after it. */
+static int post_command_recv(struct tconn *t, struct kofi_blk_cmd *cmd)
+{
+	struct kvec iov[2] = {
+		{ cmd, sizeof(*cmd) },
+		{ t->scratch, PAGE_SIZE },
+	};
+
+	return fi_recvv(t->ep, iov, NULL, 2, 0, cmd);
+}
+
 static void target_accept(struct fi_info *req_info)
 {
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_MSG, .comp_handler = target_cq_event };
@@ -458,6 +472,7 @@ static void target_accept(struct fi_info *req_info)
 		.sectors = cpu_to_le64(2048),
 		.block_size = cpu_to_le32(512),
 		.max_io = cpu_to_le32(4096),
+		.inline_max = cpu_to_le32(strcmp(answer, "twice") ? 0 : PAGE_SIZE),
 		.read_inline_max = cpu_to_le32(strcmp(answer, "shortdata") ? 0 : PAGE_SIZE),
 	};
 	struct tconn *t = NULL;
@@ -470,7 +485,9 @@ static void target_accept(struct fi_info *req_info)
 		fi_reject(pep, req_info->handle, NULL, 0);
 		return;
 	}
-	ret = fi_cq_open(domain, &cq_attr, &t->cq, NULL);
+	if (!t->scratch)
+		t->scratch = kmalloc(PAGE_SIZE, GFP_KERNEL);
+	ret = t->scratch ? fi_cq_open(domain, &cq_attr, &t->cq, NULL) : -ENOMEM;
 	if (!ret)
 		ret = fi_endpoint(domain, req_info, &t->ep, NULL);
 	if (!ret)
@@ -480,7 +497,7 @@ static void target_accept(struct fi_info *req_info)
 	if (!ret)
 		ret = fi_enable(t->ep);
 	for (i = 0; !ret && i < TARGET_RECVS; i++)
-		ret = fi_recv(t->ep, &t->recvs[i], sizeof(t->recvs[i]), NULL, 0, &t->recvs[i]);
+		ret = post_command_recv(t, &t->recvs[i]);
 	if (!ret)
 		ret = fi_accept(t->ep, &acc, sizeof(acc));
 	if (ret) {
@@ -515,6 +532,8 @@ static void answer_wrongly(struct tconn *t, const struct kofi_blk_cmd *cmd)
 		resp.gen = cpu_to_le32(le32_to_cpu(cmd->gen) - 1);
 	else if (!strcmp(answer, "status"))
 		resp.status = cpu_to_le32(EIO);
+	else if (!strcmp(answer, "twice"))
+		fi_inject(t->ep, &resp, sizeof(resp), 0);
 	fi_inject(t->ep, &resp, !strcmp(answer, "short") ? 8 : sizeof(resp), 0);
 }
 
@@ -535,7 +554,7 @@ static void target_poll(struct tconn *t)
 			struct kofi_blk_cmd *cmd = e.op_context;
 
 			answer_wrongly(t, cmd);
-			fi_recv(t->ep, cmd, sizeof(*cmd), NULL, 0, cmd);
+			post_command_recv(t, cmd);
 		}
 	}
 }
@@ -595,6 +614,7 @@ static void stop_target(void)
 	for (i = 0; i < TARGET_CONNS; i++) {
 		hostile_close(tconns[i].ep ? &tconns[i].ep->fid : NULL);
 		hostile_close(tconns[i].cq ? &tconns[i].cq->fid : NULL);
+		kfree(tconns[i].scratch);
 	}
 	cancel_work_sync(&target_work);
 	close_common();
@@ -608,7 +628,7 @@ static int __init hostile_init(void)
 		return attack_target();
 	if (strcmp(mode, "target") || (strcmp(answer, "badtag") && strcmp(answer, "short") &&
 				       strcmp(answer, "stalegen") && strcmp(answer, "status") &&
-				       strcmp(answer, "shortdata")))
+				       strcmp(answer, "shortdata") && strcmp(answer, "twice")))
 		return -EINVAL;
 	is_target = true;
 	return start_target();

@@ -17,7 +17,7 @@
 . "$(dirname "$0")/blk_helpers.sh"
 
 own=10.0.2.1${KOFI_NODE:-0}
-ktap_plan 62
+ktap_plan 63
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_sock.ko && insmod $MODDIR/kofi_verbs.ko &&
 	insmod $MODDIR/kofi_blkt.ko && insmod $MODDIR/kofi_blk.ko ||
 	{ ktap_diag "loading failed"; exit 1; }
@@ -134,6 +134,39 @@ for a in badtag short stalegen status shortdata; do
 	ktap_expect_ok "initiator_survives_$a" hostile_target $a $port
 	port=$((port + 1))
 done
+# A target that answers every command twice: the first answer ends the
+# command (an inline write's once its send, from the request's pages, has
+# completed too, whichever comes first), the second ends the connection; an
+# inline write ends either way, in bounded time.
+lost_count() { dmesg | grep -c 'kofi_blk: queue 0: connection lost'; }
+lost_more_than() { [ "$(lost_count)" -gt "$1" ]; }
+# The disk's first reads (its partition scan) are over: live, no loss in 1 s.
+lost_settled() {
+	n=$(lost_count)
+	sleep 1
+	[ "$(lost_count)" = "$n" ] && grep -q 'state=live' $BLK/devices
+}
+hostile_target_twice() {
+	insmod $MODDIR/kofi_blk_hostile.ko mode=target answer=twice port=$1 || return 1
+	ok=0
+	blk_add disk0 sock 127.0.0.1 $1 queues=1 depth=4 reconnect_timeout=3 ||
+		{ echo "not added"; ok=1; }
+	if [ $ok = 0 ]; then
+		every 0 20 lost_settled || { echo "the scan's reconnections go on"; ok=1; }
+		lost=$(lost_count)
+		start=$(date +%s)
+		head -c 4096 /dev/urandom >/tmp/twice.blk
+		dd if=/tmp/twice.blk of=/dev/kofiblk0 bs=4k count=1 oflag=direct 2>/dev/null
+		took=$(($(date +%s) - start))
+		[ $took -lt 60 ] || { echo "took $took s"; ok=1; }
+		every 0.1 50 lost_more_than "$lost" ||
+			{ echo "the second answer did not end the connection"; ok=1; }
+		blk_remove || { echo "not removed"; ok=1; }
+	fi
+	rmmod kofi_blk_hostile || { echo "hostile module stays"; ok=1; }
+	return $ok
+}
+ktap_expect_ok "initiator_survives_twice" hostile_target_twice $port
 ktap_expect_ok "initiator_unloads" rmmod kofi_blk
 ktap_expect_ok "target_unloads" rmmod kofi_blkt
 rmmod kofi_verbs && rmmod kofi_sock && rmmod kofi
