@@ -555,10 +555,9 @@ impl Connection {
             context: (self.state.len() + slot + 1) as *mut c_void,
             ..Default::default()
         };
-        // SAFETY: The endpoint is open; the head's page lives until after
-        // its close, and the caller keeps the pages until the completion is
-        // read or the endpoint closed. fi_sendmsg reads the iov array itself
-        // only during the call. The context is a number, never dereferenced.
+        // SAFETY: The endpoint is open; the head's page outlives it and the
+        // caller keeps the pages until the completion or the close; `iov`
+        // is read during the call only; the context is a number.
         let ret = unsafe { abi::fi_sendmsg(self.ep.as_ptr(), &msg, flags::FI_COMPLETION) };
         if ret < 0 {
             state.store(IDLE, Ordering::Release);

@@ -93,11 +93,19 @@ struct InFlight {
     /// inline I/O: a read without one gets its data in its response).
     _mr: Option<Mr>,
     gen: u32,
-    /// An inline write's message, sent from the request's pages, has not
-    /// completed: the provider may still read them.
-    sending: bool,
-    /// The response's result, kept while `sending`.
-    answer: Option<Result>,
+    send: SendState,
+}
+
+/// Where the send of an inline write's message, from the request's pages,
+/// stands.
+enum SendState {
+    /// Completed, or none made: the response ends the request.
+    Done,
+    /// In progress: the provider may still read the pages.
+    Pending,
+    /// In progress and answered: its completion ends the request with the
+    /// response's result.
+    Answered(Result),
 }
 
 impl InFlight {
@@ -344,8 +352,11 @@ impl Queue {
                 rq,
                 _mr: mr,
                 gen,
-                sending: data_pages.is_some(),
-                answer: None,
+                send: if data_pages.is_some() {
+                    SendState::Pending
+                } else {
+                    SendState::Done
+                },
             });
             Command { gen, ..cmd }.encode()
         };
@@ -390,7 +401,7 @@ impl Queue {
                 // An inline read's success brings all its bytes, anything
                 // else none (checked before the request leaves the table:
                 // a bad answer leaves it to the disconnect, to go again).
-                Some(f) if f.gen == resp.gen && f.answer.is_none() => {
+                Some(f) if f.gen == resp.gen && !matches!(f.send, SendState::Answered(_)) => {
                     let want = if f.data_in_response() && resp.status == 0 {
                         f.rq.bytes() as usize
                     } else {
@@ -399,10 +410,10 @@ impl Queue {
                     if data.len() != want {
                         return Err(errno::eproto());
                     }
-                    if f.sending {
+                    if matches!(f.send, SendState::Pending) {
                         // Its pages are the provider's until the send's
                         // completion, which ends it.
-                        f.answer = Some(proto::status_result(resp.status));
+                        f.send = SendState::Answered(proto::status_result(resp.status));
                         return Ok(());
                     }
                     slot.take()
@@ -426,20 +437,24 @@ impl Queue {
         let done = {
             let mut s = self.state.lock();
             let slot = s.inflight.get_mut(tag).ok_or_else(errno::eproto)?;
-            match slot {
-                Some(f) if f.sending => {
-                    f.sending = false;
-                    if f.answer.is_none() {
-                        return Ok(());
-                    }
-                    slot.take()
+            match slot.as_mut().map(|f| &mut f.send) {
+                Some(send @ SendState::Pending) => {
+                    *send = SendState::Done;
+                    return Ok(());
                 }
+                Some(SendState::Answered(_)) => slot.take(),
                 _ => None,
             }
         };
-        let mut done = done.ok_or_else(errno::eproto)?;
-        let result = done.answer.take().unwrap_or(Ok(()));
-        end(done.rq, result);
+        let Some(InFlight {
+            rq,
+            send: SendState::Answered(result),
+            ..
+        }) = done
+        else {
+            return Err(errno::eproto());
+        };
+        end(rq, result);
         Ok(())
     }
 
@@ -458,7 +473,7 @@ impl Queue {
         drop(conn);
         // Requests with a send in progress from their pages wait for the
         // close (the provider reads them until then): the others first.
-        self.hand_back(fail, |f| !f.sending);
+        self.hand_back(fail, |f| matches!(f.send, SendState::Done));
         // The regions are gone; once no one else uses the connection, the
         // last reference was dropped and the endpoint is closed.
         let mut s = self.state.lock();
