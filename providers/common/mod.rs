@@ -26,11 +26,13 @@
 //! providers share beyond that lives here too: the active endpoint apart
 //! from its transport (`ip_endpoint.rs`), socket addresses (`sockaddr.rs`),
 //! tagged matching (`tagged.rs`) and the buffers a connection keeps for
-//! its next sends (`kept.rs`). The provider's workqueue is
+//! its next sends (`kept.rs`); a count of the live connections, checked at
+//! unload (`census.rs`). The provider's workqueue is
 //! `include/kofi/rust/workqueue.rs`, which the core uses too.
 
 mod adapter;
 pub(crate) mod buffers;
+pub(crate) mod census;
 pub(crate) mod handles;
 pub(crate) mod info;
 pub(crate) mod ip_endpoint;

@@ -70,10 +70,12 @@ impl<P: Provider> Drop for Registration<P> {
 
 /// The kernel module of a provider, declared by [`module_kofi_provider!`]:
 /// the provider's module state and its registration. Fields drop in order:
-/// the provider is deregistered before its state goes.
+/// the provider is deregistered before its state goes, and no connection
+/// may outlive the state.
 pub(crate) struct ProviderModule<P: Provider> {
     _registration: Registration<P>,
     _state: P::ModuleState,
+    _census: super::census::UnloadCheck,
 }
 
 impl<P: Provider> kernel::Module for ProviderModule<P> {
@@ -82,6 +84,7 @@ impl<P: Provider> kernel::Module for ProviderModule<P> {
         Ok(ProviderModule {
             _registration: Registration::register(module)?,
             _state: state,
+            _census: super::census::UnloadCheck::new(),
         })
     }
 }

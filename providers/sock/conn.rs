@@ -19,6 +19,7 @@ use crate::abi;
 use crate::compat::VecExt;
 use crate::flags::*;
 use crate::iovec::Iov;
+use crate::kofi::census::Counted;
 use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::kept::KeptBuffers;
 use crate::kofi::{
@@ -390,6 +391,8 @@ pub(crate) struct Conn {
     /// Its endpoint, for the socket's callbacks to hand the progress to a
     /// consumer sleeping on the endpoint's receive CQ.
     waker: ProgressWaker,
+    /// Counts it among the module's live connections (checked at unload).
+    _counted: Counted,
 }
 
 impl_has_work! {
@@ -452,6 +455,7 @@ impl Conn {
                 work <- new_work!("kofi_sock_conn"),
                 inner <- new_mutex!(inner, "kofi_sock_conn"),
                 waker: ProgressWaker::new(),
+                _counted: Counted::new(),
             }),
             GFP_KERNEL,
         )?;

@@ -24,6 +24,7 @@ use crate::abi;
 use crate::compat::VecExt;
 use crate::device::{DeviceEntry, RegState, VDomain};
 use crate::flags::*;
+use crate::kofi::census::Counted;
 use crate::kofi::ip_endpoint::ip_conn_by_inherent_methods;
 use crate::kofi::{
     cancel_posted, fi_error, report_cancelled, send_kind, Context, EpRef, Lent, PepRef, PostedRecv,
@@ -569,6 +570,8 @@ pub(crate) struct Conn {
     /// `nudge`); the timer sets `nudge_due` and queues the work.
     greeting_timer: Timer<Conn>,
     nudge_due: AtomicBool,
+    /// Counts it among the module's live connections (checked at unload).
+    _counted: Counted,
 }
 
 impl_has_work! {
@@ -705,6 +708,7 @@ impl Conn {
                 waker,
                 greeting_timer,
                 nudge_due: AtomicBool::new(false),
+                _counted: Counted::new(),
             }),
             GFP_KERNEL,
         )?;

@@ -30,6 +30,9 @@ pub const MARKERS: &[&str] = &[
     // kmemleak
     "unreferenced object 0x",
     "suspected memory leaks",
+    // a provider's connections alive when its module unloads, which
+    // kmemleak misses when they hold each other (providers/common/census.rs)
+    "kofi-leak:",
 ];
 
 /// A console line carrying one of the markers.
@@ -98,5 +101,13 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].line_no, 2);
         assert_eq!(s[0].marker, "BUG:");
+    }
+
+    #[test]
+    fn finds_a_provider_census_leak() {
+        let log = "[ 9.0] kofi_verbs: kofi-leak: 1 connection(s) alive at unload\n";
+        let s = find_splats(log);
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].marker, "kofi-leak:");
     }
 }
