@@ -80,16 +80,8 @@ echo "# faults: allocations with kofi code in [$start, $end) on the stack, none 
 
 # faulty LABEL PROV NODE: the soak under each interval's faults (each soak
 # takes 50 ports from $port: a round takes the next).
-# Over siw from every 1021st allocation on (connection requests failing
-# mid-handshake), siw's CM race frees its listener under rdma_cm and panics
-# the guest (reliability.rst): skipped, visibly, unless KOFI_FAULT_SIW_ALL=1.
 faulty() {
 	for i in $intervals; do
-		if [ "$1" = verbs_siw ] && [ "$i" -ge 1021 ] && [ -z "${KOFI_FAULT_SIW_ALL:-}" ]; then
-			n=$((n + 1))
-			echo "ok $n ${1}_every_$i # SKIP siw's CM race frees its listener (reliability.rst)"
-			continue
-		fi
 		echo "# $1: every ${i}th such allocation fails"
 		faults on "$i"
 		soak ${1}_every_$i $2 $3 $port "$rounds"
