@@ -2714,11 +2714,14 @@ static void pair_still_works(struct kunit *test, struct pair *p, const char *por
 	exchange(test, p, 4096, 3);
 }
 
+enum raw_drop { RAW_FIN, RAW_RESET, RAW_GARBAGE };
+
 /*
- * A raw TCP connection to @node:@port, closed at once: with a reset when
- * @reset, else with a FIN. 1 when it connected, 0 when it was refused.
+ * A raw TCP connection to @node:@port, closed at once: with a FIN, a
+ * reset, or a FIN after 64 random bytes (no provider's handshake).
+ * 1 when it connected, 0 when it was refused.
  */
-static int raw_connect_and_drop(struct kunit *test, const char *port, bool reset)
+static int raw_connect_and_drop(struct kunit *test, const char *port, enum raw_drop how)
 {
 	struct sockaddr_storage ss = {};
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
@@ -2739,15 +2742,24 @@ static int raw_connect_and_drop(struct kunit *test, const char *port, bool reset
 	KUNIT_ASSERT_EQ(test, sock_create_kern(&init_net, ss.ss_family, SOCK_STREAM,
 					       IPPROTO_TCP, &sock), 0);
 	ret = kernel_connect(sock, KOFI_SOCKADDR_ARG(&ss), sizeof(ss), 0);
-	if (!ret && reset)
+	if (!ret && how == RAW_RESET)
 		sock_no_linger(sock->sk);
+	if (!ret && how == RAW_GARBAGE) {
+		u8 junk[64];
+		struct kvec iov = { junk, sizeof(junk) };
+		struct msghdr msg = {};
+
+		get_random_bytes(junk, sizeof(junk));
+		kernel_sendmsg(sock, &msg, &iov, 1, sizeof(junk));
+	}
 	sock_release(sock);
 	return ret == 0;
 }
 
 /*
  * TCP connections to a listener's port dropped before the provider took
- * them (a port scan, a client that gave up): none reaches the consumer,
+ * them (a port scan, a client that gave up, one that speaks another
+ * protocol): none reaches the consumer,
  * the listener serves a connection afterwards, and it closes cleanly. On a
  * transport over TCP (kofi_sock, iWARP) they reach the listening socket.
  * siw took the close of a child socket it had not accepted yet for its
@@ -2774,7 +2786,7 @@ static void raw_connections_dropped_at_the_listener(struct kunit *test)
 	fi_freeinfo(info);
 	pair_listen(test, p, node, port);
 	for (i = 0; i < DROPPED; i++)
-		connected += raw_connect_and_drop(test, port, i & 1);
+		connected += raw_connect_and_drop(test, port, i % 3);
 	/* The backlog may refuse some under the flood; most get in. */
 	if (over_tcp)
 		KUNIT_EXPECT_GT(test, connected, DROPPED / 2);
