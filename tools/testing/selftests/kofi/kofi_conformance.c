@@ -2797,6 +2797,45 @@ static void raw_connections_dropped_at_the_listener(struct kunit *test)
 	pair_close(test, p);
 }
 
+/*
+ * The client gives up before the server accepts: its endpoint closes with
+ * the request unanswered. The server's fi_endpoint and fi_accept on the
+ * request then succeed or answer an error, the endpoint closes at once,
+ * and nothing of the request is left behind (the device's removal after
+ * the suite waits for every rdma_cm id). The listener serves on. (The
+ * sides are the pair's, so that a failed assertion still closes them.)
+ */
+static void accept_after_the_client_left(struct kunit *test)
+{
+	struct pair *p = pair_new(test, (struct pair){ .prov = prov });
+	struct side *s = &p->server;
+	struct cm_event ev;
+	char port[8];
+	int ret;
+
+	port_of(port, 48);
+	pair_listen(test, p, node, port);
+	side_connect(test, p, &p->client, node, port, NULL, 0);
+	KUNIT_ASSERT_EQ(test, cm_wait(p->peq, FI_CONNREQ, &ev), (ssize_t)sizeof(ev.entry));
+	side_close(test, &p->client);
+	msleep(200);
+	s->info = ev.entry.info;
+	open_queues(test, p, s);
+	ret = fi_endpoint(p->domain, s->info, &s->ep, NULL);
+	KUNIT_EXPECT_LE(test, ret, 0);
+	if (!ret) {
+		bind_enable(test, s);
+		ret = fi_accept(s->ep, NULL, 0);
+		KUNIT_EXPECT_LE(test, ret, 0);
+		kunit_info(test, "fi_accept after the client left: %d", ret);
+	} else {
+		kunit_info(test, "fi_endpoint after the client left: %d", ret);
+	}
+	side_close(test, s);
+	pair_still_works(test, p, port);
+	pair_close(test, p);
+}
+
 /* fi_connect with each of its allocations failing in turn: an error or a
  * connection, never a crash or a leak (kmemleak and KASAN judge the run),
  * and the provider serves a connection afterwards. */
@@ -3301,6 +3340,7 @@ static struct kunit_case conformance_cases[] = {
 	KUNIT_CASE(shutdown_mid_traffic),
 	KUNIT_CASE(peer_gone),
 	KUNIT_CASE_SLOW(raw_connections_dropped_at_the_listener),
+	KUNIT_CASE_SLOW(accept_after_the_client_left),
 	KUNIT_CASE(recv_posted_before_connect),
 	KUNIT_CASE(server_sends_at_once),
 	KUNIT_CASE(cancel_receives),
