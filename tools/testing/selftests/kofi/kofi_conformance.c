@@ -16,13 +16,12 @@
 #include <linux/delay.h>
 #include <linux/in.h>
 #include <linux/in6.h>
-#include <linux/inet.h>
 #include <linux/mm.h>
 #include <linux/module.h>
-#include <linux/net.h>
-#include <kofi/compat.h>
+#include <linux/random.h>
 #include <net/sock.h>
 #include "kofi_test_pair.h"
+#include "kofi_test_raw.h"
 
 static char *prov = "sock";
 module_param(prov, charp, 0444);
@@ -2721,39 +2720,25 @@ enum raw_drop { RAW_FIN, RAW_RESET, RAW_GARBAGE };
  * reset, or a FIN after 64 random bytes (no provider's handshake).
  * 1 when it connected, 0 when it was refused.
  */
-static int raw_connect_and_drop(struct kunit *test, const char *port, enum raw_drop how)
+static int raw_connect_and_drop(const char *port, enum raw_drop how)
 {
-	struct sockaddr_storage ss = {};
-	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
 	struct socket *sock;
+	u8 junk[64];
 	u16 n;
-	int ret;
 
-	KUNIT_ASSERT_EQ(test, kstrtou16(port, 10, &n), 0);
-	if (in4_pton(node, -1, (u8 *)&sin->sin_addr, '\0', NULL)) {
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(n);
-	} else {
-		KUNIT_ASSERT_TRUE(test, in6_pton(node, -1, (u8 *)&sin6->sin6_addr, '\0', NULL));
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(n);
-	}
-	KUNIT_ASSERT_EQ(test, sock_create_kern(&init_net, ss.ss_family, SOCK_STREAM,
-					       IPPROTO_TCP, &sock), 0);
-	ret = kernel_connect(sock, KOFI_SOCKADDR_ARG(&ss), sizeof(ss), 0);
-	if (!ret && how == RAW_RESET)
+	if (kstrtou16(port, 10, &n))
+		return 0;
+	sock = raw_open(node, n);
+	if (!sock)
+		return 0;
+	if (how == RAW_RESET)
 		sock_no_linger(sock->sk);
-	if (!ret && how == RAW_GARBAGE) {
-		u8 junk[64];
-		struct kvec iov = { junk, sizeof(junk) };
-		struct msghdr msg = {};
-
+	if (how == RAW_GARBAGE) {
 		get_random_bytes(junk, sizeof(junk));
-		kernel_sendmsg(sock, &msg, &iov, 1, sizeof(junk));
+		raw_send(sock, junk, sizeof(junk));
 	}
 	sock_release(sock);
-	return ret == 0;
+	return 1;
 }
 
 /*
@@ -2786,7 +2771,7 @@ static void raw_connections_dropped_at_the_listener(struct kunit *test)
 	fi_freeinfo(info);
 	pair_listen(test, p, node, port);
 	for (i = 0; i < DROPPED; i++)
-		connected += raw_connect_and_drop(test, port, i % 3);
+		connected += raw_connect_and_drop(port, i % 3);
 	/* The backlog may refuse some under the flood; most get in. */
 	if (over_tcp)
 		KUNIT_EXPECT_GT(test, connected, DROPPED / 2);

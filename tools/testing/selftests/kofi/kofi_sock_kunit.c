@@ -35,6 +35,7 @@
 #include <kofi/compat.h>
 
 #include "kofi_test_pair.h"
+#include "kofi_test_raw.h"
 
 /* RMA violations fail at the initiator, each with its own error, and the
  * connection stays up. */
@@ -78,29 +79,6 @@ static void sock_rma_violations(struct kunit *test)
 	vfree(back);
 }
 
-/* A raw TCP connection to 127.0.0.1:@port, or NULL. */
-static struct socket *raw_open(u16 port)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-	struct socket *sock;
-
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (sock_create_kern(&init_net, AF_INET, SOCK_STREAM, IPPROTO_TCP, &sock))
-		return NULL;
-	if (kernel_connect(sock, KOFI_SOCKADDR_ARG(&sin), sizeof(sin), 0)) {
-		sock_release(sock);
-		return NULL;
-	}
-	return sock;
-}
-
-static int raw_send(struct socket *sock, const void *bytes, size_t len)
-{
-	struct msghdr msg = {};
-	struct kvec iov = { (void *)bytes, len };
-
-	return kernel_sendmsg(sock, &msg, &iov, 1, len) == len ? 0 : -EIO;
-}
 
 /* 1 when the listener dropped @sock (EOF or reset) within @ms, 0 when it is
  * still open, -EPROTO when it answered bytes. */
@@ -126,7 +104,7 @@ static int raw_dropped(struct socket *sock, int ms)
  * @wait_ms 0 closes at once (0 when the bytes went). */
 static int raw_client(u16 port, const void *bytes, size_t len, int wait_ms)
 {
-	struct socket *sock = raw_open(port);
+	struct socket *sock = raw_open("127.0.0.1", port);
 	int ret;
 
 	if (!sock)
@@ -190,7 +168,7 @@ static void sock_silent_connections_close_with_their_listener(struct kunit *test
 
 	raw_listener(test, p, "7491");
 	for (i = 0; i < 3; i++) {
-		raw[i] = raw_open(7491);
+		raw[i] = raw_open("127.0.0.1", 7491);
 		KUNIT_ASSERT_NOT_NULL(test, raw[i]);
 	}
 	/* Accepted and waiting for their CONNECT. */
@@ -220,7 +198,7 @@ static void sock_silent_connection_times_out(struct kunit *test)
 	u32 event;
 
 	raw_listener(test, p, "7495");
-	raw = raw_open(7495);
+	raw = raw_open("127.0.0.1", 7495);
 	KUNIT_ASSERT_NOT_NULL(test, raw);
 	/* Still open well before the deadline, closed soon after it. */
 	KUNIT_EXPECT_EQ(test, raw_dropped(raw, 5000), 0);
@@ -260,7 +238,7 @@ static void sock_handshake_is_bounded(struct kunit *test)
 	for (i = 0; i < 72; i++) {
 		if (i == 64)
 			msleep(3500);
-		raw[i] = raw_open(7492);
+		raw[i] = raw_open("127.0.0.1", 7492);
 		KUNIT_ASSERT_NOT_NULL(test, raw[i]);
 		msleep(20);
 	}
@@ -301,7 +279,7 @@ static void sock_connection_flood_and_random_bytes(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, junk);
 	raw_listener(test, p, "7494");
 	for (i = 0; i < DROPPED; i++) {
-		struct socket *s = raw_open(7494);
+		struct socket *s = raw_open("127.0.0.1", 7494);
 
 		if (!s)
 			refused++;
@@ -311,7 +289,7 @@ static void sock_connection_flood_and_random_bytes(struct kunit *test)
 	/* The backlog may refuse some under the flood; most get in. */
 	KUNIT_EXPECT_LT(test, refused, DROPPED / 2);
 	for (i = 0; i < RANDOM; i++) {
-		struct socket *s = raw_open(7494);
+		struct socket *s = raw_open("127.0.0.1", 7494);
 		size_t len = 1 + get_random_u32_below(4096);
 
 		if (!s)
@@ -402,7 +380,7 @@ static struct socket *raw_accepted(struct kunit *test, struct pair *p, u16 port)
 
 	snprintf(service, sizeof(service), "%u", port);
 	raw_listener(test, p, service);
-	raw = raw_open(port);
+	raw = raw_open("127.0.0.1", port);
 	KUNIT_ASSERT_NOT_NULL(test, raw);
 	wire_header(h, 1, 0);			/* CONNECT, no private data */
 	KUNIT_ASSERT_EQ(test, raw_send(raw, h, sizeof(h)), 0);
