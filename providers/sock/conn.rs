@@ -373,6 +373,9 @@ struct Inner {
     next_id: u64,
     /// FI_SHUTDOWN (or a connection error) was reported.
     ended: bool,
+    /// Server: the client left before its request was answered; answering
+    /// it (fi_endpoint, fi_accept, fi_reject) fails with FI_ECONNRESET.
+    peer_left_unanswered: bool,
     /// Server: the CONNECT's private data, until FI_CONNREQ goes out.
     connreq_data: Option<KVVec<u8>>,
     /// FI_RX_CQ_DATA mode: a write's CQ data takes a posted receive.
@@ -446,6 +449,7 @@ impl Conn {
             calls: KVec::new(),
             next_id: 1,
             ended: false,
+            peer_left_unanswered: false,
             connreq_data: None,
             rx_cq_data: false,
             kept: KeptBuffers::new(KEPT, crate::INJECT_SIZE)?,
@@ -518,7 +522,7 @@ impl Conn {
     pub(crate) fn bind(&self, ep: EpRef, domain: DomainRef, rx_cq_data: bool) -> Result {
         let mut g = self.inner.lock();
         if g.phase != Phase::AwaitDecision || g.ep.is_some() {
-            return Err(EINVAL);
+            return Err(g.unanswerable());
         }
         g.rx_cq_data = rx_cq_data;
         self.waker.arm(&ep);
@@ -545,7 +549,7 @@ impl Conn {
         {
             let mut g = self.inner.lock();
             if g.phase != Phase::AwaitDecision || g.ep.is_none() {
-                return Err(fi_error(abi::FI_EOPBADSTATE));
+                return Err(g.unanswerable());
             }
             g.queue(Header::new(Op::Accept), TxPayload::copy_of(data)?, None)?;
             g.phase = Phase::Connected;
@@ -565,7 +569,7 @@ impl Conn {
         {
             let mut g = self.inner.lock();
             if g.phase != Phase::AwaitDecision {
-                return Err(fi_error(abi::FI_EOPBADSTATE));
+                return Err(g.unanswerable());
             }
             let h = Header {
                 status: abi::ECONNREFUSED,
@@ -1508,7 +1512,25 @@ impl Inner {
                 self.close_quietly();
             }
             Phase::Connected => self.end(abi::FI_ECONNRESET, true),
+            Phase::AwaitDecision => {
+                self.peer_left_unanswered = true;
+                if let (false, Some(ep)) = (self.ended, &self.ep) {
+                    // Taken by an endpoint, not yet accepted.
+                    let _ = ep.event_error(abi::FI_ECONNRESET, -(abi::FI_ECONNRESET as i32), &[]);
+                }
+                self.ended = true;
+                self.close_quietly();
+            }
             _ => self.close_quietly(),
+        }
+    }
+
+    /// Why a request cannot be answered now: its client left, or it was
+    /// answered before.
+    fn unanswerable(&self) -> Error {
+        match self.peer_left_unanswered {
+            true => fi_error(abi::FI_ECONNRESET),
+            false => fi_error(abi::FI_EOPBADSTATE),
         }
     }
 

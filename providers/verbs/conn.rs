@@ -500,6 +500,10 @@ struct Inner {
     /// The first failed work request's error, for those that follow.
     sq_error: Option<u32>,
     shutdown_reported: bool,
+    /// Why a request can no longer be answered (positive FI_E*): its peer
+    /// left (FI_ECONNRESET) or its device went (FI_ENODEV). fi_endpoint,
+    /// fi_accept and fi_reject on it answer that.
+    unanswerable: Option<u32>,
     /// Disconnect once the send queue is empty: after the peer's
     /// disconnect or our fi_shutdown (moving the QP to error sooner would
     /// flush work requests not yet out, or whose ACK is on its way).
@@ -541,6 +545,11 @@ pub(crate) struct Greeting {
 pub(crate) struct Conn {
     #[pin]
     id: Mutex<Option<CmId>>,
+    /// A passive side's request id until an endpoint takes it (then it is
+    /// `id`'s), shared by the request (the consumer's info) and the
+    /// device's removal, which destroys it so that a request the consumer
+    /// holds unanswered does not hold the removal too (see `Request`).
+    request_id: CmIdSlot,
     #[pin]
     inner: Mutex<Inner>,
     entry: Arc<DeviceEntry>,
@@ -655,6 +664,7 @@ impl Conn {
         let conn = Arc::pin_init(
             pin_init!(Conn {
                 id <- new_mutex!(None, "kofi_verbs_id"),
+                request_id: CmIdSlot::empty(),
                 inner <- new_mutex!(Inner {
                     phase,
                     ep,
@@ -689,6 +699,7 @@ impl Conn {
                     ready_rndv,
                     sq_error: None,
                     shutdown_reported: false,
+                    unanswerable: None,
                     answer_disconnect: false,
                     rx_cq_data: false,
                     iwarp: false,
@@ -806,20 +817,15 @@ impl Conn {
 
     /// fi_endpoint on a request: the endpoint and domain it now belongs
     /// to, and the request's id.
-    pub(crate) fn bind(
-        &self,
-        ep: EpRef,
-        domain: Arc<VDomain>,
-        id: &CmIdSlot,
-        rx_cq_data: bool,
-    ) -> Result {
+    pub(crate) fn bind(&self, ep: EpRef, domain: Arc<VDomain>, rx_cq_data: bool) -> Result {
         let mut owner = self.id.lock();
         let mut g = self.inner.lock();
         if g.phase != Phase::Requested || self.bound.swap(true, Ordering::AcqRel) {
-            return Err(fi_error(abi::FI_EOPBADSTATE));
+            return Err(Self::stale(&g));
         }
         g.rx_cq_data = rx_cq_data;
-        *owner = Some(id.take().ok_or(EINVAL)?);
+        // Taken under `id`'s lock, as `device_gone` takes it.
+        *owner = Some(self.request_id.take().ok_or(EINVAL)?);
         self.waker.arm(&ep);
         g.ep = Some(ep);
         g.domain = Some(domain);
@@ -869,7 +875,7 @@ impl Conn {
             let mut g = self.inner.lock();
             let reads = match (g.phase, &g.ep, g.peer_reads) {
                 (Phase::Requested, Some(_), Some(reads)) => reads,
-                _ => return Err(fi_error(abi::FI_EOPBADSTATE)),
+                _ => return Err(Self::stale(&g)),
             };
             self.as_arc_borrow().setup(&mut g)?;
             g.phase = Phase::Accepting;
@@ -901,12 +907,18 @@ impl Conn {
         Ok(())
     }
 
+    /// Why a request cannot be answered now: its peer left or its device
+    /// went, or it was answered before.
+    fn stale(g: &Inner) -> Error {
+        fi_error(g.unanswerable.unwrap_or(abi::FI_EOPBADSTATE))
+    }
+
     /// fi_reject.
     pub(crate) fn reject(&self, param: &[u8]) -> Result {
         let data = CmData::encode(param).ok_or(EINVAL)?;
         let mut g = self.inner.lock();
         if g.phase != Phase::Requested {
-            return Err(fi_error(abi::FI_EOPBADSTATE));
+            return Err(Self::stale(&g));
         }
         g.res.as_ref().ok_or(EINVAL)?.id.reject(data.as_bytes())?;
         g.phase = Phase::Closed;
@@ -992,9 +1004,14 @@ impl Conn {
     }
 
     /// The device is going away: error completions, FI_SHUTDOWN, then close.
+    /// A request not taken by an endpoint loses its id here: rdma_cm's
+    /// removal of the device waits for every id on it, and the consumer
+    /// holding the request may never answer it (fi_endpoint, fi_accept
+    /// and fi_reject on it answer -FI_ENODEV after).
     pub(crate) fn device_gone(&self) {
         {
             let mut g = self.inner.lock();
+            g.unanswerable = Some(abi::FI_ENODEV);
             if g.phase == Phase::Connected
                 || g.phase == Phase::Closing
                 || g.phase == Phase::Accepting
@@ -1006,9 +1023,20 @@ impl Conn {
         // Posted work requests flush with errors while the endpoint is
         // still bound, so the consumer hears of each.
         let mut owner = self.id.lock();
-        let res = self.inner.lock().res.take();
+        let res = {
+            let mut g = self.inner.lock();
+            if g.phase == Phase::Requested {
+                g.phase = Phase::Closed;
+            }
+            g.res.take()
+        };
+        let request_id = self.request_id.take();
         self.release(&mut owner, res);
         drop(owner);
+        // Its handle went with `res`: dropping it destroys the id, after
+        // the listener's callback should that still be reporting it (which
+        // may close this connection: not under `id`'s lock).
+        drop(request_id);
         let mut g = self.inner.lock();
         g.phase = Phase::Closed;
         // The regions of rendezvous sends go before the domain's PD.

@@ -245,7 +245,7 @@ impl kofi::Provider for Verbs {
         let conn = match info.request::<Request>()? {
             Some(req) => {
                 let conn = req.conn.clone();
-                conn.bind(ep.clone(), domain.inner.clone(), &req.id, info.rx_cq_data())?;
+                conn.bind(ep.clone(), domain.inner.clone(), info.rx_cq_data())?;
                 Some(conn)
             }
             None => None,

@@ -1381,12 +1381,6 @@ impl CmIdSlot {
         }
     }
 
-    pub(crate) fn new(id: CmId) -> CmIdSlot {
-        let slot = CmIdSlot::empty();
-        let _ = slot.put(id);
-        slot
-    }
-
     /// Fills the slot; gives the id back if it was filled or taken before.
     pub(crate) fn put(&self, id: CmId) -> core::result::Result<(), CmId> {
         if self

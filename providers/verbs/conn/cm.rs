@@ -80,6 +80,8 @@ impl Conn {
                 self.answer_disconnect(&mut g);
                 if g.phase == Phase::Connected || g.phase == Phase::Closing {
                     self.end(&mut g, abi::FI_ECONNRESET);
+                } else if g.phase == Phase::Requested {
+                    self.cm_error(&mut g, abi::FI_ECONNRESET);
                 }
             }
             _ => {}
@@ -112,6 +114,10 @@ impl Conn {
         if matches!(g.phase, Phase::Closed | Phase::Connected | Phase::Closing) {
             return;
         }
+        if g.phase == Phase::Requested {
+            // The client gave up before we answered.
+            g.unanswerable = Some(abi::FI_ECONNRESET);
+        }
         g.phase = Phase::Closed;
         if let Some(ep) = &g.ep {
             let _ = ep.event_error(err, 0, data);
@@ -126,11 +132,11 @@ impl CmHandler for Conn {
     }
 }
 
-/// The provider's state of a connection request: the server connection
-/// and, until an endpoint takes it, the request's id.
+/// The provider's state of a connection request: the server connection,
+/// which keeps the request's id (`Conn::request_id`) until an endpoint
+/// takes it or the device goes.
 pub(crate) struct Request {
     pub(crate) conn: Arc<Conn>,
-    pub(crate) id: CmIdSlot,
 }
 
 impl Drop for Request {
@@ -139,7 +145,7 @@ impl Drop for Request {
             // An endpoint took the connection and its id.
             return;
         }
-        let id = match self.id.take() {
+        let id = match self.conn.request_id.take() {
             // Still being reported: the callback gives the id back.
             Some(id) => match self.conn.orphan(id) {
                 Some(id) => Some(id),
@@ -219,10 +225,12 @@ impl Listener {
         // Whatever fails from here drops the request, which leaves the id
         // to this callback (as does a consumer that rejects or drops the
         // request before this returns).
-        let request = Request {
-            conn: conn.clone(),
-            id: CmIdSlot::new(id),
-        };
+        if let Err(id) = conn.request_id.put(id) {
+            // Not a new connection's (empty) slot: never so.
+            conn.forget_request();
+            return CmReply::GiveBack(id);
+        }
+        let request = Request { conn: conn.clone() };
         // A request not reported was dropped, which left its id here.
         let _ = this.pep.connreq(info, request, wire::cm_data_decode(data));
         match conn.end_report() {

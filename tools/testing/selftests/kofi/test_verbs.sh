@@ -5,7 +5,8 @@
 # answers about a rendezvous message never announced, or a close that took
 # more than kofi sent: kofi disconnects each), the pingpong sample (private
 # data, every byte checked), streaming messages and RMA writes and reads,
-# and the device deleted under traffic (the consumer gets errors in bounded
+# and the device deleted under traffic, under a listener, and under a
+# consumer holding a connection request (the consumer gets errors in bounded
 # time; nothing hangs or leaks, and the provider unloads after).
 . "$(dirname "$0")/ktap_helpers.sh"
 . "$(dirname "$0")/rdma_helpers.sh"
@@ -31,7 +32,7 @@ verbs_endpoints() {
 		/sys/kernel/debug/kofi/providers
 }
 
-ktap_plan 36
+ktap_plan 44
 insmod $MODDIR/kofi.ko && insmod $MODDIR/kofi_verbs.ko || { ktap_diag "loading failed"; exit 1; }
 port=7700
 for type in siw rxe; do
@@ -101,6 +102,23 @@ for type in siw rxe; do
 	ktap_expect_ok "${type}_link_delete_with_listener" timeout 10 rdma link delete $dev
 	wait $srv
 	rmmod kofi_pingpong 2>/dev/null
+	# Nor does a consumer holding a connection request unanswered (rdma_cm
+	# waits for every id on the device): answered after, the request
+	# fails with -ENODEV, and the listener heard of the removal.
+	ktap_expect_ok "${type}_link_up_for_held_request" link_up $dev $type
+	port=$((port + 1))
+	ktap_expect_ok "${type}_request_held" insmod $MODDIR/kofi_held_request.ko \
+		addr=$own port=$port
+	ktap_expect_ok "${type}_link_delete_with_request_held" timeout 20 rdma link delete $dev
+	dmesg -c >/dev/null
+	rmmod kofi_held_request 2>/dev/null
+	held=$(dmesg | sed -n 's/.*kofi_held_request: endpoint \(-*[0-9]*\), listener \(-*[0-9]*\)$/\1 \2/p')
+	if [ "$held" = "-19 -19" ]; then
+		ktap_ok "${type}_held_request_answers_enodev"
+	else
+		ktap_diag "endpoint on the held request, listener's error: '$held' (want -19 -19)"
+		ktap_not_ok "${type}_held_request_answers_enodev"
+	fi
 done
 ktap_expect_ok "verbs_unloads" rmmod kofi_verbs
 ktap_expect_ok "core_unloads" rmmod kofi
