@@ -1498,31 +1498,23 @@ impl Inner {
     /// The connection failed (`e`): report and close.
     fn fail(&mut self, e: Error) {
         let err = errnum(e);
-        match self.phase {
-            Phase::Connecting | Phase::AwaitAccept => {
-                if let (false, Some(ep)) = (self.ended, &self.ep) {
-                    let err = if err == abi::ECONNRESET {
-                        abi::ECONNREFUSED
-                    } else {
-                        err
-                    };
-                    let _ = ep.event_error(err, -(err as i32), &[]);
-                }
-                self.ended = true;
-                self.close_quietly();
-            }
-            Phase::Connected => self.end(abi::FI_ECONNRESET, true),
+        // A connection that never came up: its endpoint (a server's, once
+        // fi_endpoint took the request) hears why, once.
+        let err = match self.phase {
+            Phase::Connecting | Phase::AwaitAccept if err == abi::ECONNRESET => abi::ECONNREFUSED,
+            Phase::Connecting | Phase::AwaitAccept => err,
             Phase::AwaitDecision => {
                 self.peer_left_unanswered = true;
-                if let (false, Some(ep)) = (self.ended, &self.ep) {
-                    // Taken by an endpoint, not yet accepted.
-                    let _ = ep.event_error(abi::FI_ECONNRESET, -(abi::FI_ECONNRESET as i32), &[]);
-                }
-                self.ended = true;
-                self.close_quietly();
+                abi::FI_ECONNRESET
             }
-            _ => self.close_quietly(),
+            Phase::Connected => return self.end(abi::FI_ECONNRESET, true),
+            _ => return self.close_quietly(),
+        };
+        if let (false, Some(ep)) = (self.ended, &self.ep) {
+            let _ = ep.event_error(err, -(err as i32), &[]);
         }
+        self.ended = true;
+        self.close_quietly();
     }
 
     /// Why a request cannot be answered now: its client left, or it was

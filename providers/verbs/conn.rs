@@ -1025,6 +1025,8 @@ impl Conn {
         let mut owner = self.id.lock();
         let res = {
             let mut g = self.inner.lock();
+            // Closed under `id`'s lock, with the id taken below: a racing
+            // fi_endpoint then finds the request stale, not its id gone.
             if g.phase == Phase::Requested {
                 g.phase = Phase::Closed;
             }
